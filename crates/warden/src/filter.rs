@@ -1,0 +1,270 @@
+//! The seccomp filter: [`crate::syscalls::TABLE`] compiled to BPF with libseccomp.
+//!
+//! libseccomp writes the architecture check first: a call made through any ABI other than
+//! x86_64 (i386 `int $0x80`) and any x32 number (bit 30 set) gets the "bad architecture" action,
+//! which we set to `ENOSYS`; so do unknown numbers. Argument guards compare register values
+//! only, masked to the width the kernel actually reads (an `int` argument is compared on its low
+//! 32 bits, so a garbage upper half cannot slip a value past the check).
+//!
+//! The program is compiled in the parent, before forking, and installed raw in the child with
+//! `SECCOMP_FILTER_FLAG_NEW_LISTENER` (see [`crate::sys::seccomp`]).
+
+use crate::syscalls::{Class, Guard, TABLE};
+use crate::sys::seccomp::{decode, Instruction};
+use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare as Cmp, ScmpCompareOp as Op, ScmpFilterContext, ScmpSyscall};
+use std::io::{Read, Seek};
+
+/// A failure to build the filter; always a bug or a libseccomp too old for this table.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to build the seccomp filter ({what}): {source}")]
+pub struct FilterError {
+    what: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+fn err<E: std::error::Error + Send + Sync + 'static>(what: impl Into<String>) -> impl FnOnce(E) -> FilterError {
+    let what = what.into();
+    move |e| FilterError { what, source: Box::new(e) }
+}
+
+const NS_FLAGS: u64 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u64;
+/// CLONE_NEWTIME shares its bit with clone's exit-signal byte, so it is checked for unshare only.
+const NEWTIME: u64 = 0x80;
+const LOW32: u64 = 0xffff_ffff;
+
+fn eq32(arg: u32, value: u64) -> Cmp {
+    Cmp::new(arg, Op::MaskedEqual(LOW32), value)
+}
+
+/// Masked comparisons that together match every 32-bit value of argument `arg` except
+/// `refused` (libseccomp has no "not equal under a mask", and an unconditional allow would
+/// swallow any conditional deny for the same call).
+///
+/// A value differs from all refused values if it differs in a bit on which they all agree: one
+/// single-bit rule per such bit. The values left agree with the refused ones on every such bit,
+/// so they differ only in the few bits where the refused values disagree; those combinations
+/// are enumerated, minus the refused ones.
+fn all_but32(arg: u32, refused: &[u64]) -> Vec<Cmp> {
+    let first = refused[0] & LOW32;
+    let agree = refused.iter().fold(LOW32, |m, v| m & !((v & LOW32) ^ first));
+    let mut rules: Vec<Cmp> = (0..32)
+        .map(|b| 1u64 << b)
+        .filter(|bit| agree & bit != 0)
+        .map(|bit| Cmp::new(arg, Op::MaskedEqual(bit), !first & bit))
+        .collect();
+    let free: Vec<u64> = (0..32).map(|b| 1u64 << b).filter(|bit| agree & bit == 0).collect();
+    assert!(free.len() <= 8, "refused values too different to enumerate");
+    for combo in 0..(1u64 << free.len()) {
+        let mut value = first & agree;
+        for (i, bit) in free.iter().enumerate() {
+            if combo & (1 << i) != 0 {
+                value |= bit;
+            }
+        }
+        if !refused.iter().any(|r| r & LOW32 == value) {
+            rules.push(eq32(arg, value));
+        }
+    }
+    rules
+}
+
+/// prctl options that act on the caller only.
+const PRCTL_ALLOWED: &[i32] = &[
+    libc::PR_SET_PDEATHSIG,
+    libc::PR_GET_PDEATHSIG,
+    libc::PR_GET_DUMPABLE,
+    libc::PR_SET_DUMPABLE,
+    libc::PR_GET_KEEPCAPS,
+    libc::PR_SET_KEEPCAPS,
+    libc::PR_SET_NAME,
+    libc::PR_GET_NAME,
+    libc::PR_GET_SECCOMP,
+    libc::PR_SET_SECCOMP,
+    libc::PR_CAPBSET_READ,
+    libc::PR_CAPBSET_DROP,
+    libc::PR_GET_TSC,
+    libc::PR_GET_SECUREBITS,
+    libc::PR_SET_TIMERSLACK,
+    libc::PR_GET_TIMERSLACK,
+    libc::PR_SET_CHILD_SUBREAPER,
+    libc::PR_GET_CHILD_SUBREAPER,
+    libc::PR_SET_NO_NEW_PRIVS,
+    libc::PR_GET_NO_NEW_PRIVS,
+    libc::PR_GET_TID_ADDRESS,
+    libc::PR_SET_THP_DISABLE,
+    libc::PR_GET_THP_DISABLE,
+    libc::PR_CAP_AMBIENT,
+    libc::PR_GET_SPECULATION_CTRL,
+    libc::PR_SET_SPECULATION_CTRL,
+    libc::PR_SET_PTRACER,
+    0x5356_4d41, // PR_SET_VMA (anonymous mapping names)
+    65,          // PR_SET_MDWE
+    66,          // PR_GET_MDWE
+];
+
+/// Compiles the table into a BPF program.
+pub fn compile() -> Result<Vec<Instruction>, FilterError> {
+    let ctx = context()?;
+    let mut file = memfd()?;
+    ctx.export_bpf(&file).map_err(err("export"))?;
+    let mut bytes = Vec::new();
+    file.rewind().map_err(err("rewind"))?;
+    file.read_to_end(&mut bytes).map_err(err("read back"))?;
+    Ok(decode(&bytes))
+}
+
+/// The pseudo-C listing of the filter (`warden check --filter`), for review.
+pub fn listing() -> Result<String, FilterError> {
+    let ctx = context()?;
+    let mut file = memfd()?;
+    ctx.export_pfc(&file).map_err(err("export"))?;
+    let mut text = String::new();
+    file.rewind().map_err(err("rewind"))?;
+    file.read_to_string(&mut text).map_err(err("read back"))?;
+    Ok(text)
+}
+
+fn memfd() -> Result<std::fs::File, FilterError> {
+    let fd = rustix::fs::memfd_create("warden-filter", rustix::fs::MemfdFlags::CLOEXEC).map_err(err("memfd_create"))?;
+    Ok(std::fs::File::from(fd))
+}
+
+fn context() -> Result<ScmpFilterContext, FilterError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Errno(libc::ENOSYS)).map_err(err("new"))?;
+    // The native arch only (x86_64); libseccomp's x86_64 prologue also routes x32 numbers here.
+    ctx.set_act_badarch(ScmpAction::Errno(libc::ENOSYS)).map_err(err("badarch"))?;
+    // no_new_privs is set by the launcher itself, so the raw install does not depend on it.
+    ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
+    debug_assert_eq!(ScmpArch::native(), ScmpArch::X8664);
+    for entry in TABLE {
+        let sys = ScmpSyscall::from(entry.nr as i32);
+        let name = entry.name();
+        match entry.class {
+            Class::Direct => {
+                ctx.add_rule(ScmpAction::Allow, sys).map_err(err(name))?;
+            }
+            Class::Delegated(_) => {
+                ctx.add_rule(ScmpAction::Notify, sys).map_err(err(name))?;
+            }
+            // libseccomp refuses a rule that repeats the default action; ENOSYS is the default.
+            Class::Denied(libc::ENOSYS) => {}
+            Class::Denied(errno) => {
+                ctx.add_rule(ScmpAction::Errno(errno), sys).map_err(err(name))?;
+            }
+            Class::Guarded(g) => guard(&mut ctx, sys, g).map_err(err(name))?,
+        }
+    }
+    Ok(ctx)
+}
+
+fn guard(ctx: &mut ScmpFilterContext, sys: ScmpSyscall, g: Guard) -> Result<(), libseccomp::error::SeccompError> {
+    let allow = ScmpAction::Allow;
+    let eperm = ScmpAction::Errno(libc::EPERM);
+    match g {
+        Guard::Clone | Guard::Unshare => {
+            let flags = if g == Guard::Unshare { NS_FLAGS | NEWTIME } else { NS_FLAGS };
+            ctx.add_rule_conditional(allow, sys, &[Cmp::new(0, Op::MaskedEqual(flags), 0)])?;
+            for bit in (0..64).map(|b| 1u64 << b).filter(|b| flags & b != 0) {
+                ctx.add_rule_conditional(eperm, sys, &[Cmp::new(0, Op::MaskedEqual(bit), bit)])?;
+            }
+        }
+        Guard::Ioctl => {
+            // ioctl's request is an unsigned int: compare the low 32 bits.
+            let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+            for req in refused {
+                ctx.add_rule_conditional(eperm, sys, &[eq32(1, req)])?;
+            }
+            for cmp in all_but32(1, &refused) {
+                ctx.add_rule_conditional(allow, sys, &[cmp])?;
+            }
+        }
+        Guard::Seccomp => {
+            let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+            ctx.add_rule_conditional(allow, sys, &[Cmp::new(1, Op::MaskedEqual(listener), 0)])?;
+            ctx.add_rule_conditional(eperm, sys, &[Cmp::new(1, Op::MaskedEqual(listener), listener)])?;
+        }
+        Guard::Personality => {
+            for p in [0xffff_ffff, 0] {
+                ctx.add_rule_conditional(allow, sys, &[eq32(0, p)])?;
+            }
+        }
+        Guard::Prctl => {
+            for &option in PRCTL_ALLOWED {
+                ctx.add_rule_conditional(allow, sys, &[eq32(0, option as u32 as u64)])?;
+            }
+        }
+        Guard::Socket | Guard::Socketpair => {
+            let unix = libc::AF_UNIX as u64;
+            let kind = |t: i32| Cmp::new(1, Op::MaskedEqual(0xf), t as u64);
+            for t in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
+                ctx.add_rule_conditional(allow, sys, &[eq32(0, unix), kind(t)])?;
+            }
+            ctx.add_rule_conditional(ScmpAction::Errno(libc::EACCES), sys, &[eq32(0, unix), kind(libc::SOCK_DGRAM)])?;
+            if g == Guard::Socket {
+                for family in [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK] {
+                    ctx.add_rule_conditional(allow, sys, &[eq32(0, family as u64)])?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_and_checks_arch_first() {
+        let prog = compile().expect("filter compiles");
+        assert!(prog.len() > 50);
+        // First instruction loads seccomp_data.arch (offset 4).
+        assert_eq!(prog[0].k, 4, "the filter must check the architecture before anything else");
+        assert_eq!(prog[1].k, crate::sys::seccomp::AUDIT_ARCH_X86_64);
+    }
+
+    #[test]
+    fn all_but32_matches_everything_except_the_refused() {
+        let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+        let rules = all_but32(1, &refused);
+        // Reconstruct each rule's (mask, value) from its Debug-free form by re-deriving it.
+        let matches = |v: u64| {
+            let first = refused[0];
+            let agree = refused.iter().fold(LOW32, |m, r| m & !(r ^ first));
+            (0..32).map(|b| 1u64 << b).any(|bit| agree & bit != 0 && (v & bit) != (first & bit))
+                || (v & agree == first & agree && !refused.contains(&(v & LOW32)))
+        };
+        for v in [0u64, 0x5401, 0x5412, 0x541c, 0x5410, 0x541e, 0xffff_ffff, 0x1_0000_5412] {
+            assert_eq!(matches(v), !refused.contains(&(v & LOW32)), "{v:#x}");
+        }
+        assert!(rules.len() < 40);
+    }
+
+    #[test]
+    fn x32_numbers_are_refused_before_the_table() {
+        let prog = compile().unwrap();
+        // ld nr; jge 0x40000000 -> (jeq -1 ? skip : ret ERRNO(ENOSYS))
+        assert_eq!((prog[2].code, prog[2].k), (0x20, 0));
+        assert_eq!((prog[3].code, prog[3].k), (0x35, 0x4000_0000));
+        let ret = &prog[5];
+        assert_eq!(ret.code, 0x06);
+        assert_eq!(ret.k, 0x0005_0000 | libc::ENOSYS as u32);
+    }
+
+    #[test]
+    fn ioctl_guard_survives_compilation() {
+        // An unconditional allow would swallow the TIOCSTI refusal; the listing must show it.
+        let text = listing().unwrap();
+        let ioctl = text.split("syscall \"ioctl\"").nth(1).unwrap();
+        let ioctl = &ioctl[..ioctl.find("# filter for syscall").unwrap_or(ioctl.len())];
+        assert!(ioctl.contains(&format!("== {}", libc::TIOCSTI)), "{ioctl}");
+        assert!(ioctl.contains("ERRNO(1)"), "{ioctl}");
+    }
+}

@@ -1,0 +1,19 @@
+//! The unsafe fence: every raw system call warden makes without a crate to wrap it lives here.
+//!
+//! # Safety
+//!
+//! Nothing outside this module may use `unsafe` (`lib.rs` denies it and re-allows it only here).
+//! Each function below turns the kernel's raw values into owned, typed Rust values in the same
+//! expression that receives them: a returned descriptor becomes an [`OwnedFd`](std::os::fd::OwnedFd)
+//! at once, a filled struct is copied out before anything else runs, and every pointer handed to
+//! the kernel points into a Rust object that outlives the call and is as large as the length
+//! passed with it. Each `unsafe` block says which of these holds and why.
+//!
+//! Covered here because no crate wraps them: the seccomp user-notification ioctls
+//! (`seccomp_unotify(2)`), installing a raw BPF program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
+//! `pidfd_getfd(2)` on a pidfd we hold, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
+//! bounded copy of a client's arguments and results.
+
+pub mod mem;
+pub mod seccomp;
+pub mod unotify;

@@ -1,0 +1,515 @@
+//! The syscall table: the single place that says what warden does with every x86_64 system call.
+//!
+//! The BPF filter ([`crate::filter`]), the agent's dispatch ([`crate::agent`]) and the user
+//! documentation (`warden check --syscalls`) are all derived from [`TABLE`]. A number that is not
+//! in the table is denied with `ENOSYS` by the filter's default action (brief invariant 4: a
+//! syscall warden does not know must not pass), and so is every call made through another ABI
+//! (i386 `int $0x80`, x32 numbers with bit 30 set).
+//!
+//! Classes follow Ostia §4.2 and the brief §4:
+//! - [`Class::Direct`]: uses only descriptors the process already holds, or the process itself.
+//! - [`Class::Delegated`]: names a resource; the agent performs it (see [`Family`]).
+//! - [`Class::Denied`]: never allowed, with the errno libc and programs handle best.
+//! - [`Class::Guarded`]: allowed or denied in BPF on the value of a register argument, which a
+//!   racing thread cannot change (unlike memory), so the verdict needs no agent.
+
+use libc::c_long;
+
+/// A family of delegated calls: one agent handler each, whatever the individual call's argument
+/// layout (the handler decodes it from the syscall number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// open, openat, openat2, creat.
+    Open,
+    /// stat, lstat, newfstatat, statx.
+    Stat,
+    /// access, faccessat, faccessat2.
+    Access,
+    /// readlink, readlinkat.
+    Readlink,
+    /// mkdir, mkdirat.
+    Mkdir,
+    /// mknod, mknodat (device nodes are always refused).
+    Mknod,
+    /// unlink, unlinkat, rmdir.
+    Unlink,
+    /// rename, renameat, renameat2.
+    Rename,
+    /// link, linkat.
+    Link,
+    /// symlink, symlinkat.
+    Symlink,
+    /// chmod, fchmodat, fchmodat2.
+    Chmod,
+    /// chown, lchown, fchownat.
+    Chown,
+    /// truncate.
+    Truncate,
+    /// utime, utimes, futimesat, utimensat.
+    Utime,
+    /// chdir.
+    Chdir,
+    /// statfs.
+    Statfs,
+    /// getxattr, lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr,
+    /// lremovexattr.
+    Xattr,
+    /// inotify_add_watch.
+    InotifyAddWatch,
+    /// execve, execveat: checked, then continued under Landlock's execute right.
+    Exec,
+    /// connect, bind: performed by the agent on its own duplicate of the socket.
+    SocketAddress,
+}
+
+/// Argument-dependent verdicts decided in BPF (see [`crate::filter`] for the exact rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// clone: no namespace flags.
+    Clone,
+    /// unshare: no namespace flags.
+    Unshare,
+    /// ioctl: not TIOCSTI nor TIOCLINUX.
+    Ioctl,
+    /// seccomp: no SECCOMP_FILTER_FLAG_NEW_LISTENER.
+    Seccomp,
+    /// personality: only the query and PER_LINUX.
+    Personality,
+    /// prctl: a list of options that only affect the caller.
+    Prctl,
+    /// socket: unix, inet, inet6 and netlink; unix datagram sockets refused.
+    Socket,
+    /// socketpair: unix stream and seqpacket only.
+    Socketpair,
+}
+
+/// What warden does with one system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Runs in the kernel unchecked.
+    Direct,
+    /// Sent to the agent, which performs it.
+    Delegated(Family),
+    /// Refused in BPF with this errno.
+    Denied(i32),
+    /// Decided in BPF on register arguments.
+    Guarded(Guard),
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The libc constant's name (`SYS_openat`); see [`Entry::name`].
+    sys: &'static str,
+    /// x86_64 number.
+    pub nr: c_long,
+    /// What warden does.
+    pub class: Class,
+    /// Why, for users (`warden check --syscalls`).
+    pub note: &'static str,
+}
+
+use Class::{Delegated as D, Denied as X, Direct as A, Guarded as G};
+use Family as F;
+
+const EPERM: i32 = libc::EPERM;
+const ENOSYS: i32 = libc::ENOSYS;
+
+macro_rules! e {
+    ($sys:ident, $class:expr, $note:literal) => {
+        Entry { sys: stringify!($sys), nr: libc::$sys, class: $class, note: $note }
+    };
+}
+
+impl Entry {
+    /// The call's name as in `syscalls(2)`.
+    pub fn name(&self) -> &'static str {
+        self.sys.trim_start_matches("SYS_")
+    }
+}
+
+/// Every system call warden classifies. Numbers come from the libc crate's x86_64 constants.
+pub static TABLE: &[Entry] = &[
+    e!(SYS_read, A, ""),
+    e!(SYS_write, A, ""),
+    e!(SYS_close, A, ""),
+    e!(SYS_fstat, A, ""),
+    e!(SYS_poll, A, ""),
+    e!(SYS_lseek, A, ""),
+    e!(SYS_mmap, A, ""),
+    e!(SYS_mprotect, A, ""),
+    e!(SYS_munmap, A, ""),
+    e!(SYS_brk, A, ""),
+    e!(SYS_rt_sigaction, A, ""),
+    e!(SYS_rt_sigprocmask, A, ""),
+    e!(SYS_rt_sigreturn, A, ""),
+    e!(SYS_pread64, A, ""),
+    e!(SYS_pwrite64, A, ""),
+    e!(SYS_readv, A, ""),
+    e!(SYS_writev, A, ""),
+    e!(SYS_pipe, A, ""),
+    e!(SYS_select, A, ""),
+    e!(SYS_sched_yield, A, ""),
+    e!(SYS_mremap, A, ""),
+    e!(SYS_msync, A, ""),
+    e!(SYS_mincore, A, ""),
+    e!(SYS_madvise, A, ""),
+    e!(SYS_shmget, A, "the sandbox has its own IPC namespace"),
+    e!(SYS_shmat, A, ""),
+    e!(SYS_shmctl, A, ""),
+    e!(SYS_dup, A, ""),
+    e!(SYS_dup2, A, ""),
+    e!(SYS_pause, A, ""),
+    e!(SYS_nanosleep, A, ""),
+    e!(SYS_getitimer, A, ""),
+    e!(SYS_alarm, A, ""),
+    e!(SYS_setitimer, A, ""),
+    e!(SYS_getpid, A, ""),
+    e!(SYS_sendfile, A, ""),
+    e!(SYS_accept, A, ""),
+    e!(SYS_sendto, A, "unix datagram sockets cannot be created, so an address reaches only the private network namespace"),
+    e!(SYS_recvfrom, A, ""),
+    e!(SYS_sendmsg, A, "as sendto"),
+    e!(SYS_recvmsg, A, ""),
+    e!(SYS_shutdown, A, ""),
+    e!(SYS_listen, A, ""),
+    e!(SYS_getsockname, A, ""),
+    e!(SYS_getpeername, A, ""),
+    e!(SYS_setsockopt, A, ""),
+    e!(SYS_getsockopt, A, ""),
+    e!(SYS_fork, A, ""),
+    e!(SYS_vfork, A, ""),
+    e!(SYS_exit, A, ""),
+    e!(SYS_wait4, A, ""),
+    e!(SYS_kill, A, "confined to the sandbox by its PID namespace"),
+    e!(SYS_uname, A, ""),
+    e!(SYS_semget, A, "the sandbox has its own IPC namespace"),
+    e!(SYS_semop, A, ""),
+    e!(SYS_semctl, A, ""),
+    e!(SYS_shmdt, A, ""),
+    e!(SYS_msgget, A, "the sandbox has its own IPC namespace"),
+    e!(SYS_msgsnd, A, ""),
+    e!(SYS_msgrcv, A, ""),
+    e!(SYS_msgctl, A, ""),
+    e!(SYS_fcntl, A, ""),
+    e!(SYS_flock, A, ""),
+    e!(SYS_fsync, A, ""),
+    e!(SYS_fdatasync, A, ""),
+    e!(SYS_ftruncate, A, ""),
+    e!(SYS_getdents, A, ""),
+    e!(SYS_getcwd, A, "reports the thread's own directory"),
+    e!(SYS_fchdir, A, "the descriptor was opened by the agent or inherited"),
+    e!(SYS_fchmod, A, ""),
+    e!(SYS_fchown, A, ""),
+    e!(SYS_umask, A, ""),
+    e!(SYS_gettimeofday, A, ""),
+    e!(SYS_getrlimit, A, ""),
+    e!(SYS_getrusage, A, ""),
+    e!(SYS_sysinfo, A, ""),
+    e!(SYS_times, A, ""),
+    e!(SYS_getuid, A, ""),
+    e!(SYS_getgid, A, ""),
+    e!(SYS_setuid, A, "ids are those of the sandbox's user namespace"),
+    e!(SYS_setgid, A, ""),
+    e!(SYS_geteuid, A, ""),
+    e!(SYS_getegid, A, ""),
+    e!(SYS_setpgid, A, ""),
+    e!(SYS_getppid, A, ""),
+    e!(SYS_getpgrp, A, ""),
+    e!(SYS_setsid, A, ""),
+    e!(SYS_setreuid, A, ""),
+    e!(SYS_setregid, A, ""),
+    e!(SYS_getgroups, A, ""),
+    e!(SYS_setgroups, A, ""),
+    e!(SYS_setresuid, A, ""),
+    e!(SYS_getresuid, A, ""),
+    e!(SYS_setresgid, A, ""),
+    e!(SYS_getresgid, A, ""),
+    e!(SYS_getpgid, A, ""),
+    e!(SYS_setfsuid, A, ""),
+    e!(SYS_setfsgid, A, ""),
+    e!(SYS_getsid, A, ""),
+    e!(SYS_capget, A, ""),
+    e!(SYS_capset, A, ""),
+    e!(SYS_rt_sigpending, A, ""),
+    e!(SYS_rt_sigtimedwait, A, ""),
+    e!(SYS_rt_sigqueueinfo, A, "confined to the sandbox by its PID namespace"),
+    e!(SYS_rt_sigsuspend, A, ""),
+    e!(SYS_sigaltstack, A, ""),
+    e!(SYS_fstatfs, A, ""),
+    e!(SYS_getpriority, A, ""),
+    e!(SYS_setpriority, A, ""),
+    e!(SYS_sched_setparam, A, ""),
+    e!(SYS_sched_getparam, A, ""),
+    e!(SYS_sched_setscheduler, A, ""),
+    e!(SYS_sched_getscheduler, A, ""),
+    e!(SYS_sched_get_priority_max, A, ""),
+    e!(SYS_sched_get_priority_min, A, ""),
+    e!(SYS_sched_rr_get_interval, A, ""),
+    e!(SYS_mlock, A, ""),
+    e!(SYS_munlock, A, ""),
+    e!(SYS_mlockall, A, ""),
+    e!(SYS_munlockall, A, ""),
+    e!(SYS_arch_prctl, A, ""),
+    e!(SYS_setrlimit, A, ""),
+    e!(SYS_sync, A, ""),
+    e!(SYS_sethostname, A, "the sandbox has its own UTS namespace"),
+    e!(SYS_setdomainname, A, "the sandbox has its own UTS namespace"),
+    e!(SYS_gettid, A, ""),
+    e!(SYS_readahead, A, ""),
+    e!(SYS_fsetxattr, A, ""),
+    e!(SYS_fgetxattr, A, ""),
+    e!(SYS_flistxattr, A, ""),
+    e!(SYS_fremovexattr, A, ""),
+    e!(SYS_tkill, A, "confined to the sandbox by its PID namespace"),
+    e!(SYS_time, A, ""),
+    e!(SYS_futex, A, ""),
+    e!(SYS_sched_setaffinity, A, ""),
+    e!(SYS_sched_getaffinity, A, ""),
+    e!(SYS_io_setup, A, ""),
+    e!(SYS_io_destroy, A, ""),
+    e!(SYS_io_getevents, A, ""),
+    e!(SYS_io_submit, A, ""),
+    e!(SYS_io_cancel, A, ""),
+    e!(SYS_getdents64, A, ""),
+    e!(SYS_set_tid_address, A, ""),
+    e!(SYS_restart_syscall, A, ""),
+    e!(SYS_semtimedop, A, ""),
+    e!(SYS_fadvise64, A, ""),
+    e!(SYS_timer_create, A, ""),
+    e!(SYS_timer_settime, A, ""),
+    e!(SYS_timer_gettime, A, ""),
+    e!(SYS_timer_getoverrun, A, ""),
+    e!(SYS_timer_delete, A, ""),
+    e!(SYS_clock_gettime, A, ""),
+    e!(SYS_clock_getres, A, ""),
+    e!(SYS_clock_nanosleep, A, ""),
+    e!(SYS_exit_group, A, ""),
+    e!(SYS_epoll_wait, A, ""),
+    e!(SYS_epoll_ctl, A, ""),
+    e!(SYS_tgkill, A, "confined to the sandbox by its PID namespace"),
+    e!(SYS_mbind, A, ""),
+    e!(SYS_set_mempolicy, A, ""),
+    e!(SYS_get_mempolicy, A, ""),
+    e!(SYS_mq_open, A, "the sandbox has its own IPC namespace"),
+    e!(SYS_mq_unlink, A, ""),
+    e!(SYS_mq_timedsend, A, ""),
+    e!(SYS_mq_timedreceive, A, ""),
+    e!(SYS_mq_notify, A, ""),
+    e!(SYS_mq_getsetattr, A, ""),
+    e!(SYS_waitid, A, ""),
+    e!(SYS_ioprio_set, A, ""),
+    e!(SYS_ioprio_get, A, ""),
+    e!(SYS_inotify_init, A, ""),
+    e!(SYS_inotify_rm_watch, A, ""),
+    e!(SYS_pselect6, A, ""),
+    e!(SYS_ppoll, A, ""),
+    e!(SYS_set_robust_list, A, ""),
+    e!(SYS_get_robust_list, A, ""),
+    e!(SYS_splice, A, ""),
+    e!(SYS_tee, A, ""),
+    e!(SYS_sync_file_range, A, ""),
+    e!(SYS_vmsplice, A, ""),
+    e!(SYS_epoll_pwait, A, ""),
+    e!(SYS_signalfd, A, ""),
+    e!(SYS_timerfd_create, A, ""),
+    e!(SYS_eventfd, A, ""),
+    e!(SYS_fallocate, A, ""),
+    e!(SYS_timerfd_settime, A, ""),
+    e!(SYS_timerfd_gettime, A, ""),
+    e!(SYS_accept4, A, ""),
+    e!(SYS_signalfd4, A, ""),
+    e!(SYS_eventfd2, A, ""),
+    e!(SYS_epoll_create, A, ""),
+    e!(SYS_epoll_create1, A, ""),
+    e!(SYS_dup3, A, ""),
+    e!(SYS_pipe2, A, ""),
+    e!(SYS_inotify_init1, A, ""),
+    e!(SYS_preadv, A, ""),
+    e!(SYS_pwritev, A, ""),
+    e!(SYS_rt_tgsigqueueinfo, A, "confined to the sandbox by its PID namespace"),
+    e!(SYS_recvmmsg, A, ""),
+    e!(SYS_prlimit64, A, ""),
+    e!(SYS_syncfs, A, ""),
+    e!(SYS_sendmmsg, A, "as sendto"),
+    e!(SYS_getcpu, A, ""),
+    e!(SYS_sched_setattr, A, ""),
+    e!(SYS_sched_getattr, A, ""),
+    e!(SYS_getrandom, A, ""),
+    e!(SYS_memfd_create, A, "anonymous memory; executing it is still subject to Landlock"),
+    e!(SYS_membarrier, A, ""),
+    e!(SYS_mlock2, A, ""),
+    e!(SYS_copy_file_range, A, ""),
+    e!(SYS_preadv2, A, ""),
+    e!(SYS_pwritev2, A, ""),
+    e!(SYS_pkey_mprotect, A, ""),
+    e!(SYS_pkey_alloc, A, ""),
+    e!(SYS_pkey_free, A, ""),
+
+    e!(SYS_rseq, A, ""),
+    e!(SYS_pidfd_send_signal, A, "pids name only processes of the sandbox's PID namespace"),
+    e!(SYS_pidfd_open, A, "pids name only processes of the sandbox's PID namespace"),
+    e!(SYS_close_range, A, ""),
+    e!(SYS_epoll_pwait2, A, ""),
+    e!(SYS_landlock_create_ruleset, A, ""),
+    e!(SYS_landlock_add_rule, A, ""),
+    e!(SYS_landlock_restrict_self, A, ""),
+    e!(SYS_memfd_secret, A, ""),
+    e!(SYS_futex_waitv, A, ""),
+    e!(SYS_open, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
+    e!(SYS_openat, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
+    e!(SYS_openat2, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
+    e!(SYS_creat, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
+    e!(SYS_stat, D(F::Stat), "resolved by the agent; the result is copied back"),
+    e!(SYS_lstat, D(F::Stat), "resolved by the agent; the result is copied back"),
+    e!(SYS_newfstatat, D(F::Stat), "resolved by the agent; the result is copied back"),
+    e!(SYS_statx, D(F::Stat), "resolved by the agent; the result is copied back"),
+    e!(SYS_access, D(F::Access), "policy and permission checked by the agent"),
+    e!(SYS_faccessat, D(F::Access), "policy and permission checked by the agent"),
+    e!(SYS_faccessat2, D(F::Access), "policy and permission checked by the agent"),
+    e!(SYS_readlink, D(F::Readlink), "read by the agent; the target is copied back"),
+    e!(SYS_readlinkat, D(F::Readlink), "read by the agent; the target is copied back"),
+    e!(SYS_mkdir, D(F::Mkdir), "performed by the agent"),
+    e!(SYS_mkdirat, D(F::Mkdir), "performed by the agent"),
+    e!(SYS_mknod, D(F::Mknod), "performed by the agent; device nodes refused"),
+    e!(SYS_mknodat, D(F::Mknod), "performed by the agent; device nodes refused"),
+    e!(SYS_unlink, D(F::Unlink), "performed by the agent"),
+    e!(SYS_unlinkat, D(F::Unlink), "performed by the agent"),
+    e!(SYS_rmdir, D(F::Unlink), "performed by the agent"),
+    e!(SYS_rename, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
+    e!(SYS_renameat, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
+    e!(SYS_renameat2, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
+    e!(SYS_link, D(F::Link), "performed by the agent; the source must already have every right the new name gets"),
+    e!(SYS_linkat, D(F::Link), "performed by the agent; the source must already have every right the new name gets"),
+    e!(SYS_symlink, D(F::Symlink), "performed by the agent"),
+    e!(SYS_symlinkat, D(F::Symlink), "performed by the agent"),
+    e!(SYS_chmod, D(F::Chmod), "performed by the agent"),
+    e!(SYS_fchmodat, D(F::Chmod), "performed by the agent"),
+    e!(SYS_fchmodat2, D(F::Chmod), "performed by the agent"),
+    e!(SYS_chown, D(F::Chown), "performed by the agent"),
+    e!(SYS_lchown, D(F::Chown), "performed by the agent"),
+    e!(SYS_fchownat, D(F::Chown), "performed by the agent"),
+    e!(SYS_truncate, D(F::Truncate), "performed by the agent"),
+    e!(SYS_utime, D(F::Utime), "performed by the agent"),
+    e!(SYS_utimes, D(F::Utime), "performed by the agent"),
+    e!(SYS_futimesat, D(F::Utime), "performed by the agent"),
+    e!(SYS_utimensat, D(F::Utime), "performed by the agent"),
+    e!(SYS_chdir, D(F::Chdir), "checked by the agent, then continued (see README: residual race)"),
+    e!(SYS_statfs, D(F::Statfs), "performed by the agent"),
+    e!(SYS_getxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_lgetxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_listxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_llistxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_setxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_lsetxattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_removexattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_lremovexattr, D(F::Xattr), "performed by the agent"),
+    e!(SYS_inotify_add_watch, D(F::InotifyAddWatch), "performed by the agent on its duplicate of the inotify descriptor"),
+    e!(SYS_execve, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
+    e!(SYS_execveat, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
+    e!(SYS_connect, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
+    e!(SYS_bind, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
+    e!(SYS_ptrace, X(EPERM), "would reach into other processes"),
+    e!(SYS_process_vm_readv, X(EPERM), "would read another process's memory"),
+    e!(SYS_process_vm_writev, X(EPERM), "would write another process's memory"),
+    e!(SYS_pidfd_getfd, X(EPERM), "would take another process's descriptors"),
+    e!(SYS_kcmp, X(EPERM), "compares other processes' kernel objects"),
+    e!(SYS_process_madvise, X(EPERM), "acts on another process's memory"),
+    e!(SYS_process_mrelease, X(EPERM), "acts on another process"),
+    e!(SYS_migrate_pages, X(EPERM), "moves another process's memory"),
+    e!(SYS_move_pages, X(EPERM), "moves another process's memory"),
+    e!(SYS_mount, X(EPERM), "mount family"),
+    e!(SYS_umount2, X(EPERM), "mount family"),
+    e!(SYS_pivot_root, X(EPERM), "mount family"),
+    e!(SYS_chroot, X(EPERM), "would change the root the agent resolves against"),
+    e!(SYS_open_tree, X(EPERM), "new mount API"),
+    e!(SYS_move_mount, X(EPERM), "new mount API"),
+    e!(SYS_fsopen, X(EPERM), "new mount API"),
+    e!(SYS_fsconfig, X(EPERM), "new mount API"),
+    e!(SYS_fsmount, X(EPERM), "new mount API"),
+    e!(SYS_fspick, X(EPERM), "new mount API"),
+    e!(SYS_mount_setattr, X(EPERM), "new mount API"),
+    e!(SYS_swapon, X(EPERM), "system administration"),
+    e!(SYS_swapoff, X(EPERM), "system administration"),
+    e!(SYS_reboot, X(EPERM), "system administration"),
+    e!(SYS_syslog, X(EPERM), "kernel log"),
+    e!(SYS_acct, X(EPERM), "system administration"),
+    e!(SYS_settimeofday, X(EPERM), "system clock"),
+    e!(SYS_clock_settime, X(EPERM), "system clock"),
+    e!(SYS_clock_adjtime, X(EPERM), "system clock"),
+    e!(SYS_adjtimex, X(EPERM), "system clock"),
+    e!(SYS_iopl, X(EPERM), "raw I/O ports"),
+    e!(SYS_ioperm, X(EPERM), "raw I/O ports"),
+    e!(SYS_modify_ldt, X(EPERM), "segment tricks"),
+    e!(SYS_init_module, X(EPERM), "module loading"),
+    e!(SYS_finit_module, X(EPERM), "module loading"),
+    e!(SYS_delete_module, X(EPERM), "module loading"),
+    e!(SYS_kexec_load, X(EPERM), "kexec"),
+    e!(SYS_kexec_file_load, X(EPERM), "kexec"),
+    e!(SYS_bpf, X(EPERM), "eBPF"),
+    e!(SYS_perf_event_open, X(EPERM), "performance monitoring"),
+    e!(SYS_io_uring_setup, X(EPERM), "io_uring would perform path calls outside the filter"),
+    e!(SYS_io_uring_enter, X(EPERM), "io_uring"),
+    e!(SYS_io_uring_register, X(EPERM), "io_uring"),
+    e!(SYS_userfaultfd, X(EPERM), "userfaultfd widens kernel race windows"),
+    e!(SYS_keyctl, X(EPERM), "kernel keyrings"),
+    e!(SYS_add_key, X(EPERM), "kernel keyrings"),
+    e!(SYS_request_key, X(EPERM), "kernel keyrings"),
+    e!(SYS_setns, X(EPERM), "would join other namespaces"),
+    e!(SYS_name_to_handle_at, X(EPERM), "file handles bypass path checks"),
+    e!(SYS_open_by_handle_at, X(EPERM), "file handles bypass path checks"),
+    e!(SYS_fanotify_init, X(EPERM), "file-system monitoring"),
+    e!(SYS_fanotify_mark, X(EPERM), "names paths; not delegated"),
+    e!(SYS_quotactl, X(EPERM), "system administration"),
+    e!(SYS_quotactl_fd, X(EPERM), "system administration"),
+    e!(SYS_uselib, X(EPERM), "obsolete; names a path"),
+    e!(SYS_ustat, X(EPERM), "obsolete"),
+    e!(SYS_sysfs, X(EPERM), "obsolete"),
+    e!(SYS__sysctl, X(EPERM), "obsolete"),
+    e!(SYS_vhangup, X(EPERM), "terminal administration"),
+    e!(SYS_lookup_dcookie, X(EPERM), "profiling"),
+    e!(SYS_nfsservctl, X(ENOSYS), "obsolete"),
+    e!(SYS_clone3, X(ENOSYS), "its flags live in memory BPF cannot read; libc falls back to clone"),
+    e!(SYS_remap_file_pages, X(ENOSYS), "deprecated"),
+    e!(SYS_clone, G(Guard::Clone), "allowed without namespace flags"),
+    e!(SYS_unshare, G(Guard::Unshare), "allowed without namespace flags"),
+    e!(SYS_ioctl, G(Guard::Ioctl), "TIOCSTI and TIOCLINUX refused (terminal injection)"),
+    e!(SYS_seccomp, G(Guard::Seccomp), "a program may add filters, but not a listener of its own"),
+    e!(SYS_personality, G(Guard::Personality), "only the query and PER_LINUX"),
+    e!(SYS_prctl, G(Guard::Prctl), "options that affect only the caller"),
+    e!(SYS_socket, G(Guard::Socket), "unix, inet, inet6, netlink; no unix datagram sockets (their sendmsg could name any path)"),
+    e!(SYS_socketpair, G(Guard::Socketpair), "unix stream and seqpacket pairs"),
+];
+
+/// The entry for syscall number `nr`, if warden knows it.
+pub fn lookup(nr: i64) -> Option<&'static Entry> {
+    TABLE.iter().find(|e| e.nr == nr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_number_is_classified_once() {
+        let mut seen = HashSet::new();
+        for e in TABLE {
+            assert!(seen.insert(e.nr), "{} ({}) appears twice", e.name(), e.nr);
+        }
+    }
+
+    #[test]
+    fn highest_known_number_is_covered() {
+        // The table reaches the newest calls libc knows; anything newer is denied by default.
+        assert!(TABLE.iter().any(|e| e.nr >= libc::SYS_futex_waitv));
+    }
+
+    #[test]
+    fn path_bearing_calls_are_never_direct() {
+        for name in ["open", "openat", "openat2", "stat", "execve", "chdir", "rename", "connect", "bind", "truncate"] {
+            let e = TABLE.iter().find(|e| e.name() == name).unwrap();
+            assert!(matches!(e.class, Class::Delegated(_)), "{name}");
+        }
+    }
+}
