@@ -161,9 +161,9 @@ impl NetAddr {
     pub fn matches(&self, ip: IpAddr, myhost: &[IpAddr]) -> bool {
         let alt = alternate_spelling(ip);
         match *self {
-            NetAddr::MyHost => myhost.iter().any(|&h| {
-                h == ip || Some(h) == alt || alternate_spelling(h) == Some(ip)
-            }),
+            NetAddr::MyHost => myhost
+                .iter()
+                .any(|&h| h == ip || Some(h) == alt || alternate_spelling(h) == Some(ip)),
             NetAddr::Net { addr, prefix_len } => {
                 let hit = |candidate: IpAddr| {
                     max_prefix(candidate) == max_prefix(addr)
@@ -336,11 +336,7 @@ impl fmt::Display for NetRule {
                 protocol,
                 addr,
                 port,
-            } => write!(
-                f,
-                "net-allow {} {protocol} {addr} {port}",
-                self.direction
-            ),
+            } => write!(f, "net-allow {} {protocol} {addr} {port}", self.direction),
             NetTarget::Unix(p) => write!(f, "net-allow {} unix-domain {p}", self.direction),
         }
     }
@@ -394,7 +390,11 @@ fn parse_mask(m: &str, addr: IpAddr) -> Result<u8, String> {
         _ => Err(format!(
             "{} is not a valid mask for {}; write a prefix length from 0 to {max}{}",
             quote(m),
-            if max == 32 { "an IPv4 address" } else { "an IPv6 address" },
+            if max == 32 {
+                "an IPv4 address"
+            } else {
+                "an IPv6 address"
+            },
             if max == 32 {
                 " or a netmask such as 255.255.255.0"
             } else {
@@ -408,7 +408,9 @@ fn parse_mask(m: &str, addr: IpAddr) -> Result<u8, String> {
 fn mask_addr(addr: IpAddr, prefix_len: u8) -> IpAddr {
     match addr {
         IpAddr::V4(a) => {
-            let keep = u32::MAX.checked_shl(32 - u32::from(prefix_len)).unwrap_or(0);
+            let keep = u32::MAX
+                .checked_shl(32 - u32::from(prefix_len))
+                .unwrap_or(0);
             IpAddr::V4(Ipv4Addr::from(u32::from(a) & keep))
         }
         IpAddr::V6(a) => {
@@ -499,10 +501,22 @@ mod tests {
     #[test]
     fn port_parsing() {
         let p = |s: &str| PortMatch::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
-        assert_eq!(p("80"), PortMatch { port: 80, mask: 0xffff });
+        assert_eq!(
+            p("80"),
+            PortMatch {
+                port: 80,
+                mask: 0xffff
+            }
+        );
         assert_eq!(p("0/0"), PortMatch::ANY);
         assert_eq!(p("8080/0"), PortMatch::ANY);
-        assert_eq!(p("65535"), PortMatch { port: 65535, mask: 0xffff });
+        assert_eq!(
+            p("65535"),
+            PortMatch {
+                port: 65535,
+                mask: 0xffff
+            }
+        );
         assert_eq!(p("8080/65280").to_string(), "7936/65280");
         let err = |s: &str| PortMatch::parse(s).expect_err(s);
         assert!(err("65536").contains("is not a port"));

@@ -177,14 +177,7 @@ impl Parser {
         }
     }
 
-    fn id_setting(
-        &mut self,
-        line: u32,
-        kw: Token<'_>,
-        args: &[Token<'_>],
-        end: u32,
-        kind: IdKind,
-    ) {
+    fn id_setting(&mut self, line: u32, kw: Token<'_>, args: &[Token<'_>], end: u32, kind: IdKind) {
         let (name, what) = match kind {
             IdKind::Uid => ("starting_uid", "user id"),
             IdKind::Gid => ("starting_gid", "group id"),
@@ -345,6 +338,8 @@ impl Parser {
             self.error(line, end, USAGE);
             return;
         };
+        // A bad direction is reported but does not end the line: the rest is
+        // still checked (rules are only stored when the direction is good).
         let direction = Direction::from_name(dir_tok.text);
         if direction.is_none() {
             let mut message = format!(
@@ -363,6 +358,8 @@ impl Parser {
             return;
         };
         let rest = &args[2..];
+        // Unix-domain rules name socket paths, one rule per pattern so each
+        // keeps its own span; IP rules take exactly ADDRESS and PORT.
         if proto_tok.text == "unix-domain" {
             if rest.is_empty() {
                 self.error(
@@ -373,6 +370,17 @@ impl Parser {
                 return;
             }
             for tok in rest {
+                if tok.text.starts_with('@') {
+                    // Abstract sockets live outside the file system; no
+                    // path pattern can name them.
+                    let message = format!(
+                        "{} looks like an abstract socket name; only sockets with a path \
+                         in the file system can be allowed, so write an absolute path pattern",
+                        quote(tok.text)
+                    );
+                    self.error(line, tok.col, message);
+                    continue;
+                }
                 match PathPattern::parse(tok.text) {
                     Ok(pattern) => {
                         if let Some(direction) = direction {
@@ -412,6 +420,8 @@ impl Parser {
             return;
         };
         self.extra_args(line, &format!("`net-allow ... {protocol}`"), rest, 2);
+        // Parse both halves before reporting, so that a line with a bad
+        // address and a bad port gets both errors at once.
         let addr = NetAddr::parse(addr_tok.text);
         let port = PortMatch::parse(port_tok.text);
         match (addr, port) {
@@ -475,6 +485,12 @@ fn unknown_directive(word: &str) -> String {
             "a line must start with a directive, not the path {}; did you mean `path-allow read {}`?",
             quote(word),
             word.escape_default()
+        );
+    }
+    if let Some(access) = Access::from_name(word) {
+        return format!(
+            "unknown directive {}; did you mean `path-allow {access} ...`?",
+            quote(word)
         );
     }
     match suggest(word, &DIRECTIVES) {
@@ -614,7 +630,11 @@ mod tests {
             "\u{feff}# a comment\r\n\r\n   \t \npath-allow read /a#trailing\r\npath-allow read /b # c\n",
         )
         .unwrap();
-        let pats: Vec<String> = p.path_rules().iter().map(|r| r.pattern.to_string()).collect();
+        let pats: Vec<String> = p
+            .path_rules()
+            .iter()
+            .map(|r| r.pattern.to_string())
+            .collect();
         assert_eq!(pats, ["/a", "/b"]);
         assert_eq!(p.path_rules()[1].span.to_string(), "t:5:17");
     }
@@ -630,9 +650,19 @@ mod tests {
         one_error("\n  path_deny /a", 2, 3, "did you mean `path-deny`?");
         one_error("starting-uid 5", 1, 1, "did you mean `starting_uid`?");
         one_error("PATH-ALLOW read /a", 1, 1, "did you mean `path-allow`?");
-        one_error("net-alow outgoing tcp 0 0", 1, 1, "did you mean `net-allow`?");
+        one_error(
+            "net-alow outgoing tcp 0 0",
+            1,
+            1,
+            "did you mean `net-allow`?",
+        );
         one_error("allow read /a", 1, 1, "must start with one of starting_uid");
-        one_error("/etc/passwd", 1, 1, "did you mean `path-allow read /etc/passwd`?");
+        one_error(
+            "/etc/passwd",
+            1,
+            1,
+            "did you mean `path-allow read /etc/passwd`?",
+        );
     }
 
     #[test]
@@ -640,8 +670,18 @@ mod tests {
         let p = parse_policy("t", "starting_uid 1000\nstarting_gid 0\n").unwrap();
         assert_eq!((p.starting_uid, p.starting_gid), (Some(1000), Some(0)));
         one_error("starting_uid", 1, 13, "`starting_uid` needs a user id");
-        one_error("starting_gid  # none", 1, 13, "`starting_gid` needs a group id");
-        one_error("starting_uid 1 2", 1, 16, "unexpected `2`: `starting_uid` takes exactly one value");
+        one_error(
+            "starting_gid  # none",
+            1,
+            13,
+            "`starting_gid` needs a group id",
+        );
+        one_error(
+            "starting_uid 1 2",
+            1,
+            16,
+            "unexpected `2`: `starting_uid` takes exactly one value",
+        );
         one_error("starting_uid abc", 1, 14, "`abc` is not a user id");
         one_error("starting_uid -1", 1, 14, "`-1` is not a user id");
         one_error("starting_uid +1", 1, 14, "`+1` is not a user id");
@@ -665,24 +705,64 @@ mod tests {
         assert_eq!(p.starting_dir.unwrap().0, "$SCRATCH/work");
         one_error("starting_dir", 1, 13, "`starting_dir` needs a directory");
         one_error("starting_dir home", 1, 14, "not an absolute path");
-        one_error("starting_dir /home/*", 1, 14, "not a pattern; remove the `*`");
+        one_error(
+            "starting_dir /home/*",
+            1,
+            14,
+            "not a pattern; remove the `*`",
+        );
         one_error("starting_dir /a /b", 1, 17, "unexpected `/b`");
         one_error("starting_dir /a/../b", 1, 14, "`..`");
-        one_error("starting_dir /a\nstarting_dir /b", 2, 1, "already set on line 1");
+        one_error(
+            "starting_dir /a\nstarting_dir /b",
+            2,
+            1,
+            "already set on line 1",
+        );
     }
 
     #[test]
     fn path_allow_errors() {
-        one_error("path-allow", 1, 11, "needs an access (read, write, unlink or exec)");
-        one_error("path-allow read", 1, 16, "`path-allow read` needs at least one path pattern");
+        one_error(
+            "path-allow",
+            1,
+            11,
+            "needs an access (read, write, unlink or exec)",
+        );
+        one_error(
+            "path-allow read",
+            1,
+            16,
+            "`path-allow read` needs at least one path pattern",
+        );
         one_error("path-allow raed /a", 1, 12, "`raed` is not an access; expected exactly one of read, write, unlink or exec (did you mean `read`?)");
         one_error("path-allow exe /a", 1, 12, "did you mean `exec`?");
         one_error("path-allow delete /a", 1, 12, "`delete` is not an access");
         one_error("path-allow read,write /a", 1, 12, "names several accesses");
-        one_error("path-allow /usr/* /lib/*", 1, 12, "needs an access before its patterns");
-        one_error("path-allow read usr/*", 1, 17, "`usr/*` is not an absolute path");
-        one_error("path-allow read /usr/*/bin", 1, 17, "may only be the last character");
-        one_error("path-allow read $HOME/x", 1, 17, "`$HOME` is not a known variable");
+        one_error(
+            "path-allow /usr/* /lib/*",
+            1,
+            12,
+            "needs an access before its patterns",
+        );
+        one_error(
+            "path-allow read usr/*",
+            1,
+            17,
+            "`usr/*` is not an absolute path",
+        );
+        one_error(
+            "path-allow read /usr/*/bin",
+            1,
+            17,
+            "may only be the last character",
+        );
+        one_error(
+            "path-allow read $HOME/x",
+            1,
+            17,
+            "`$HOME` is not a known variable",
+        );
         one_error("path-allow read /a/../b", 1, 17, "`..`");
         one_error("path-allow read /a\u{7}b", 1, 17, "control character");
     }
@@ -696,7 +776,9 @@ mod tests {
                     path-allow write /fine\n";
         let errs = errors(text);
         assert_eq!(
-            errs.iter().map(|e| e.split(' ').next().unwrap()).collect::<Vec<_>>(),
+            errs.iter()
+                .map(|e| e.split(' ').next().unwrap())
+                .collect::<Vec<_>>(),
             ["1:21:", "1:30:", "2:1:", "3:12:", "3:12:", "4:14:"],
             "{errs:#?}"
         );
@@ -708,8 +790,18 @@ mod tests {
         let p = parse_policy("t", "path-deny /etc/shadow /etc/ssh/ssh_host_*").unwrap();
         assert_eq!(p.path_rules().len(), 2);
         assert!(p.path_rules().iter().all(|r| r.access.is_none()));
-        one_error("path-deny", 1, 10, "`path-deny` needs at least one path pattern");
-        one_error("path-deny read /etc/shadow", 1, 11, "`path-deny` takes no access");
+        one_error(
+            "path-deny",
+            1,
+            10,
+            "`path-deny` needs at least one path pattern",
+        );
+        one_error(
+            "path-deny read /etc/shadow",
+            1,
+            11,
+            "`path-deny` takes no access",
+        );
         one_error("path-deny etc", 1, 11, "not an absolute path");
         let errs = errors("path-deny read");
         assert_eq!(errs.len(), 1, "{errs:?}");
@@ -741,21 +833,81 @@ mod tests {
 
     #[test]
     fn net_allow_errors() {
-        one_error("net-allow", 1, 10, "needs a direction (outgoing or incoming)");
+        one_error(
+            "net-allow",
+            1,
+            10,
+            "needs a direction (outgoing or incoming)",
+        );
         one_error("net-allow outgoing", 1, 19, "needs a direction");
-        one_error("net-allow outgoin tcp 0 0", 1, 11, "did you mean `outgoing`?");
+        one_error(
+            "net-allow outgoin tcp 0 0",
+            1,
+            11,
+            "did you mean `outgoing`?",
+        );
         one_error("net-allow out tcp 0 0", 1, 11, "`out` is not a direction");
         one_error("net-allow outgoing tpc 0 0", 1, 20, "did you mean `tcp`?");
-        one_error("net-allow outgoing icmp 0 0", 1, 20, "`icmp` is not a protocol");
-        one_error("net-allow outgoing tcp", 1, 23, "needs an address and a port");
-        one_error("net-allow outgoing tcp 1.2.3.4", 1, 31, "needs an address and a port");
-        one_error("net-allow outgoing tcp 1.2.3.4 80 90", 1, 35, "unexpected `90`");
-        one_error("net-allow outgoing tcp host 80", 1, 24, "`host` is not an IP address");
-        one_error("net-allow outgoing tcp 1.2.3.4/40 80", 1, 24, "not a valid mask");
-        one_error("net-allow outgoing tcp 1.2.3.4 99999", 1, 32, "is not a port");
-        one_error("net-allow outgoing tcp 1.2.3.4 80/x", 1, 32, "is not a port mask");
-        one_error("net-allow incoming unix-domain", 1, 31, "at least one socket path");
-        one_error("net-allow incoming unix-domain rel", 1, 32, "not an absolute path");
+        one_error(
+            "net-allow outgoing icmp 0 0",
+            1,
+            20,
+            "`icmp` is not a protocol",
+        );
+        one_error(
+            "net-allow outgoing tcp",
+            1,
+            23,
+            "needs an address and a port",
+        );
+        one_error(
+            "net-allow outgoing tcp 1.2.3.4",
+            1,
+            31,
+            "needs an address and a port",
+        );
+        one_error(
+            "net-allow outgoing tcp 1.2.3.4 80 90",
+            1,
+            35,
+            "unexpected `90`",
+        );
+        one_error(
+            "net-allow outgoing tcp host 80",
+            1,
+            24,
+            "`host` is not an IP address",
+        );
+        one_error(
+            "net-allow outgoing tcp 1.2.3.4/40 80",
+            1,
+            24,
+            "not a valid mask",
+        );
+        one_error(
+            "net-allow outgoing tcp 1.2.3.4 99999",
+            1,
+            32,
+            "is not a port",
+        );
+        one_error(
+            "net-allow outgoing tcp 1.2.3.4 80/x",
+            1,
+            32,
+            "is not a port mask",
+        );
+        one_error(
+            "net-allow incoming unix-domain",
+            1,
+            31,
+            "at least one socket path",
+        );
+        one_error(
+            "net-allow incoming unix-domain rel",
+            1,
+            32,
+            "not an absolute path",
+        );
         // A bad address and a bad port on one line are both reported.
         assert_eq!(errors("net-allow outgoing tcp x y").len(), 2);
         // A bad direction does not hide a bad pattern.

@@ -275,6 +275,11 @@ fn normalize(whole: &str, body: &str, prefix: bool) -> Result<String, String> {
         ("", body)
     } else if body.starts_with('$') {
         return Err(unknown_variable(body));
+    } else if body.starts_with('"') || body.starts_with('\'') {
+        return Err(format!(
+            "{} starts with a quote, but policy text has no quoting; write the path without quotes",
+            quote(whole)
+        ));
     } else if body.starts_with('~') {
         return Err(format!(
             "{} is not an absolute path: `~` is not expanded in a policy; write the full path, such as /home/NAME/...",
@@ -398,6 +403,8 @@ mod tests {
         assert!(err("usr/bin").contains("not an absolute path"));
         assert!(err("*").contains("not an absolute path"));
         assert!(err("~/x").contains("`~` is not expanded"));
+        assert!(err("\"/x\"").contains("no quoting"));
+        assert!(err("'/x'").contains("no quoting"));
         assert!(err("/usr/*/bin").contains("may only be the last character"));
         assert!(err("/usr/**").contains("may only be the last character"));
         assert!(err("/usr/../etc").contains("`..`"));
@@ -460,7 +467,10 @@ mod tests {
         assert!(!e.matches("/tmp/w-1"));
         assert!(!e.matches("/tmp/w-12"));
         assert!(!e.uses_scratch());
-        assert_eq!(p("$SCRATCH").expand_scratch("/tmp/w-1/").to_string(), "/tmp/w-1");
+        assert_eq!(
+            p("$SCRATCH").expand_scratch("/tmp/w-1/").to_string(),
+            "/tmp/w-1"
+        );
         assert_eq!(p("$SCRATCH/a").expand_scratch("/").to_string(), "/a");
         assert_eq!(p("$SCRATCH/*").expand_scratch("/").to_string(), "/*");
         assert_eq!(p("$SCRATCH").expand_scratch("/").to_string(), "/");

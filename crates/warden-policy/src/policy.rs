@@ -1,0 +1,578 @@
+//! The policy as data, and the decisions it makes.
+//!
+//! A [`Policy`] is an ordered list of path rules (allow with one access, or
+//! deny) and net rules, plus three scalar settings. Order matters in exactly
+//! one way: a [`RuleId`] is an index into [`Policy::path_rules`], and
+//! decisions name the *first* matching rule so that `warden` can tell a user
+//! which line let something through. Merging appends, so ids stay valid.
+//!
+//! The decision semantics are deliberately simple enough to state in one
+//! line each, because the agent, the Landlock translation and the user's
+//! intuition must all agree on them:
+//!
+//! * an access is allowed iff some `path-allow` rule of that access matches
+//!   and no `path-deny` rule matches (deny wins whatever the order);
+//! * everything else is denied.
+//!
+//! The subtree questions ([`Policy::may_traverse`],
+//! [`Policy::new_entry_rights`], [`Policy::subtree_rights`]) are derived
+//! from the same semantics for whole sets of paths at once. They exist
+//! because the agent must decide about paths that are only partly known: a
+//! directory it walks through, a file about to be created, a subtree it may
+//! hand to the kernel as one Landlock rule. Each answers conservatively in
+//! the direction that keeps the policy's promise (a subtree is only called
+//! uniform when it provably is).
+//!
+//! Rules are checked by a linear scan. Policies are tens of rules, a scan is
+//! a few hundred nanoseconds, and a plain list keeps "first matching rule"
+//! exact; an index can come later without changing any answer.
+
+use std::collections::HashSet;
+use std::fmt::{self, Write as _};
+
+use crate::diag::{Diagnostic, Span};
+use crate::net::{Direction, NetRule, NetTarget};
+use crate::pattern::{PathPattern, SCRATCH_VAR};
+
+/// The built-in default policy, as shipped (with its comments).
+pub const DEFAULT_POLICY: &str = include_str!("../default.policy");
+
+/// The file name spans of the default policy carry.
+pub const DEFAULT_POLICY_NAME: &str = "<default>";
+
+/// One kind of file access a `path-allow` rule grants.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Access {
+    /// Open for reading, list a directory, stat, readlink.
+    Read,
+    /// Open for writing, create, truncate, change metadata.
+    Write,
+    /// Remove (unlink, rmdir, rename away).
+    Unlink,
+    /// Execute.
+    Exec,
+}
+
+impl Access {
+    /// Every access, in the order normalized policies list them.
+    pub const ALL: [Access; 4] = [Access::Read, Access::Write, Access::Unlink, Access::Exec];
+
+    /// The policy keyword: `read`, `write`, `unlink` or `exec`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Unlink => "unlink",
+            Access::Exec => "exec",
+        }
+    }
+
+    /// Parses the policy keyword.
+    pub fn from_name(s: &str) -> Option<Access> {
+        Access::ALL.into_iter().find(|a| a.name() == s)
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Access::Read => 1,
+            Access::Write => 2,
+            Access::Unlink => 4,
+            Access::Exec => 8,
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of [`Access`]es, as a bit set.
+///
+/// Displays as a comma-separated list in [`Access::ALL`] order, such as
+/// `read,write`, or `none` when empty.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Debug)]
+pub struct AccessSet(u8);
+
+impl AccessSet {
+    /// No access.
+    pub const EMPTY: AccessSet = AccessSet(0);
+    /// Every access.
+    pub const ALL: AccessSet = AccessSet(0b1111);
+
+    /// Whether `a` is in the set.
+    pub fn contains(self, a: Access) -> bool {
+        self.0 & a.bit() != 0
+    }
+
+    /// Adds `a`.
+    pub fn insert(&mut self, a: Access) {
+        self.0 |= a.bit();
+    }
+
+    /// The set with `a` added.
+    pub fn with(self, a: Access) -> Self {
+        AccessSet(self.0 | a.bit())
+    }
+
+    /// Whether every access in `self` is in `other`.
+    pub fn is_subset(self, other: AccessSet) -> bool {
+        self.0 & !other.0 == 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The accesses in the set, in [`Access::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Access> {
+        Access::ALL.into_iter().filter(move |&a| self.contains(a))
+    }
+}
+
+impl FromIterator<Access> for AccessSet {
+    fn from_iter<I: IntoIterator<Item = Access>>(iter: I) -> Self {
+        iter.into_iter().fold(AccessSet::EMPTY, AccessSet::with)
+    }
+}
+
+impl fmt::Display for AccessSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, a) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(a.name())?;
+        }
+        Ok(())
+    }
+}
+
+/// One path rule: `path-allow ACCESS PATTERN` or `path-deny PATTERN`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRule {
+    /// The access allowed, or `None` for a `path-deny` rule.
+    pub access: Option<Access>,
+    /// The paths the rule is about.
+    pub pattern: PathPattern,
+    /// Where the rule was written (its pattern token).
+    pub span: Span,
+}
+
+impl fmt::Display for PathRule {
+    /// The rule as a one-pattern policy line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.access {
+            Some(a) => write!(f, "path-allow {a} {}", self.pattern),
+            None => write!(f, "path-deny {}", self.pattern),
+        }
+    }
+}
+
+/// Names a rule: an index into [`Policy::path_rules`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleId(pub usize);
+
+/// The answer to "may this access happen to this path?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed by this rule (the first matching `path-allow` of the access).
+    Allowed(RuleId),
+    /// Denied, and why.
+    Denied(Denial),
+}
+
+impl Verdict {
+    /// Whether the verdict is [`Verdict::Allowed`].
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allowed(_))
+    }
+}
+
+/// Why an access was denied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Denial {
+    /// No `path-allow` rule of that access matches the path.
+    NoRule,
+    /// This `path-deny` rule matches the path (the first one that does).
+    DeniedBy(RuleId),
+}
+
+/// A parsed policy: settings, path rules and net rules.
+///
+/// Build one with [`Policy::parse`] or [`Policy::default_policy`], combine
+/// with [`Policy::merge`] and [`Policy::add_rule`], then replace `$SCRATCH`
+/// with [`Policy::expand_scratch`] before asking for decisions (until then,
+/// scratch rules match nothing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// `starting_uid`: the user id the program runs as, if set.
+    pub starting_uid: Option<u32>,
+    /// `starting_gid`: the group id the program runs as, if set.
+    pub starting_gid: Option<u32>,
+    /// `starting_dir`: the normalized directory the program starts in (may
+    /// begin with `$SCRATCH`), and where it was set.
+    pub starting_dir: Option<(String, Span)>,
+    pub(crate) path_rules: Vec<PathRule>,
+    pub(crate) net_rules: Vec<NetRule>,
+}
+
+impl Policy {
+    /// Parses policy text. `file` names it in spans and diagnostics. On
+    /// failure returns every error found, in file order.
+    pub fn parse(file: &str, text: &str) -> Result<Policy, Vec<Diagnostic>> {
+        crate::parse::parse_policy(file, text)
+    }
+
+    /// The built-in default policy ([`DEFAULT_POLICY`]), named
+    /// [`DEFAULT_POLICY_NAME`] in spans.
+    pub fn default_policy() -> Policy {
+        // The text is compiled in and a unit test parses it, so this cannot
+        // fail in a tested build; should it ever, fail closed (an empty
+        // policy allows nothing) rather than panic in the agent.
+        Policy::parse(DEFAULT_POLICY_NAME, DEFAULT_POLICY).unwrap_or_default()
+    }
+
+    /// Adds `other` to `self`: its rules are appended (so every [`RuleId`]
+    /// of `self` keeps its meaning), and each of its settings that is set
+    /// replaces the one in `self`.
+    pub fn merge(&mut self, other: Policy) {
+        if other.starting_uid.is_some() {
+            self.starting_uid = other.starting_uid;
+        }
+        if other.starting_gid.is_some() {
+            self.starting_gid = other.starting_gid;
+        }
+        if other.starting_dir.is_some() {
+            self.starting_dir = other.starting_dir;
+        }
+        self.path_rules.extend(other.path_rules);
+        self.net_rules.extend(other.net_rules);
+    }
+
+    /// Appends one path rule (`access` `None` = `path-deny`); used for
+    /// command-line flags such as `--read PATH`.
+    pub fn add_rule(&mut self, access: Option<Access>, pattern: PathPattern, span: Span) {
+        self.path_rules.push(PathRule {
+            access,
+            pattern,
+            span,
+        });
+    }
+
+    /// Appends one net rule.
+    pub fn add_net_rule(&mut self, rule: NetRule) {
+        self.net_rules.push(rule);
+    }
+
+    /// Every path rule, in order; a [`RuleId`] indexes this.
+    pub fn path_rules(&self) -> &[PathRule] {
+        &self.path_rules
+    }
+
+    /// Every net rule, in order.
+    pub fn net_rules(&self) -> &[NetRule] {
+        &self.net_rules
+    }
+
+    /// The rule `id` names.
+    ///
+    /// # Panics
+    ///
+    /// If `id` does not come from this policy (or one it was merged into).
+    pub fn rule(&self, id: RuleId) -> &PathRule {
+        &self.path_rules[id.0]
+    }
+
+    /// Whether any pattern or the starting directory mentions `$SCRATCH`,
+    /// i.e. whether the run needs a scratch directory.
+    pub fn uses_scratch(&self) -> bool {
+        self.path_rules.iter().any(|r| r.pattern.uses_scratch())
+            || self.net_rules.iter().any(NetRule::uses_scratch)
+            || self
+                .starting_dir
+                .as_ref()
+                .is_some_and(|(d, _)| d.starts_with(SCRATCH_VAR))
+    }
+
+    /// The policy with `$SCRATCH` replaced by `scratch` (an absolute,
+    /// normalized path) in every pattern and in the starting directory.
+    /// Rule order, and so every [`RuleId`], is unchanged.
+    pub fn expand_scratch(&self, scratch: &str) -> Policy {
+        let starting_dir = self.starting_dir.as_ref().map(|(dir, span)| {
+            // The directory was normalized like an exact pattern, so
+            // expanding it as one gives the same joining rules.
+            let expanded = match PathPattern::parse(dir) {
+                Ok(p) => p.expand_scratch(scratch).literal().to_string(),
+                Err(_) => dir.clone(),
+            };
+            (expanded, span.clone())
+        });
+        Policy {
+            starting_uid: self.starting_uid,
+            starting_gid: self.starting_gid,
+            starting_dir,
+            path_rules: self
+                .path_rules
+                .iter()
+                .map(|r| PathRule {
+                    access: r.access,
+                    pattern: r.pattern.expand_scratch(scratch),
+                    span: r.span.clone(),
+                })
+                .collect(),
+            net_rules: self
+                .net_rules
+                .iter()
+                .map(|r| r.expand_scratch(scratch))
+                .collect(),
+        }
+    }
+
+    /// Ids and rules, for the scans below.
+    fn rules(&self) -> impl Iterator<Item = (RuleId, &PathRule)> {
+        self.path_rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (RuleId(i), r))
+    }
+
+    /// The first `path-deny` rule matching `path`.
+    fn denied_by(&self, path: &str) -> Option<RuleId> {
+        self.rules()
+            .find(|(_, r)| r.access.is_none() && r.pattern.matches(path))
+            .map(|(id, _)| id)
+    }
+
+    /// Decides one access to one path (absolute, normalized). A matching
+    /// `path-deny` wins over every `path-allow`; otherwise the first
+    /// matching `path-allow` of that access allows it.
+    pub fn check(&self, path: &str, access: Access) -> Verdict {
+        if let Some(id) = self.denied_by(path) {
+            return Verdict::Denied(Denial::DeniedBy(id));
+        }
+        match self
+            .rules()
+            .find(|(_, r)| r.access == Some(access) && r.pattern.matches(path))
+        {
+            Some((id, _)) => Verdict::Allowed(id),
+            None => Verdict::Denied(Denial::NoRule),
+        }
+    }
+
+    /// Every access [`Policy::check`] would allow on `path`.
+    pub fn rights(&self, path: &str) -> AccessSet {
+        if self.denied_by(path).is_some() {
+            return AccessSet::EMPTY;
+        }
+        self.path_rules
+            .iter()
+            .filter(|r| r.pattern.matches(path))
+            .filter_map(|r| r.access)
+            .collect()
+    }
+
+    /// Whether some access to `path` is allowed; if so, the first allow rule
+    /// that matches it. A path that is not visible should look absent.
+    pub fn visible(&self, path: &str) -> Option<RuleId> {
+        if self.denied_by(path).is_some() {
+            return None;
+        }
+        self.rules()
+            .find(|(_, r)| r.access.is_some() && r.pattern.matches(path))
+            .map(|(id, _)| id)
+    }
+
+    /// Whether a path walk may pass through directory `dir`: it is visible
+    /// itself, or some allow rule can match a path strictly beneath it (so
+    /// `/home` may be traversed to reach an allowed `/home/app/x`, and `/`
+    /// whenever anything is allowed). A `path-deny` on `dir` itself blocks
+    /// traversal.
+    pub fn may_traverse(&self, dir: &str) -> bool {
+        if self.denied_by(dir).is_some() {
+            return false;
+        }
+        self.visible(dir).is_some()
+            || self
+                .path_rules
+                .iter()
+                .any(|r| r.access.is_some() && r.pattern.matches_some_beneath(dir))
+    }
+
+    /// The rights that any name not yet in directory `dir` would get once
+    /// created: the accesses of allow rules that match *every* child of
+    /// `dir`, or nothing at all if some `path-deny` could match a child.
+    /// Lets the agent decide a create without knowing the name's fate.
+    pub fn new_entry_rights(&self, dir: &str) -> AccessSet {
+        if self
+            .path_rules
+            .iter()
+            .any(|r| r.access.is_none() && r.pattern.matches_some_child(dir))
+        {
+            return AccessSet::EMPTY;
+        }
+        self.path_rules
+            .iter()
+            .filter(|r| r.pattern.matches_all_beneath(dir))
+            .filter_map(|r| r.access)
+            .collect()
+    }
+
+    /// `Some(set)` if every path strictly beneath `dir` gets exactly the
+    /// rights `set`, so the whole subtree can be granted (for example as one
+    /// Landlock rule) without looking at names; `None` if paths beneath
+    /// `dir` are treated differently.
+    ///
+    /// A rule that starts inside the subtree breaks uniformity unless it
+    /// cannot change anything: an allow whose access the whole subtree
+    /// already has, or a deny inside a subtree that has no rights anyway.
+    pub fn subtree_rights(&self, dir: &str) -> Option<AccessSet> {
+        let mut all = AccessSet::EMPTY;
+        let mut partial_allow = AccessSet::EMPTY;
+        let mut partial_deny = false;
+        for r in &self.path_rules {
+            let covers_all = r.pattern.matches_all_beneath(dir);
+            let covers_some = covers_all || r.pattern.matches_some_beneath(dir);
+            match (r.access, covers_all, covers_some) {
+                // A deny over the whole subtree settles it.
+                (None, true, _) => return Some(AccessSet::EMPTY),
+                (None, false, true) => partial_deny = true,
+                (Some(a), true, _) => all.insert(a),
+                (Some(a), false, true) => partial_allow.insert(a),
+                (_, _, false) => {}
+            }
+        }
+        let uniform = partial_allow.is_subset(all) && (!partial_deny || all.is_empty());
+        uniform.then_some(all)
+    }
+
+    /// The canonical text of the policy: settings, then one `path-allow`
+    /// line per access (patterns in first-seen order, duplicates dropped),
+    /// one `path-deny` line, then the `net-allow` lines (IP rules one per
+    /// line, unix-domain patterns one line per direction). Comments and
+    /// spans are not kept. Parsing the result gives an
+    /// [`equivalent`](Policy::equivalent) policy.
+    pub fn to_normalized_string(&self) -> String {
+        let mut out = String::new();
+        if let Some(uid) = self.starting_uid {
+            let _ = writeln!(out, "starting_uid {uid}");
+        }
+        if let Some(gid) = self.starting_gid {
+            let _ = writeln!(out, "starting_gid {gid}");
+        }
+        if let Some((dir, _)) = &self.starting_dir {
+            let _ = writeln!(out, "starting_dir {dir}");
+        }
+        let groups = Access::ALL
+            .iter()
+            .map(|&a| (Some(a), format!("path-allow {a}")))
+            .chain(std::iter::once((None, "path-deny".to_string())));
+        for (access, head) in groups {
+            let patterns = self
+                .path_rules
+                .iter()
+                .filter(|r| r.access == access)
+                .map(|r| &r.pattern);
+            write_line(&mut out, &head, patterns);
+        }
+        let mut seen = HashSet::new();
+        for rule in &self.net_rules {
+            if matches!(rule.target, NetTarget::Ip { .. })
+                && seen.insert((rule.direction, &rule.target))
+            {
+                let _ = writeln!(out, "{rule}");
+            }
+        }
+        for dir in Direction::ALL {
+            let patterns = self.net_rules.iter().filter_map(|r| match &r.target {
+                NetTarget::Unix(p) if r.direction == dir => Some(p),
+                _ => None,
+            });
+            write_line(&mut out, &format!("net-allow {dir} unix-domain"), patterns);
+        }
+        out
+    }
+
+    /// Whether `other` has the same settings and the same rules as `self`,
+    /// ignoring spans, rule order and duplicates. This is the equality
+    /// [`Policy::to_normalized_string`] preserves.
+    pub fn equivalent(&self, other: &Policy) -> bool {
+        fn path_set(p: &Policy) -> HashSet<(Option<Access>, &PathPattern)> {
+            p.path_rules
+                .iter()
+                .map(|r| (r.access, &r.pattern))
+                .collect()
+        }
+        fn net_set(p: &Policy) -> HashSet<(Direction, &NetTarget)> {
+            p.net_rules
+                .iter()
+                .map(|r| (r.direction, &r.target))
+                .collect()
+        }
+        self.starting_uid == other.starting_uid
+            && self.starting_gid == other.starting_gid
+            && self.starting_dir.as_ref().map(|(d, _)| d)
+                == other.starting_dir.as_ref().map(|(d, _)| d)
+            && path_set(self) == path_set(other)
+            && net_set(self) == net_set(other)
+    }
+
+    /// One sentence telling a user why `access` to `path` is denied and what
+    /// to change, e.g. `no path-allow read rule matches; add: path-allow
+    /// read /srv/data` or `path-deny /etc/shadow at <default>:12:11 forbids
+    /// it`.
+    pub fn explain_denial(&self, path: &str, access: Access) -> String {
+        match self.check(path, access) {
+            Verdict::Allowed(id) => {
+                let rule = self.rule(id);
+                format!(
+                    "not denied: path-allow {access} {} at {} allows it",
+                    rule.pattern, rule.span
+                )
+            }
+            Verdict::Denied(Denial::DeniedBy(id)) => {
+                let rule = self.rule(id);
+                format!("path-deny {} at {} forbids it", rule.pattern, rule.span)
+            }
+            Verdict::Denied(Denial::NoRule) => {
+                // Suggest a rule only if the path can be written as one.
+                let writable =
+                    PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
+                if writable {
+                    format!("no path-allow {access} rule matches; add: path-allow {access} {path}")
+                } else {
+                    format!(
+                        "no path-allow {access} rule matches, and this path cannot be named \
+                         exactly in a policy (it contains whitespace, `#`, `*`, `$` or a control \
+                         character); a prefix pattern ending in `*` can cover it"
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Writes `head` followed by each distinct pattern, as one line, if there is
+/// at least one pattern.
+fn write_line<'a>(out: &mut String, head: &str, patterns: impl Iterator<Item = &'a PathPattern>) {
+    let mut seen = HashSet::new();
+    let mut line = head.to_string();
+    for p in patterns {
+        if seen.insert(p) {
+            line.push(' ');
+            let _ = write!(line, "{p}");
+        }
+    }
+    if !seen.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests;
