@@ -1,1 +1,39 @@
-fn main() {}
+//! The `warden` command: a thin layer of argument parsing over the `warden` library.
+
+mod check;
+mod run;
+
+use clap::{Parser, Subcommand};
+
+/// Run untrusted programs under a policy, with a trusted agent performing every call that names
+/// a file or endpoint on their behalf.
+#[derive(Parser)]
+#[command(name = "warden", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Run PROGRAM inside a sandbox and exit with its status.
+    Run(run::RunArgs),
+    /// Check policy files: print errors as file:line:col, or the normalized policy.
+    Check(check::CheckArgs),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { warden::run::EXIT_WARDEN } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let code = match cli.command {
+        Commands::Run(args) => run::main(args),
+        Commands::Check(args) => check::main(args),
+    };
+    std::process::exit(code);
+}

@@ -4,7 +4,11 @@
 //! Landlock and namespaces). See `shared/design-brief.md` for the threat model and invariants.
 #![deny(unsafe_code)]
 
+pub mod agent;
+pub mod confine;
 pub mod filter;
+pub mod launch;
+pub mod run;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod syscalls;

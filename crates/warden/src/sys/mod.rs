@@ -14,6 +14,10 @@
 //! `pidfd_getfd(2)` on a pidfd we hold, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
 //! bounded copy of a client's arguments and results.
 
+pub mod fs;
 pub mod mem;
+pub mod net;
+pub mod process;
 pub mod seccomp;
+pub mod signals;
 pub mod unotify;

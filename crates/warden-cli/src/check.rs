@@ -1,0 +1,59 @@
+//! `warden check`.
+
+use clap::Args;
+use std::path::PathBuf;
+use warden_policy::{Policy, DEFAULT_POLICY};
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Print the built-in default policy, as shipped.
+    #[arg(long)]
+    show_default: bool,
+    /// Print the syscall table: what warden does with each system call, and why.
+    #[arg(long)]
+    syscalls: bool,
+    /// Policy files to check.
+    files: Vec<PathBuf>,
+}
+
+pub fn main(args: CheckArgs) -> i32 {
+    if args.show_default {
+        print!("{DEFAULT_POLICY}");
+        return 0;
+    }
+    if args.syscalls {
+        for e in warden::syscalls::TABLE {
+            println!("{:<24} {:<28} {}", e.name(), format!("{:?}", e.class), e.note);
+        }
+        return 0;
+    }
+    if args.files.is_empty() {
+        eprintln!("warden: check needs policy files (or --show-default, --syscalls)");
+        return warden::run::EXIT_WARDEN;
+    }
+    let mut merged = Policy::default();
+    let mut failed = false;
+    for file in &args.files {
+        let name = file.display().to_string();
+        match std::fs::read_to_string(file) {
+            Ok(text) => match Policy::parse(&name, &text) {
+                Ok(p) => merged.merge(p),
+                Err(diags) => {
+                    failed = true;
+                    for d in diags {
+                        println!("{d}");
+                    }
+                }
+            },
+            Err(e) => {
+                failed = true;
+                println!("{name}:1:1: cannot read the file: {e}");
+            }
+        }
+    }
+    if failed {
+        return 1;
+    }
+    print!("{}", merged.to_normalized_string());
+    0
+}

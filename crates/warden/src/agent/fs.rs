@@ -1,0 +1,683 @@
+//! Handlers for the delegated file-system calls, one per family (see
+//! [`crate::syscalls::Family`]). Each is a thin decoder of its calls' argument layouts in front
+//! of the same steps: copy, live, resolve, check, act, reply.
+//!
+//! Policy meanings (brief §5): reading a file or listing a directory needs `read`; creating,
+//! changing contents or metadata needs `write` on the path; removing needs `unlink`; `execve`
+//! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
+//! right on the path: a path the policy says nothing about is invisible.
+
+use super::resolve::{mask, Base, WalkFlags, Walked};
+use super::{value, Answer, Client, Handled};
+use crate::sys::fs as sysfs;
+use crate::sys::fs::KernelStruct;
+use crate::sys::unotify::Reply;
+use rustix::fs::{FileType, Mode, OFlags};
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use warden_policy::{Access, AccessSet};
+
+const AT_FDCWD: i32 = libc::AT_FDCWD;
+
+fn base(dirfd: i32) -> Base {
+    if dirfd == AT_FDCWD {
+        Base::Cwd
+    } else {
+        Base::Fd(dirfd)
+    }
+}
+
+fn walk(c: &Client, dirfd: i32, path: &[u8], follow: bool) -> Result<Walked, i32> {
+    c.resolver().walk(c, c.policy(), base(dirfd), path, WalkFlags { follow, ..WalkFlags::default() })
+}
+
+fn errno(e: rustix::io::Errno) -> i32 {
+    e.raw_os_error()
+}
+
+fn io_errno(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The object must exist; otherwise ENOENT where the policy lets the program know, else EACCES.
+fn existing(c: &Client, w: &Walked) -> Result<FileType, i32> {
+    w.kind.ok_or_else(|| mask(c.policy(), &w.path, libc::ENOENT))
+}
+
+/// `/proc/self/fd/N` for one of the agent's descriptors: a path that reaches exactly that
+/// object (procfs magic link), for calls that only take paths.
+fn proc_path(fd: &OwnedFd) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL")
+}
+
+/// Whether the call names a descriptor rather than a path (`AT_EMPTY_PATH` with "").
+fn empty_path(path: &[u8], flags: i32) -> bool {
+    path.is_empty() && flags & libc::AT_EMPTY_PATH != 0
+}
+
+// ---- open, openat, openat2, creat ---------------------------------------------------------------
+
+/// Implements open(2), openat(2), openat2(2) and creat(2).
+pub fn open(c: &Client) -> Handled {
+    let (dirfd, path_addr, flags, mode, resolve) = match c.nr() {
+        libc::SYS_open => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
+        libc::SYS_creat => (AT_FDCWD, c.arg(0), (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64, c.arg(1), 0),
+        libc::SYS_openat => (c.int(0), c.arg(1), c.arg(2), c.arg(3), 0),
+        _ => {
+            // openat2(dirfd, path, how, size): struct open_how { u64 flags, mode, resolve }.
+            let size = c.arg(3) as usize;
+            if !(24..=4096).contains(&size) {
+                return Err(if size < 24 { libc::EINVAL } else { libc::E2BIG });
+            }
+            let mut how = vec![0u8; size];
+            c.read(c.arg(2), &mut how)?;
+            if how[24..].iter().any(|&b| b != 0) {
+                return Err(libc::E2BIG);
+            }
+            let word = |i: usize| u64::from_ne_bytes(how[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            (c.int(0), c.arg(1), word(0), word(1), word(2))
+        }
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let flags = flags as u32 as i32;
+    let mode = (mode & 0o7777) as u32;
+    if resolve & !(libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_CACHED) != 0 {
+        // RESOLVE_IN_ROOT is not supported yet; say so rather than resolve differently.
+        return Err(libc::EINVAL);
+    }
+    let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+    let creat = flags & libc::O_CREAT != 0 && !tmpfile;
+    let excl = creat && flags & libc::O_EXCL != 0;
+    let wflags = WalkFlags {
+        follow: flags & libc::O_NOFOLLOW == 0 && !excl,
+        no_symlinks: resolve & libc::RESOLVE_NO_SYMLINKS != 0,
+        beneath: resolve & libc::RESOLVE_BENEATH != 0,
+    };
+    let w = c.resolver().walk(c, c.policy(), base(dirfd), &path, wflags)?;
+    let accmode = flags & libc::O_ACCMODE;
+    let cloexec = flags & libc::O_CLOEXEC != 0;
+    // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
+    // read-only open and needs read permission (README: "O_PATH").
+    let opath = flags & libc::O_PATH != 0;
+    let umask = c.ids()?.umask;
+
+    if tmpfile {
+        let rights = c.policy().new_entry_rights(&w.path);
+        if !rights.contains(Access::Write) {
+            return Err(c.refuse(&format!("{}/", w.path.trim_end_matches('/')), "O_TMPFILE needs write on new entries of the directory", libc::EACCES));
+        }
+        existing(c, &w)?;
+        let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32) | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, Mode::from_bits_retain(mode & !umask)).map_err(errno)?;
+        return Ok(Answer::Fd(fd, cloexec));
+    }
+
+    match w.kind {
+        None if creat => c.decide(&w.path, Access::Write)?,
+        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
+        Some(_) if excl => {
+            c.decide_visible(&w.path)?;
+            return Err(libc::EEXIST);
+        }
+        Some(kind) => {
+            if opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR {
+                c.decide(&w.path, Access::Read)?;
+            }
+            if !opath && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0) {
+                c.decide(&w.path, Access::Write)?;
+            }
+            if kind == FileType::Symlink && !opath {
+                // Only reached with O_NOFOLLOW: what the kernel answers.
+                return Err(libc::ELOOP);
+            }
+            if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) && !dev_ok(&w) {
+                return Err(c.refuse(&w.path, "device nodes are opened only where the policy names them exactly", libc::EACCES));
+            }
+        }
+    }
+    let mut of = flags & !(libc::O_CLOEXEC | libc::O_PATH);
+    if opath {
+        of = (of & !libc::O_ACCMODE) | libc::O_RDONLY;
+        of &= !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL);
+    }
+    // The final component is opened relative to the parent we walked, never following a symlink:
+    // a swap after our check makes the open fail (ELOOP) instead of going elsewhere.
+    let of = OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, Mode::from_bits_retain(mode & !umask)).map_err(errno)?;
+    Ok(Answer::Fd(fd, cloexec))
+}
+
+/// Device nodes are reachable only through rules that name them exactly (the default names
+/// /dev/null and friends); a `/dev/*` style prefix never hands out a disk.
+fn dev_ok(w: &Walked) -> bool {
+    w.path.starts_with("/dev/")
+}
+
+// ---- stat family --------------------------------------------------------------------------------
+
+/// Implements stat(2), lstat(2), newfstatat(2) and statx(2).
+pub fn stat(c: &Client) -> Handled {
+    let (dirfd, path_addr, flags, buf) = match c.nr() {
+        libc::SYS_stat => (AT_FDCWD, c.arg(0), 0, c.arg(1)),
+        libc::SYS_lstat => (AT_FDCWD, c.arg(0), libc::AT_SYMLINK_NOFOLLOW, c.arg(1)),
+        libc::SYS_newfstatat => (c.int(0), c.arg(1), c.int(3), c.arg(2)),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(4)),
+    };
+    let is_statx = c.nr() == libc::SYS_statx;
+    // statx accepts a NULL path with AT_EMPTY_PATH (Linux 6.11).
+    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 { Vec::new() } else { c.path_arg(path_addr)? };
+    c.live()?;
+    let sync = flags & libc::AT_STATX_SYNC_TYPE;
+    let (dir, name): (OwnedFd, CString) = if empty_path(&path, flags) {
+        // A descriptor the caller holds: it may look at it (fstat is direct anyway).
+        let fd = if dirfd == AT_FDCWD { c.cwd()? } else { c.fd(dirfd)? };
+        (fd, CString::default())
+    } else {
+        let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+        c.decide_visible(&w.path)?;
+        existing(c, &w)?;
+        let name = w.at_name();
+        (w.parent, name)
+    };
+    let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | sync;
+    if is_statx {
+        let st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
+        c.write(buf, st.bytes())?;
+    } else {
+        let st = sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
+        c.write(buf, st.bytes())?;
+    }
+    value(0)
+}
+
+/// Implements statfs(2).
+pub fn statfs(c: &Client) -> Handled {
+    let path = c.path_arg(c.arg(0))?;
+    c.live()?;
+    let w = walk(c, AT_FDCWD, &path, true)?;
+    c.decide_visible(&w.path)?;
+    existing(c, &w)?;
+    let st = sysfs::fstatfs(w.object()?.as_fd()).map_err(io_errno)?;
+    c.write(c.arg(1), st.bytes())?;
+    value(0)
+}
+
+// ---- access -------------------------------------------------------------------------------------
+
+/// Implements access(2), faccessat(2) and faccessat2(2).
+pub fn access(c: &Client) -> Handled {
+    let (dirfd, path_addr, mode, flags) = match c.nr() {
+        libc::SYS_access => (AT_FDCWD, c.arg(0), c.int(1), 0),
+        libc::SYS_faccessat => (c.int(0), c.arg(1), c.int(2), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.int(3)),
+    };
+    if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    if empty_path(&path, flags) {
+        let fd = if dirfd == AT_FDCWD { c.cwd()? } else { c.fd(dirfd)? };
+        let m = rustix::fs::Access::from_bits_retain(mode as u32);
+        rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
+        return value(0);
+    }
+    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    if mode == libc::F_OK {
+        c.decide_visible(&w.path)?;
+    }
+    for (bit, access) in [(libc::R_OK, Access::Read), (libc::W_OK, Access::Write), (libc::X_OK, Access::Exec)] {
+        if mode & bit != 0 {
+            c.decide(&w.path, access)?;
+        }
+    }
+    existing(c, &w)?;
+    let mut at = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+    if flags & libc::AT_EACCESS != 0 {
+        at |= rustix::fs::AtFlags::EACCESS;
+    }
+    rustix::fs::accessat(&w.parent, w.at_name().as_c_str(), rustix::fs::Access::from_bits_retain(mode as u32), at)
+        .map_err(errno)?;
+    value(0)
+}
+
+// ---- readlink -----------------------------------------------------------------------------------
+
+/// Implements readlink(2) and readlinkat(2).
+pub fn readlink(c: &Client) -> Handled {
+    let (dirfd, path_addr, buf, size) = match c.nr() {
+        libc::SYS_readlink => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3)),
+    };
+    let size = size as u32 as i32;
+    if size <= 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let w = walk(c, dirfd, &path, false)?;
+    c.decide_visible(&w.path)?;
+    let target = match w.kind {
+        Some(FileType::Symlink) => rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?,
+        // /proc/self itself reads as the caller's own pid, in its namespace.
+        Some(FileType::Directory) if w.path == "/proc/self" => CString::new(c.ids()?.ns_tgid.to_string()).expect("digits"),
+        Some(_) => return Err(libc::EINVAL),
+        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
+    };
+    let bytes = target.as_bytes();
+    let n = bytes.len().min(size as usize);
+    c.write(buf, &bytes[..n])?;
+    value(n as i64)
+}
+
+// ---- creating: mkdir, mknod, symlink ------------------------------------------------------------
+
+/// Implements mkdir(2) and mkdirat(2).
+pub fn mkdir(c: &Client) -> Handled {
+    let (dirfd, path_addr, mode) = match c.nr() {
+        libc::SYS_mkdir => (AT_FDCWD, c.arg(0), c.arg(1)),
+        _ => (c.int(0), c.arg(1), c.arg(2)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let w = walk(c, dirfd, &path, false)?;
+    c.decide(&w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
+    let mode = (mode as u32 & 0o7777) & !c.ids()?.umask;
+    rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode)).map_err(errno)?;
+    value(0)
+}
+
+/// Implements mknod(2) and mknodat(2). Device nodes are refused whatever the policy says.
+pub fn mknod(c: &Client) -> Handled {
+    let (dirfd, path_addr, mode, dev) = match c.nr() {
+        libc::SYS_mknod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let w = walk(c, dirfd, &path, false)?;
+    let kind = mode & libc::S_IFMT;
+    if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
+        return Err(c.refuse(&w.path, "device nodes cannot be created in a sandbox", libc::EPERM));
+    }
+    c.decide(&w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
+    let file_type = if kind == 0 { FileType::RegularFile } else { FileType::from_raw_mode(kind) };
+    let perm = (mode & 0o7777) & !c.ids()?.umask;
+    rustix::fs::mknodat(&w.parent, name, file_type, Mode::from_bits_retain(perm), dev).map_err(errno)?;
+    value(0)
+}
+
+/// Implements symlink(2) and symlinkat(2). The target is free text: it is checked when followed.
+pub fn symlink(c: &Client) -> Handled {
+    let (target_addr, dirfd, path_addr) = match c.nr() {
+        libc::SYS_symlink => (c.arg(0), AT_FDCWD, c.arg(1)),
+        _ => (c.arg(0), c.int(1), c.arg(2)),
+    };
+    let target = c.path_arg(target_addr)?;
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let w = walk(c, dirfd, &path, false)?;
+    c.decide(&w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
+    let target = CString::new(target).map_err(|_| libc::EINVAL)?;
+    rustix::fs::symlinkat(target.as_c_str(), &w.parent, name).map_err(errno)?;
+    value(0)
+}
+
+// ---- removing and moving -------------------------------------------------------------------------
+
+/// Implements unlink(2), unlinkat(2) and rmdir(2).
+pub fn unlink(c: &Client) -> Handled {
+    let (dirfd, path_addr, flags) = match c.nr() {
+        libc::SYS_unlink => (AT_FDCWD, c.arg(0), 0),
+        libc::SYS_rmdir => (AT_FDCWD, c.arg(0), libc::AT_REMOVEDIR),
+        _ => (c.int(0), c.arg(1), c.int(2)),
+    };
+    if flags & !libc::AT_REMOVEDIR != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let w = walk(c, dirfd, &path, false)?;
+    c.decide(&w.path, Access::Unlink)?;
+    existing(c, &w)?;
+    let name = w.name.as_deref().ok_or(libc::EBUSY)?;
+    let at = rustix::fs::AtFlags::from_bits_retain(flags as u32);
+    rustix::fs::unlinkat(&w.parent, name, at).map_err(errno)?;
+    value(0)
+}
+
+/// Rights a path would have after a move: the path itself, and for a directory everything
+/// beneath it too. A move (or link) may not give an object rights it did not have.
+fn widens(c: &Client, from: &str, to: &str, dir: bool) -> bool {
+    let p = c.policy();
+    if !p.rights(to).is_subset(p.rights(from)) {
+        return true;
+    }
+    if dir {
+        return match (p.subtree_rights(from), p.subtree_rights(to)) {
+            (Some(a), Some(b)) => !b.is_subset(a),
+            _ => true,
+        };
+    }
+    false
+}
+
+/// Implements rename(2), renameat(2) and renameat2(2).
+///
+/// Moving needs `unlink` on the old path and `write` on the new one (and `unlink` on it too if
+/// it exists and is replaced). A move that would give the object more rights than it had
+/// (read-protected file into a readable directory, say) is refused with `EXDEV`, so `mv` falls
+/// back to copy-and-delete, where every step is checked on its own.
+pub fn rename(c: &Client) -> Handled {
+    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
+        libc::SYS_rename => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
+        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
+    };
+    let old = c.path_arg(oaddr)?;
+    let new = c.path_arg(naddr)?;
+    c.live()?;
+    let o = walk(c, odir, &old, false)?;
+    let n = walk(c, ndir, &new, false)?;
+    let exchange = flags & libc::RENAME_EXCHANGE != 0;
+    c.decide(&o.path, Access::Unlink)?;
+    c.decide(&n.path, Access::Write)?;
+    if n.kind.is_some() || exchange {
+        c.decide(&n.path, Access::Unlink)?;
+    }
+    if exchange {
+        c.decide(&o.path, Access::Write)?;
+    }
+    let okind = existing(c, &o)?;
+    let odirp = okind == FileType::Directory;
+    if widens(c, &o.path, &n.path, odirp) || (exchange && widens(c, &n.path, &o.path, n.kind == Some(FileType::Directory))) {
+        return Err(c.refuse(&n.path, "the move would give the object rights it does not have at its old path", libc::EXDEV));
+    }
+    let (on, nn) = (o.name.as_deref().ok_or(libc::EBUSY)?, n.name.as_deref().ok_or(libc::EBUSY)?);
+    rustix::fs::renameat_with(&o.parent, on, &n.parent, nn, rustix::fs::RenameFlags::from_bits_retain(flags))
+        .map_err(errno)?;
+    value(0)
+}
+
+/// Implements link(2) and linkat(2). The new name must not grant anything the old one does not.
+pub fn link(c: &Client) -> Handled {
+    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
+        libc::SYS_link => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
+    };
+    let old = c.path_arg(oaddr)?;
+    let new = c.path_arg(naddr)?;
+    c.live()?;
+    if empty_path(&old, flags) {
+        return Err(c.refuse("", "linking a descriptor (AT_EMPTY_PATH) is not supported", libc::EACCES));
+    }
+    let o = walk(c, odir, &old, flags & libc::AT_SYMLINK_FOLLOW != 0)?;
+    let n = walk(c, ndir, &new, false)?;
+    c.decide_visible(&o.path)?;
+    c.decide(&n.path, Access::Write)?;
+    existing(c, &o)?;
+    if widens(c, &o.path, &n.path, false) {
+        return Err(c.refuse(&n.path, "a hard link may not grant rights its source does not have", libc::EACCES));
+    }
+    let (on, nn) = (o.name.as_deref().ok_or(libc::EPERM)?, n.name.as_deref().ok_or(libc::EEXIST)?);
+    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty()).map_err(errno)?;
+    value(0)
+}
+
+// ---- changing metadata -----------------------------------------------------------------------------
+
+/// Resolves a path argument for a metadata change: `write` on an existing object.
+fn changed_object(c: &Client, dirfd: i32, path: &[u8], follow: bool) -> Result<(Walked, OwnedFd), i32> {
+    let w = walk(c, dirfd, path, follow)?;
+    c.decide(&w.path, Access::Write)?;
+    existing(c, &w)?;
+    let obj = w.object()?;
+    Ok((w, obj))
+}
+
+/// Implements chmod(2), fchmodat(2) and fchmodat2(2).
+pub fn chmod(c: &Client) -> Handled {
+    let (dirfd, path_addr, mode, flags) = match c.nr() {
+        libc::SYS_chmod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
+        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    if empty_path(&path, flags) {
+        let fd = c.fd(dirfd)?;
+        rustix::fs::chmodat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Mode::from_bits_retain(mode & 0o7777), rustix::fs::AtFlags::empty()).map_err(errno)?;
+        return value(0);
+    }
+    let (w, obj) = changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    if w.kind == Some(FileType::Symlink) {
+        return Err(libc::EOPNOTSUPP);
+    }
+    rustix::fs::chmodat(rustix::fs::CWD, proc_path(&obj).as_c_str(), Mode::from_bits_retain(mode & 0o7777), rustix::fs::AtFlags::empty())
+        .map_err(errno)?;
+    value(0)
+}
+
+/// Maps an id the program passed (inside its user namespace) to the one the agent uses.
+fn outside_id(inside: u32, map_inside: u32, map_outside: u32) -> Result<Option<u32>, i32> {
+    match inside {
+        u32::MAX => Ok(None),
+        id if id == map_inside => Ok(Some(map_outside)),
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// Implements chown(2), lchown(2) and fchownat(2).
+pub fn chown(c: &Client) -> Handled {
+    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
+        libc::SYS_chown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, 0),
+        libc::SYS_lchown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, libc::AT_SYMLINK_NOFOLLOW),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3) as u32, c.int(4)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let map = c.id_map();
+    let uid = outside_id(uid, map.inside_uid, map.outside_uid)?.map(|u| rustix::process::Uid::from_raw(u));
+    let gid = outside_id(gid, map.inside_gid, map.outside_gid)?.map(|g| rustix::process::Gid::from_raw(g));
+    let obj = if empty_path(&path, flags) {
+        c.fd(dirfd)?
+    } else {
+        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+    };
+    rustix::fs::chownat(&obj, c"", uid, gid, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
+    value(0)
+}
+
+/// Implements truncate(2).
+pub fn truncate(c: &Client) -> Handled {
+    let path = c.path_arg(c.arg(0))?;
+    let len = c.arg(1) as i64;
+    c.live()?;
+    if len < 0 {
+        return Err(libc::EINVAL);
+    }
+    let w = walk(c, AT_FDCWD, &path, true)?;
+    c.decide(&w.path, Access::Write)?;
+    match existing(c, &w)? {
+        FileType::Directory => return Err(libc::EISDIR),
+        FileType::RegularFile => {}
+        _ => return Err(libc::EINVAL),
+    }
+    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())
+        .map_err(errno)?;
+    rustix::fs::ftruncate(&fd, len as u64).map_err(errno)?;
+    value(0)
+}
+
+/// Implements utime(2), utimes(2), futimesat(2) and utimensat(2).
+pub fn utime(c: &Client) -> Handled {
+    let nr = c.nr();
+    let (dirfd, path_addr, times_addr, flags) = match nr {
+        libc::SYS_utime | libc::SYS_utimes => (AT_FDCWD, c.arg(0), c.arg(1), 0),
+        libc::SYS_futimesat => (c.int(0), c.arg(1), c.arg(2), 0),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
+    };
+    // Copy the times first, once, into a utimensat-shaped pair.
+    let times = if times_addr == 0 {
+        None
+    } else {
+        let mut raw = [0u8; 32];
+        let len = if nr == libc::SYS_utime { 16 } else { 32 };
+        c.read(times_addr, &mut raw[..len])?;
+        let w = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        Some(match nr {
+            libc::SYS_utime => [(w(0), 0), (w(1), 0)],
+            libc::SYS_utimensat => [(w(0), w(1)), (w(2), w(3))],
+            _ => [(w(0), w(1) * 1000), (w(2), w(3) * 1000)],
+        })
+    };
+    let path = if path_addr == 0 { Vec::new() } else { c.path_arg(path_addr)? };
+    c.live()?;
+    let ts = times.map(|t| rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec { tv_sec: t[0].0, tv_nsec: t[0].1 as _ },
+        last_modification: rustix::fs::Timespec { tv_sec: t[1].0, tv_nsec: t[1].1 as _ },
+    });
+    let now = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW as _ },
+        last_modification: rustix::fs::Timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW as _ },
+    };
+    let obj = if path.is_empty() && (path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0) {
+        // utimensat(fd, NULL, ...) is futimens: the caller holds the descriptor.
+        c.fd(dirfd)?
+    } else {
+        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, proc_path(&obj).as_c_str(), &ts.unwrap_or(now), rustix::fs::AtFlags::empty())
+        .map_err(errno)?;
+    value(0)
+}
+
+// ---- xattrs -----------------------------------------------------------------------------------------
+
+/// Largest xattr value or list the kernel handles (`XATTR_SIZE_MAX`).
+const XATTR_SIZE_MAX: usize = 65536;
+
+/// Implements getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr
+/// and lremovexattr.
+pub fn xattr(c: &Client) -> Handled {
+    let nr = c.nr();
+    let follow = matches!(nr, libc::SYS_getxattr | libc::SYS_listxattr | libc::SYS_setxattr | libc::SYS_removexattr);
+    let path = c.path_arg(c.arg(0))?;
+    let name = if matches!(nr, libc::SYS_listxattr | libc::SYS_llistxattr) { None } else { Some(c.path_arg(c.arg(1))?) };
+    let name = name.map(|n| CString::new(n).map_err(|_| libc::EINVAL)).transpose()?;
+    // setxattr's value is copied now, bounded by XATTR_SIZE_MAX.
+    let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
+        let size = c.arg(3) as usize;
+        if size > XATTR_SIZE_MAX {
+            return Err(libc::E2BIG);
+        }
+        let mut v = vec![0u8; size];
+        c.read(c.arg(2), &mut v)?;
+        Some(v)
+    } else {
+        None
+    };
+    c.live()?;
+    let w = walk(c, AT_FDCWD, &path, follow)?;
+    let writes = set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
+    if writes {
+        c.decide(&w.path, Access::Write)?;
+    } else {
+        c.decide_visible(&w.path)?;
+    }
+    existing(c, &w)?;
+    let obj = w.object()?;
+    let target = proc_path(&obj);
+    let target: &CStr = target.as_c_str();
+    match nr {
+        libc::SYS_getxattr | libc::SYS_lgetxattr => {
+            let size = (c.arg(3) as usize).min(XATTR_SIZE_MAX);
+            let mut buf = vec![0u8; size];
+            let n = rustix::fs::getxattr(target, name.as_deref().expect("has name"), &mut buf[..]).map_err(errno)?;
+            if size > 0 {
+                c.write(c.arg(2), &buf[..n])?;
+            }
+            value(n as i64)
+        }
+        libc::SYS_listxattr | libc::SYS_llistxattr => {
+            let size = (c.arg(2) as usize).min(XATTR_SIZE_MAX);
+            let mut buf = vec![0u8; size];
+            let n = rustix::fs::listxattr(target, &mut buf[..]).map_err(errno)?;
+            if size > 0 {
+                c.write(c.arg(1), &buf[..n])?;
+            }
+            value(n as i64)
+        }
+        libc::SYS_setxattr | libc::SYS_lsetxattr => {
+            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
+            rustix::fs::setxattr(target, name.as_deref().expect("has name"), set_value.as_deref().unwrap_or(&[]), flags)
+                .map_err(errno)?;
+            value(0)
+        }
+        _ => {
+            rustix::fs::removexattr(target, name.as_deref().expect("has name")).map_err(errno)?;
+            value(0)
+        }
+    }
+}
+
+// ---- inotify, chdir, exec ---------------------------------------------------------------------------
+
+/// Implements inotify_add_watch(2) on the agent's duplicate of the caller's inotify descriptor.
+pub fn inotify_add_watch(c: &Client) -> Handled {
+    let path = c.path_arg(c.arg(1))?;
+    let mask_bits = c.arg(2) as u32;
+    c.live()?;
+    let w = walk(c, AT_FDCWD, &path, mask_bits & libc::IN_DONT_FOLLOW == 0)?;
+    c.decide(&w.path, Access::Read)?;
+    existing(c, &w)?;
+    let obj = w.object()?;
+    let inotify = c.fd(c.int(0))?;
+    let wd = sysfs::inotify_add_watch(inotify.as_fd(), &proc_path(&obj), mask_bits & !libc::IN_DONT_FOLLOW).map_err(io_errno)?;
+    value(wd as i64)
+}
+
+/// Implements chdir(2): checked by the agent, then continued.
+///
+/// No kernel mechanism lets the agent change another process's directory, and Landlock does
+/// not cover chdir, so this is the one path call answered with CONTINUE without a kernel lock
+/// behind it. A thread racing to rewrite the path can land in a directory the policy hides;
+/// it learns that the directory exists, but nothing more: every later call made there is
+/// resolved and checked by the agent from the directory's real path (README, "Known limits").
+pub fn chdir(c: &Client) -> Handled {
+    let path = c.path_arg(c.arg(0))?;
+    c.live()?;
+    let w = walk(c, AT_FDCWD, &path, true)?;
+    c.decide_visible(&w.path)?;
+    match existing(c, &w)? {
+        FileType::Directory => Ok(Answer::Reply(Reply::Continue)),
+        _ => Err(libc::ENOTDIR),
+    }
+}
+
+/// Implements execve(2) and execveat(2): checked, then continued. The kernel re-reads the path,
+/// so the decision that counts is Landlock's execute right, compiled from the same policy; the
+/// agent's check gives the user a clear denial and a log line.
+pub fn exec(c: &Client) -> Handled {
+    let (dirfd, path_addr, flags) = match c.nr() {
+        libc::SYS_execve => (AT_FDCWD, c.arg(0), 0),
+        _ => (c.int(0), c.arg(1), c.int(4)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    if empty_path(&path, flags) {
+        // fexecve: the descriptor's file is checked by Landlock when the kernel opens it.
+        return Ok(Answer::Reply(Reply::Continue));
+    }
+    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    c.decide(&w.path, Access::Exec)?;
+    existing(c, &w)?;
+    Ok(Answer::Reply(Reply::Continue))
+}
+
+#[allow(dead_code)]
+fn unused(_: AccessSet) {}

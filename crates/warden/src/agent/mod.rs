@@ -1,0 +1,383 @@
+//! The agent: the trusted server that performs every delegated call for the sandbox.
+//!
+//! Worker threads block in `SECCOMP_IOCTL_NOTIF_RECV` on the one listener. When the last idle
+//! worker picks up a request it starts another (up to [`MAX_WORKERS`]), so a request that blocks
+//! (a FIFO open, a connect) never stalls the others. Each request goes through the same five
+//! steps, whatever its family (see [`fs`] and [`net`]):
+//!
+//! 1. copy the arguments out of the client, once ([`Client::path_arg`], [`Client::read`]);
+//! 2. confirm the request is still live (`NOTIF_ID_VALID`, [`Client::live`]), so a dead caller's
+//!    recycled pid cannot make us act for somebody else;
+//! 3. resolve paths by descriptor ([`resolve`]);
+//! 4. check the policy on the path actually walked ([`Client::decide`]);
+//! 5. act on our own descriptors, and reply: a value, an errno, or a descriptor injected with
+//!    `ADDFD|SEND`.
+//!
+//! The agent is a server facing a hostile client (invariant 6): every size it allocates is
+//! bounded by the agent, every error becomes an errno, and a panic in one request is caught and
+//! answered with `EIO` rather than taking the sandbox's only agent down.
+
+pub mod fs;
+pub mod log;
+pub mod net;
+pub mod resolve;
+
+use crate::confine::namespaces::IdMap;
+use crate::sys::{mem, unotify};
+use crate::syscalls::{self, Class, Family};
+use log::{Decision, Log};
+use resolve::Resolver;
+use std::cell::OnceCell;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use warden_policy::{Access, Policy, Verdict};
+
+/// Most worker threads one sandbox's agent runs at once.
+pub const MAX_WORKERS: usize = 64;
+
+/// What a handler answers.
+pub enum Answer {
+    /// A plain reply.
+    Reply(unotify::Reply),
+    /// A descriptor to install in the caller as the call's result.
+    Fd(OwnedFd, bool),
+}
+
+/// A handler's result: an answer, or an errno.
+pub type Handled = Result<Answer, i32>;
+
+/// Shorthand for a successful call returning `v`.
+pub fn value(v: i64) -> Handled {
+    Ok(Answer::Reply(unotify::Reply::Value(v)))
+}
+
+/// The agent of one sandbox.
+pub struct Agent {
+    listener: OwnedFd,
+    policy: Policy,
+    resolver: Resolver,
+    ids: IdMap,
+    log: Log,
+    idle: AtomicUsize,
+    workers: AtomicUsize,
+    /// Delegated calls answered, and how many of them were denials.
+    pub counters: log::Counters,
+}
+
+impl Agent {
+    /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`.
+    pub fn new(listener: OwnedFd, policy: Policy, ids: IdMap, log: Log) -> std::io::Result<Arc<Agent>> {
+        // The agent applies the client's umask itself (read per call); its own must not interfere.
+        rustix::process::umask(rustix::fs::Mode::empty());
+        Ok(Arc::new(Agent {
+            listener,
+            policy,
+            resolver: Resolver::new()?,
+            ids,
+            log,
+            idle: AtomicUsize::new(0),
+            workers: AtomicUsize::new(0),
+            counters: log::Counters::default(),
+        }))
+    }
+
+    /// Starts the first workers. They run until the process exits.
+    pub fn start(self: &Arc<Self>) {
+        for _ in 0..2 {
+            self.spawn_worker();
+        }
+    }
+
+    fn spawn_worker(self: &Arc<Self>) {
+        if self.workers.fetch_add(1, Ordering::SeqCst) >= MAX_WORKERS {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        let agent = Arc::clone(self);
+        let spawned = std::thread::Builder::new().name("warden-agent".into()).spawn(move || agent.worker());
+        if spawned.is_err() {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            self.idle.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn worker(self: Arc<Self>) {
+        // Each worker gets its own cwd, so binding or connecting a unix socket by a short
+        // relative name from a held directory cannot race with another worker.
+        let _ = crate::sys::process::unshare_fs();
+        loop {
+            let notif = match unotify::recv(self.listener.as_fd()) {
+                Ok(n) => n,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOENT)) => continue,
+                Err(_) => return,
+            };
+            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.spawn_worker();
+            }
+            self.serve(notif);
+            self.idle.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn serve(&self, notif: unotify::Notification) {
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(notif)))
+            .unwrap_or(Err(libc::EIO));
+        let listener = self.listener.as_fd();
+        // ENOENT from SEND or ADDFD means the caller is gone: nothing to answer, nothing leaked
+        // (our descriptor is dropped here either way).
+        let _ = match answer {
+            Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
+            Ok(Answer::Fd(fd, cloexec)) => unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec).map(drop),
+            Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
+        };
+    }
+
+    fn handle(&self, notif: unotify::Notification) -> Handled {
+        if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
+            return Err(libc::ENOSYS);
+        }
+        let Some(entry) = syscalls::lookup(notif.nr as i64) else { return Err(libc::ENOSYS) };
+        let Class::Delegated(family) = entry.class else { return Err(libc::ENOSYS) };
+        let client = Client { agent: self, notif, name: entry.name(), ids: OnceCell::new() };
+        match family {
+            Family::Open => fs::open(&client),
+            Family::Stat => fs::stat(&client),
+            Family::Access => fs::access(&client),
+            Family::Readlink => fs::readlink(&client),
+            Family::Mkdir => fs::mkdir(&client),
+            Family::Mknod => fs::mknod(&client),
+            Family::Unlink => fs::unlink(&client),
+            Family::Rename => fs::rename(&client),
+            Family::Link => fs::link(&client),
+            Family::Symlink => fs::symlink(&client),
+            Family::Chmod => fs::chmod(&client),
+            Family::Chown => fs::chown(&client),
+            Family::Truncate => fs::truncate(&client),
+            Family::Utime => fs::utime(&client),
+            Family::Chdir => fs::chdir(&client),
+            Family::Statfs => fs::statfs(&client),
+            Family::Xattr => fs::xattr(&client),
+            Family::InotifyAddWatch => fs::inotify_add_watch(&client),
+            Family::Exec => fs::exec(&client),
+            Family::SocketAddress => net::socket_address(&client),
+        }
+    }
+}
+
+/// The caller's process ids, as read from `/proc/<tid>/status`.
+#[derive(Clone, Copy, Debug)]
+pub struct Ids {
+    /// Thread-group id in the agent's PID namespace.
+    pub tgid: u32,
+    /// Thread-group id in the caller's own PID namespace.
+    pub ns_tgid: u32,
+    /// The caller's umask.
+    pub umask: u32,
+}
+
+/// One request being served: the notification plus lazily fetched facts about its caller.
+pub struct Client<'a> {
+    agent: &'a Agent,
+    notif: unotify::Notification,
+    name: &'static str,
+    ids: OnceCell<Ids>,
+}
+
+impl Client<'_> {
+    /// The syscall's name.
+    pub fn syscall(&self) -> &'static str {
+        self.name
+    }
+
+    /// Raw argument `i`.
+    pub fn arg(&self, i: usize) -> u64 {
+        self.notif.args[i]
+    }
+
+    /// Argument `i` as a C `int` (the kernel reads only the low 32 bits).
+    pub fn int(&self, i: usize) -> i32 {
+        self.notif.args[i] as u32 as i32
+    }
+
+    /// The syscall number.
+    pub fn nr(&self) -> i64 {
+        self.notif.nr as i64
+    }
+
+    /// The calling thread.
+    pub fn tid(&self) -> u32 {
+        self.notif.pid
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.agent.policy
+    }
+
+    /// The id map of the sandbox.
+    pub fn id_map(&self) -> IdMap {
+        self.agent.ids
+    }
+
+    /// The resolver.
+    pub fn resolver(&self) -> &Resolver {
+        &self.agent.resolver
+    }
+
+    /// Copies a path argument (step 1).
+    pub fn path_arg(&self, addr: u64) -> Result<Vec<u8>, i32> {
+        mem::read_cstring(self.tid(), addr).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))
+    }
+
+    /// Copies exactly `buf.len()` bytes from the caller (step 1).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), i32> {
+        match mem::read(self.tid(), addr, buf) {
+            Ok(n) if n == buf.len() => Ok(()),
+            _ => Err(libc::EFAULT),
+        }
+    }
+
+    /// Copies a result into the caller's memory.
+    pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), i32> {
+        mem::write(self.tid(), addr, data).map_err(|_| libc::EFAULT)
+    }
+
+    /// Step 2: the request is still live. Call after copying arguments, before acting.
+    pub fn live(&self) -> Result<(), i32> {
+        if unotify::id_valid(self.agent.listener.as_fd(), self.notif.id) {
+            Ok(())
+        } else {
+            Err(libc::ENOENT)
+        }
+    }
+
+    /// The caller's ids (read once per request).
+    pub fn ids(&self) -> Result<Ids, i32> {
+        if let Some(ids) = self.ids.get() {
+            return Ok(*ids);
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.tid())).map_err(|_| libc::ESRCH)?;
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        let tgid = field("Tgid:").and_then(|v| v.parse().ok()).ok_or(libc::ESRCH)?;
+        let ns_tgid = field("NStgid:")
+            .and_then(|v| v.split_whitespace().last())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(tgid);
+        let umask = field("Umask:").and_then(|v| u32::from_str_radix(v, 8).ok()).unwrap_or(0o022);
+        Ok(*self.ids.get_or_init(|| Ids { tgid, ns_tgid, umask }))
+    }
+
+    /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
+    pub fn cwd(&self) -> Result<OwnedFd, i32> {
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        openat(CWD, format!("/proc/{}/cwd", self.tid()), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| e.raw_os_error())
+    }
+
+    /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the
+    /// caller names, never a path it could change.
+    pub fn fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+        if fd < 0 {
+            return Err(libc::EBADF);
+        }
+        let tgid = self.ids()?.tgid;
+        let pidfd = rustix::process::pidfd_open(
+            rustix::process::Pid::from_raw(tgid as i32).ok_or(libc::ESRCH)?,
+            rustix::process::PidfdFlags::empty(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        unotify::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| match e.raw_os_error() {
+            Some(libc::EBADF) => libc::EBADF,
+            Some(e) => e,
+            None => libc::EIO,
+        })
+    }
+
+    /// Rewrites a kernel-produced path that starts with the caller's `/proc/<tgid>` into
+    /// `/proc/self`, so the walk translates it back for this caller.
+    pub fn logical_proc_path(&self, text: &[u8]) -> Result<Vec<u8>, i32> {
+        let Some(rest) = text.strip_prefix(b"/proc/") else { return Ok(text.to_vec()) };
+        let tgid = self.ids()?.tgid.to_string();
+        match rest.strip_prefix(tgid.as_bytes()) {
+            Some(tail) if tail.is_empty() || tail.starts_with(b"/") => Ok([b"/proc/self".as_slice(), tail].concat()),
+            _ => Ok(text.to_vec()),
+        }
+    }
+
+    /// Step 4: checks `access` to `path`, logs the decision, and turns a denial into `EACCES`.
+    pub fn decide(&self, path: &str, access: Access) -> Result<(), i32> {
+        let verdict = self.agent.policy.check(path, access);
+        self.record(path, access, &verdict);
+        if verdict.is_allowed() {
+            Ok(())
+        } else {
+            Err(libc::EACCES)
+        }
+    }
+
+    /// Requires that some access to `path` is allowed (metadata calls).
+    pub fn decide_visible(&self, path: &str) -> Result<(), i32> {
+        match self.agent.policy.visible(path) {
+            Some(rule) => {
+                self.record(path, self.agent.policy.rule(rule).access.unwrap_or(Access::Read), &Verdict::Allowed(rule));
+                Ok(())
+            }
+            None => {
+                let verdict = self.agent.policy.check(path, Access::Read);
+                self.record(path, Access::Read, &verdict);
+                Err(libc::EACCES)
+            }
+        }
+    }
+
+    /// Records a denial that is not a plain policy check (a device node, EXDEV on rename).
+    pub fn refuse(&self, path: &str, why: &str, errno: i32) -> i32 {
+        self.agent.counters.count(false);
+        self.agent.log.write(&Decision {
+            pid: self.tid(),
+            syscall: self.name,
+            path,
+            access: None,
+            allowed: false,
+            rule: None,
+            reason: why.to_owned(),
+            errno: Some(errno),
+        });
+        errno
+    }
+
+    fn record(&self, path: &str, access: Access, verdict: &Verdict) {
+        let allowed = verdict.is_allowed();
+        self.agent.counters.count(allowed);
+        if allowed && !self.agent.log.wants_allowed() {
+            return;
+        }
+        let policy = &self.agent.policy;
+        let rule = match verdict {
+            Verdict::Allowed(id) => Some(policy.rule(*id).span.to_string()),
+            Verdict::Denied(warden_policy::Denial::DeniedBy(id)) => Some(policy.rule(*id).span.to_string()),
+            Verdict::Denied(_) => None,
+        };
+        let reason = if allowed { String::new() } else { policy.explain_denial(path, access) };
+        self.agent.log.write(&Decision {
+            pid: self.tid(),
+            syscall: self.name,
+            path,
+            access: Some(access),
+            allowed,
+            rule,
+            reason,
+            errno: (!allowed).then_some(libc::EACCES),
+        });
+    }
+}
+
+/// Borrow helper: the agent's listener, for tests.
+impl Agent {
+    /// The listener descriptor.
+    pub fn listener(&self) -> BorrowedFd<'_> {
+        self.listener.as_fd()
+    }
+}

@@ -1,0 +1,166 @@
+//! The Landlock backstop, derived from the policy (brief invariant 5: two locks on every door).
+//!
+//! The agent is the first lock: the client never opens a path itself. Landlock is the second:
+//! it bounds what the client could reach if a call were ever let through, and it is the *only*
+//! lock on `execve`, which the agent checks and then lets the kernel run (the kernel re-reads
+//! the path, so only a kernel-enforced rule can make that safe).
+//!
+//! Landlock cannot say "this prefix except that file", nor "names starting with `py`", so each
+//! policy rule is compiled to rules on the objects that exist *now*:
+//! - `D/*` → a rule beneath `D`;
+//! - an exact path → a rule on that file or directory (a directory rule covers its subtree:
+//!   an over-approximation, which the agent still narrows);
+//! - `D/na*` → a rule on each existing entry of `D` whose name starts with `na`;
+//! - a root with a `path-deny` inside → the root's entries one by one, skipping the denied ones
+//!   and descending into the ones that contain a denied path.
+//!
+//! Objects created later under a `D/*` rule are covered; objects created later that only a
+//! name-prefix rule would match are not (stricter than the policy, never looser).
+
+use landlock::{
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+use std::path::{Path, PathBuf};
+use warden_policy::{Access, PathPattern, Policy};
+
+/// The ABI warden is written against (Linux 6.15+); older kernels get what they support.
+const TARGET_ABI: ABI = ABI::V7;
+/// At most this many entries are enumerated for one rule before giving up on it (stricter).
+const MAX_EXPANSION: usize = 4096;
+
+/// A failure to prepare the Landlock ruleset.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to prepare the Landlock ruleset: {0}")]
+pub struct LandlockError(#[from] landlock::RulesetError);
+
+/// A ruleset built in the parent, to be applied by the sandbox's first process.
+pub struct Prepared {
+    ruleset: RulesetCreated,
+    /// How many rules were added (for `-v`).
+    pub rules: usize,
+}
+
+/// How much of Landlock the kernel enforced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enforcement {
+    /// Every requested right is enforced.
+    Full,
+    /// The kernel's ABI is older than warden's target: some rights are not enforced.
+    Partial,
+    /// No Landlock at all: only the agent stands between the program and the file system.
+    None,
+}
+
+fn rights(access: Access) -> BitFlags<AccessFs> {
+    let all = AccessFs::from_all(TARGET_ABI);
+    let want = match access {
+        Access::Read => AccessFs::ReadFile | AccessFs::ReadDir,
+        Access::Write => {
+            AccessFs::WriteFile
+                | AccessFs::Truncate
+                | AccessFs::MakeReg
+                | AccessFs::MakeDir
+                | AccessFs::MakeSym
+                | AccessFs::MakeSock
+                | AccessFs::MakeFifo
+                | AccessFs::IoctlDev
+        }
+        Access::Unlink => AccessFs::RemoveFile | AccessFs::RemoveDir,
+        // The kernel opens an executable for reading as well as executing.
+        Access::Exec => AccessFs::Execute | AccessFs::ReadFile,
+    };
+    want & all
+}
+
+/// Builds the ruleset for `policy` (with `$SCRATCH` already expanded).
+pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
+    let abi = TARGET_ABI;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))?
+        // No TCP rule: the client never binds or connects itself; the agent does, on its behalf.
+        .handle_access(AccessNet::from_all(abi))?
+        .scope(Scope::from_all(abi))?
+        .create()?;
+    let denies: Vec<&PathPattern> = policy
+        .path_rules()
+        .iter()
+        .filter(|r| r.access.is_none())
+        .map(|r| &r.pattern)
+        .collect();
+    let mut targets: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for rule in policy.path_rules() {
+        let Some(access) = rule.access else { continue };
+        let lit = rule.pattern.literal();
+        let roots: Vec<PathBuf> = if !rule.pattern.is_prefix() {
+            vec![PathBuf::from(lit)]
+        } else if let Some(dir) = lit.strip_suffix('/') {
+            vec![PathBuf::from(if dir.is_empty() { "/" } else { dir })]
+        } else {
+            name_prefix_matches(lit)
+        };
+        for root in roots {
+            expand(&root, rights(access), &denies, &mut targets, 0);
+        }
+    }
+    let mut added = 0;
+    for (path, access) in targets {
+        let Ok(fd) = PathFd::new(&path) else { continue };
+        let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
+        if access.is_empty() {
+            continue;
+        }
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
+        added += 1;
+    }
+    Ok(Prepared { ruleset, rules: added })
+}
+
+/// Existing entries of `D` whose names start with `na`, for a pattern `D/na*`.
+fn name_prefix_matches(lit: &str) -> Vec<PathBuf> {
+    let (dir, stem) = lit.rsplit_once('/').unwrap_or(("/", lit));
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .take(MAX_EXPANSION)
+        .filter(|e| e.file_name().as_encoded_bytes().starts_with(stem.as_bytes()))
+        .map(|e| e.path())
+        .collect()
+}
+
+
+/// Adds `root` with `access`, or, when a denied path lies inside it, its entries one by one.
+fn expand(root: &Path, access: BitFlags<AccessFs>, denies: &[&PathPattern], out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>, depth: usize) {
+    let Some(root_str) = root.to_str() else { return };
+    if denies.iter().any(|d| d.matches(root_str)) {
+        return;
+    }
+    let inside = format!("{}/", root_str.trim_end_matches('/'));
+    let contains_deny = denies.iter().any(|d| d.literal().starts_with(&inside));
+    if !contains_deny {
+        out.push((root.to_path_buf(), access));
+        return;
+    }
+    if depth > 8 || !root.is_dir() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.filter_map(Result::ok).take(MAX_EXPANSION) {
+        expand(&entry.path(), access, denies, out, depth + 1);
+    }
+}
+
+impl Prepared {
+    /// Applies the ruleset to the calling thread (and sets no_new_privs). Runs in the sandbox's
+    /// first process, after fork, before exec.
+    pub fn restrict_self(self) -> Result<Enforcement, LandlockError> {
+        let status = self.ruleset.restrict_self()?;
+        Ok(match status.ruleset {
+            RulesetStatus::FullyEnforced => Enforcement::Full,
+            RulesetStatus::PartiallyEnforced => Enforcement::Partial,
+            RulesetStatus::NotEnforced => Enforcement::None,
+        })
+    }
+}

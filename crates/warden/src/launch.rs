@@ -1,0 +1,367 @@
+//! Starting the sandbox: one `clone` into fresh namespaces, then a tiny init that starts the
+//! program and reports how it ended.
+//!
+//! ```text
+//! warden (agent, outside)                     sandbox (new user/pid/ipc/uts/net namespaces)
+//!   clone(NEW*, PIDFD) ───────────────────▶  init (pid 1): waits for "go"
+//!   write uid_map/gid_map, send "go" ─────▶    fork ─▶ program (pid 2):
+//!                                                       chdir, close fds, Landlock, no_new_privs,
+//!   recv listener  ◀──────────────────────────────────  seccomp filter + listener, send it
+//!   start agent                                         execve (notified: agent checks, continues)
+//!   recv "exit status" ◀────────────────────  init reaps everything, reports the program's status
+//! ```
+//!
+//! Init has no seccomp filter but holds nothing: it closes every descriptor but its channel and
+//! only waits. When it exits the kernel kills every other process of the PID namespace, and it
+//! has `PR_SET_PDEATHSIG(SIGKILL)`, so if warden dies the sandbox dies (invariant 7).
+
+use crate::confine::landlock::Prepared;
+use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
+use crate::sys::process::{self, Cloned};
+use crate::sys::seccomp::{self, Instruction};
+use rustix::net::{
+    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use std::ffi::CString;
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+
+/// What to run and as whom.
+pub struct Command {
+    /// Absolute path of the executable (looked up on PATH by the caller).
+    pub program: CString,
+    /// argv, including argv[0].
+    pub argv: Vec<CString>,
+    /// The environment, `NAME=VALUE` each.
+    pub env: Vec<CString>,
+    /// Starting directory.
+    pub cwd: PathBuf,
+    /// Ids inside and outside.
+    pub ids: IdMap,
+}
+
+/// Where a setup step in the sandbox failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    /// Entering the starting directory.
+    Chdir = 1,
+    /// Applying Landlock.
+    Landlock = 2,
+    /// Setting no_new_privs.
+    NoNewPrivs = 3,
+    /// Installing the seccomp filter.
+    Seccomp = 4,
+    /// Sending the listener to warden.
+    Handoff = 5,
+    /// `execve` itself (the policy or the file said no).
+    Exec = 6,
+    /// Starting the program from init.
+    Fork = 7,
+}
+
+impl Stage {
+    fn from_u8(v: u8) -> Option<Stage> {
+        Some(match v {
+            1 => Stage::Chdir,
+            2 => Stage::Landlock,
+            3 => Stage::NoNewPrivs,
+            4 => Stage::Seccomp,
+            5 => Stage::Handoff,
+            6 => Stage::Exec,
+            7 => Stage::Fork,
+            _ => return None,
+        })
+    }
+}
+
+/// A failure to start the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// clone() with namespaces failed.
+    #[error("cannot create the sandbox's namespaces: {0}{hint}", hint = clone_hint(.0))]
+    Clone(#[source] io::Error),
+    /// Writing the id maps failed.
+    #[error("cannot write the user-namespace id maps: {0}")]
+    IdMap(#[source] io::Error),
+    /// The channel to the sandbox failed.
+    #[error("lost contact with the sandbox while starting it: {0}")]
+    Channel(#[source] io::Error),
+    /// A step inside the sandbox failed before the program ran.
+    #[error("{stage:?} failed inside the sandbox: {source}")]
+    Setup {
+        /// Which step.
+        stage: Stage,
+        /// The errno it got.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn clone_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::ENOSPC) => {
+            "; unprivileged user namespaces may be disabled (check /proc/sys/user/max_user_namespaces \
+             and kernel.unprivileged_userns_clone or the AppArmor userns restriction)"
+        }
+        _ => "",
+    }
+}
+
+/// A started sandbox: the program is running, or about to exec under the agent.
+pub struct Launched {
+    /// pid of the sandbox's init, in warden's PID namespace.
+    pub init_pid: i32,
+    /// pidfd of init.
+    pub init_pidfd: OwnedFd,
+    /// The listener for the program's notifications.
+    pub listener: OwnedFd,
+    /// warden's end of the channel; [`Launched::wait`] reads the outcome from it.
+    channel: OwnedFd,
+}
+
+/// How the program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// exit(code).
+    Exited(i32),
+    /// Killed by a signal.
+    Signaled(i32),
+    /// A setup step or execve failed with this errno before the program ran.
+    Failed(Stage, i32),
+    /// init vanished without a report (killed from outside).
+    Lost,
+}
+
+const MSG_GO: u8 = b'G';
+const MSG_LISTENER: u8 = b'L';
+const MSG_FAILED: u8 = b'E';
+const MSG_STATUS: u8 = b'S';
+
+/// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks).
+pub fn launch(cmd: &Command, landlock: Prepared, filter: &[Instruction]) -> Result<Launched, LaunchError> {
+    let (ours, theirs) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
+        .map_err(|e| LaunchError::Channel(e.into()))?;
+    // Everything the child needs is computed before the clone, so the child only runs
+    // straight-line code on memory it already has.
+    let argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
+    let envp: Vec<*const libc::c_char> = cmd.env.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
+    let cwd = CString::new(cmd.cwd.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Setup {
+        stage: Stage::Chdir,
+        source: io::Error::from_raw_os_error(libc::EINVAL),
+    })?;
+
+    // warden calls launch before it starts any thread (the agent starts afterwards);
+    // clone_process checks that.
+    match process::clone_process(SANDBOX_NAMESPACES).map_err(LaunchError::Clone)? {
+        Cloned::Child => {
+            drop(ours);
+            sandbox_init(theirs, cmd, &cwd, &argv, &envp, landlock, filter)
+        }
+        Cloned::Parent { pid, pidfd } => {
+            drop(theirs);
+            drop(landlock);
+            parent_side(pid, pidfd, ours, cmd.ids)
+        }
+    }
+}
+
+fn parent_side(pid: i32, pidfd: OwnedFd, channel: OwnedFd, ids: IdMap) -> Result<Launched, LaunchError> {
+    let kill = |pidfd: &OwnedFd| {
+        let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
+    };
+    if let Err(e) = write_id_maps(pid, ids) {
+        kill(&pidfd);
+        return Err(LaunchError::IdMap(e));
+    }
+    send(channel.as_fd(), &[MSG_GO], None).map_err(LaunchError::Channel)?;
+    let (msg, fd) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
+    match (msg.first(), fd) {
+        (Some(&MSG_LISTENER), Some(listener)) => Ok(Launched { init_pid: pid, init_pidfd: pidfd, listener, channel }),
+        (Some(&MSG_FAILED), _) => {
+            kill(&pidfd);
+            let (stage, errno) = decode_failure(&msg);
+            Err(LaunchError::Setup { stage, source: io::Error::from_raw_os_error(errno) })
+        }
+        _ => {
+            kill(&pidfd);
+            Err(LaunchError::Channel(io::Error::new(io::ErrorKind::UnexpectedEof, "the sandbox exited during setup")))
+        }
+    }
+}
+
+fn decode_failure(msg: &[u8]) -> (Stage, i32) {
+    let stage = msg.get(1).copied().and_then(Stage::from_u8).unwrap_or(Stage::Fork);
+    let errno = msg.get(2..6).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]])).unwrap_or(libc::EIO);
+    (stage, errno)
+}
+
+impl Launched {
+    /// Waits until the program has ended (or its exec failed) and returns how.
+    /// The agent must be running, or an execve notification would wait forever.
+    pub fn wait(&self) -> Outcome {
+        loop {
+            match recv(self.channel.as_fd()) {
+                Ok((msg, _)) if msg.first() == Some(&MSG_STATUS) && msg.len() >= 5 => {
+                    let status = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+                    return if libc::WIFSIGNALED(status) {
+                        Outcome::Signaled(libc::WTERMSIG(status))
+                    } else {
+                        Outcome::Exited(libc::WEXITSTATUS(status))
+                    };
+                }
+                Ok((msg, _)) if msg.first() == Some(&MSG_FAILED) => {
+                    let (stage, errno) = decode_failure(&msg);
+                    return Outcome::Failed(stage, errno);
+                }
+                Ok((msg, _)) if msg.is_empty() => return Outcome::Lost,
+                Ok(_) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(_) => return Outcome::Lost,
+            }
+        }
+    }
+
+    /// The channel, for callers that poll it together with signals.
+    pub fn channel(&self) -> BorrowedFd<'_> {
+        self.channel.as_fd()
+    }
+
+    /// Kills the whole sandbox (init's death takes every process of the namespace with it).
+    pub fn kill(&self) {
+        let _ = rustix::process::pidfd_send_signal(&self.init_pidfd, rustix::process::Signal::KILL);
+    }
+
+    /// Reaps init. Call after [`Launched::wait`] or [`Launched::kill`].
+    pub fn reap(&self) {
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(self.init_pidfd.as_fd()),
+            rustix::process::WaitIdOptions::EXITED,
+        );
+    }
+}
+
+// ---- inside the sandbox ------------------------------------------------------------------------
+
+/// Init: waits for "go", starts the program, reaps every child, reports the program's status.
+fn sandbox_init(
+    channel: OwnedFd,
+    cmd: &Command,
+    cwd: &CString,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    landlock: Prepared,
+    filter: &[Instruction],
+) -> ! {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    match recv(channel.as_fd()) {
+        Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
+        _ => process::exit_now(1),
+    }
+    // The private network namespace starts with loopback down; bring it up so processes of the
+    // sandbox can talk to each other. Failure only costs that, so it is not fatal.
+    let _ = process::loopback_up();
+    let program = match process::fork() {
+        Ok(None) => program_child(channel, cmd, cwd, argv, envp, landlock, filter),
+        Ok(Some(pid)) => pid,
+        Err(e) => {
+            fail(channel.as_fd(), Stage::Fork, &e);
+            process::exit_now(1)
+        }
+    };
+    drop(landlock);
+    // Hold nothing of the outside world: stdio and every inherited descriptor go.
+    let channel = process::keep_only(channel);
+    loop {
+        match process::wait_any() {
+            Ok((pid, status)) if pid == program => {
+                let mut msg = [MSG_STATUS, 0, 0, 0, 0];
+                msg[1..].copy_from_slice(&status.to_ne_bytes());
+                let _ = send(channel.as_fd(), &msg, None);
+                process::exit_now(0);
+            }
+            Ok(_) => continue,
+            Err(_) => process::exit_now(1),
+        }
+    }
+}
+
+/// The program's process: confine itself, hand the listener to warden, exec.
+fn program_child(
+    channel: OwnedFd,
+    cmd: &Command,
+    cwd: &CString,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    landlock: Prepared,
+    filter: &[Instruction],
+) -> ! {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if let Err(e) = rustix::process::chdir(cwd.as_c_str()) {
+        fail(channel.as_fd(), Stage::Chdir, &e.into());
+        process::exit_now(125);
+    }
+    // Every inherited descriptor but stdio closes at exec.
+    process::cloexec_from(3);
+    if let Err(e) = landlock.restrict_self() {
+        fail(channel.as_fd(), Stage::Landlock, &io::Error::other(e.to_string()));
+        process::exit_now(125);
+    }
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
+        process::exit_now(125);
+    }
+    let listener = match seccomp::install_with_listener(filter) {
+        Ok(l) => l,
+        Err(e) => {
+            fail(channel.as_fd(), Stage::Seccomp, &e);
+            process::exit_now(125);
+        }
+    };
+    if let Err(e) = send(channel.as_fd(), &[MSG_LISTENER], Some(listener.as_fd())) {
+        fail(channel.as_fd(), Stage::Handoff, &e);
+        process::exit_now(125);
+    }
+    drop(listener);
+    crate::sys::signals::unblock_all();
+    let err = process::execve(&cmd.program, argv, envp);
+    fail(channel.as_fd(), Stage::Exec, &err);
+    process::exit_now(if err.raw_os_error() == Some(libc::ENOENT) { 127 } else { 126 })
+}
+
+fn fail(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error) {
+    let mut msg = [MSG_FAILED, stage as u8, 0, 0, 0, 0];
+    msg[2..].copy_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes());
+    let _ = send(channel, &msg, None);
+}
+
+fn send(channel: BorrowedFd<'_>, msg: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds;
+    if let Some(fd) = fd {
+        fds = [fd];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+    }
+    sendmsg(channel, &[IoSlice::new(msg)], &mut control, SendFlags::NOSIGNAL)?;
+    Ok(())
+}
+
+fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut buf = [0u8; 64];
+    let got = recvmsg(channel, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let mut fd = None;
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = message {
+            for f in fds {
+                fd.get_or_insert(f);
+            }
+        }
+    }
+    Ok((buf[..got.bytes].to_vec(), fd))
+}

@@ -1,0 +1,170 @@
+//! Creating the sandbox's first process with `clone(2)` (namespaces and a pidfd in one call),
+//! and the few process-level calls that have no safe wrapper.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// The result of [`clone_process`], as seen by each side.
+pub enum Cloned {
+    /// We are the new process.
+    Child,
+    /// We are the caller; the child has this pid and pidfd.
+    Parent {
+        /// The child's pid in our PID namespace.
+        pid: i32,
+        /// A pidfd for the child (`CLONE_PIDFD`), so it can be signalled and waited on without
+        /// any risk of pid reuse.
+        pidfd: OwnedFd,
+    },
+}
+
+/// Fails with `EDEADLK`-flavoured `Other` unless the calling process has exactly one thread.
+///
+/// Forking a multithreaded process and then running arbitrary code in the child can deadlock
+/// on a lock another thread held (malloc's, say). Checking here, at run time, is what makes
+/// [`clone_process`] and [`fork`] safe to call.
+fn ensure_single_threaded() -> io::Result<()> {
+    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    if threads == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("cannot fork a process with {threads} threads")))
+    }
+}
+
+/// `clone(flags | CLONE_PIDFD | SIGCHLD)` without a new stack: fork-like, into new namespaces.
+/// Refuses to run in a multithreaded process.
+pub fn clone_process(flags: u64) -> io::Result<Cloned> {
+    ensure_single_threaded()?;
+    let mut pidfd: RawFd = -1;
+    let all = flags | libc::CLONE_PIDFD as u64 | libc::SIGCHLD as u64;
+    // SAFETY: x86_64 clone(flags, stack, parent_tid, child_tid, tls). A null stack means the
+    // child runs on a copy of our stack, as with fork; with CLONE_PIDFD the kernel writes the
+    // pidfd (an int) to parent_tid, which points at `pidfd`, live across the call. We checked
+    // above that no other thread exists.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            all,
+            std::ptr::null_mut::<libc::c_void>(),
+            &mut pidfd as *mut RawFd,
+            std::ptr::null_mut::<libc::c_void>(),
+            0usize,
+        )
+    };
+    match rc {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Cloned::Child),
+        pid => Ok(Cloned::Parent {
+            pid: pid as i32,
+            // SAFETY: CLONE_PIDFD succeeded, so `pidfd` is a new descriptor nobody else owns.
+            pidfd: unsafe { OwnedFd::from_raw_fd(pidfd) },
+        }),
+    }
+}
+
+/// `fork(2)`, for the sandbox's init to start the program. Refuses to run multithreaded.
+pub fn fork() -> io::Result<Option<i32>> {
+    ensure_single_threaded()?;
+    // SAFETY: we checked that we are single-threaded, so the child inherits no lock held by
+    // another thread.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid)),
+    }
+}
+
+/// Waits for any child; returns (pid, raw wait status). Retries on EINTR.
+pub fn wait_any() -> io::Result<(i32, i32)> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes one int to `status`, a live local.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid >= 0 {
+            return Ok((pid, status));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// `execve(2)`. Returns only on failure.
+pub fn execve(path: &std::ffi::CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> io::Error {
+    debug_assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
+    // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays (asserted
+    // by the builder in launch.rs) of pointers into CStrings that the caller keeps alive.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    io::Error::last_os_error()
+}
+
+/// `_exit(2)`: leaves a forked child without running the parent's atexit handlers or
+/// flushing buffers that belong to the parent.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(code) }
+}
+
+/// Brings the loopback interface of the current (new, private) network namespace up, so
+/// programs in the sandbox can talk to each other over 127.0.0.1 and ::1.
+pub fn loopback_up() -> io::Result<()> {
+    let sock = rustix::net::socket(rustix::net::AddressFamily::INET, rustix::net::SocketType::DGRAM, None)?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: ifreq is a plain C struct for which all-zero bytes are valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one `struct ifreq`, which `req` is, live
+    // across both calls.
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Closes every descriptor except `keep`, which ends up as descriptor 3. For init, which must
+/// hold nothing of the outside world (stdio included) while it waits.
+pub fn keep_only(keep: OwnedFd) -> OwnedFd {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    let raw = keep.into_raw_fd();
+    // SAFETY: dup3 duplicates `raw`, which we own, onto 3; if they are equal we keep `raw`.
+    // close_range then closes descriptors we no longer reference: 0-2 and everything from 4,
+    // none of which is owned by a live Rust object in this single-threaded child (init drops
+    // its objects before calling this, and the process only waits afterwards).
+    unsafe {
+        if raw != 3 {
+            libc::dup3(raw, 3, libc::O_CLOEXEC);
+            libc::close(raw);
+        }
+        libc::close_range(0, 2, 0);
+        libc::close_range(4, u32::MAX, 0);
+        let fd = OwnedFd::from_raw_fd(3);
+        debug_assert_eq!(fd.as_raw_fd(), 3);
+        fd
+    }
+}
+
+/// Marks every descriptor from `first` on close-on-exec, so the program starts with stdio only.
+pub fn cloexec_from(first: u32) {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag; it closes nothing and
+    // touches no memory.
+    unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+}
+
+/// `unshare(CLONE_FS)` for the calling thread: gives an agent worker a cwd of its own.
+pub fn unshare_fs() -> io::Result<()> {
+    // SAFETY: CLONE_FS only detaches this thread's cwd/root/umask from its siblings; Rust's
+    // runtime keeps no state that depends on sharing them, and the agent never relies on a
+    // shared cwd (it resolves everything from descriptors).
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) }?;
+    Ok(())
+}
