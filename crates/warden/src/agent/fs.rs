@@ -15,7 +15,7 @@ use crate::sys::unotify::Reply;
 use rustix::fs::{FileType, Mode, OFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use warden_policy::{Access, AccessSet};
+use warden_policy::Access;
 
 const AT_FDCWD: i32 = libc::AT_FDCWD;
 
@@ -481,8 +481,8 @@ pub fn chown(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let map = c.id_map();
-    let uid = outside_id(uid, map.inside_uid, map.outside_uid)?.map(|u| rustix::process::Uid::from_raw(u));
-    let gid = outside_id(gid, map.inside_gid, map.outside_gid)?.map(|g| rustix::process::Gid::from_raw(g));
+    let uid = outside_id(uid, map.inside_uid, map.outside_uid)?.map(rustix::process::Uid::from_raw);
+    let gid = outside_id(gid, map.inside_gid, map.outside_gid)?.map(rustix::process::Gid::from_raw);
     let obj = if empty_path(&path, flags) {
         c.fd(dirfd)?
     } else {
@@ -679,5 +679,3 @@ pub fn exec(c: &Client) -> Handled {
     Ok(Answer::Reply(Reply::Continue))
 }
 
-#[allow(dead_code)]
-fn unused(_: AccessSet) {}

@@ -8,8 +8,9 @@
 //! Landlock cannot say "this prefix except that file", nor "names starting with `py`", so each
 //! policy rule is compiled to rules on the objects that exist *now*:
 //! - `D/*` → a rule beneath `D`;
-//! - an exact path → a rule on that file or directory (a directory rule covers its subtree:
-//!   an over-approximation, which the agent still narrows);
+//! - an exact file → a rule on that file; an exact directory → only the right to list it (a
+//!   Landlock directory rule covers the whole subtree, so listing is all it can safely get);
+//! - `/proc/self/...` → nothing: the agent translates those paths per caller;
 //! - `D/na*` → a rule on each existing entry of `D` whose name starts with `na`;
 //! - a root with a `path-deny` inside → the root's entries one by one, skipping the denied ones
 //!   and descending into the ones that contain a denied path.
@@ -93,12 +94,21 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     for rule in policy.path_rules() {
         let Some(access) = rule.access else { continue };
         let lit = rule.pattern.literal();
-        let roots: Vec<PathBuf> = if !rule.pattern.is_prefix() {
-            vec![PathBuf::from(lit)]
-        } else if let Some(dir) = lit.strip_suffix('/') {
-            vec![PathBuf::from(if dir.is_empty() { "/" } else { dir })]
-        } else {
-            name_prefix_matches(lit)
+        if lit.starts_with("/proc/self") || lit.starts_with("/proc/thread-self") {
+            // The agent's own /proc/self is not the program's; the agent translates these.
+            continue;
+        }
+        if !rule.pattern.is_prefix() {
+            // An exact path. A directory rule in Landlock covers the whole subtree, so an exact
+            // directory only gets the right to be listed (everything else stays the agent's).
+            let path = PathBuf::from(lit);
+            let rights = if path.is_dir() { rights(access) & AccessFs::ReadDir } else { rights(access) };
+            targets.push((path, rights));
+            continue;
+        }
+        let roots: Vec<PathBuf> = match lit.strip_suffix('/') {
+            Some(dir) => vec![PathBuf::from(if dir.is_empty() { "/" } else { dir })],
+            None => name_prefix_matches(lit),
         };
         for root in roots {
             expand(&root, rights(access), &denies, &mut targets, 0);

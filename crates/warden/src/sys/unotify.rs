@@ -68,7 +68,6 @@ fn zeroed_notif() -> libc::seccomp_notif {
 /// Called after reading client memory and before acting (brief invariant 3), so that a caller
 /// that died and whose pid was reused cannot make the agent act for somebody else.
 pub fn id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
-    let id = id;
     // SAFETY: ID_VALID reads one u64 from the pointer; `id` is a live local u64.
     let rc = unsafe {
         libc::ioctl(

@@ -1,0 +1,125 @@
+//! Shared harness for the integration tests: the real `warden` binary, real programs, real
+//! kernel. C test programs under `tests/c/` are compiled with the system's `cc` into a
+//! per-run directory that an unprivileged user can read and execute too.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The warden binary cargo built for these tests.
+pub fn warden() -> &'static str {
+    env!("CARGO_BIN_EXE_warden")
+}
+
+/// A world-readable work directory for this test binary (removed at exit is not needed: it
+/// lives under the target directory's tmp, which CI throws away).
+pub fn workdir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("warden-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        chmod(&dir, 0o755);
+        dir
+    })
+}
+
+/// A fresh subdirectory of [`workdir`] (mode 0755).
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = workdir().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    chmod(&dir, 0o755);
+    dir
+}
+
+pub fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+/// Compiles `tests/c/NAME.c` (once per test binary) and returns the executable's path, in a
+/// directory of its own (`<workdir>/bin`), so a test can allow exactly that directory.
+pub fn c_program(name: &str) -> PathBuf {
+    let bin = workdir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    chmod(&bin, 0o755);
+    let out = bin.join(name);
+    if out.exists() {
+        return out;
+    }
+    let src = repo_root().join("tests/c").join(format!("{name}.c"));
+    let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-O1", "-g", "-Wall", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-lpthread")
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling {} failed", src.display());
+    std::fs::rename(&tmp, &out).unwrap();
+    chmod(&out, 0o755);
+    out
+}
+
+/// Who runs warden.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum As {
+    /// Whoever runs the tests (root in CI).
+    Me,
+    /// uid/gid 65534 via setpriv, when we are root (skipped loudly otherwise).
+    Nobody,
+}
+
+/// Whether [`As::Nobody`] is possible here; prints a SKIP line when it is not.
+pub fn can_run_as_nobody(test: &str) -> bool {
+    let root = rustix_is_root();
+    let setpriv = Path::new("/usr/bin/setpriv").exists();
+    if !(root && setpriv) {
+        eprintln!("SKIP {test} (as nobody): needs root and /usr/bin/setpriv to switch to uid 65534");
+    }
+    root && setpriv
+}
+
+fn rustix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// `warden ARGS...` as `who`, from `cwd`, with stdin closed. Returns the output.
+pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
+    let mut cmd = match who {
+        As::Me => Command::new(warden()),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(warden());
+            c
+        }
+    };
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+    cmd.env("TMPDIR", std::env::temp_dir());
+    let out = cmd.output().expect("warden runs");
+    out
+}
+
+/// Shorthand: stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Shorthand: stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a zero exit, showing both streams otherwise.
+pub fn assert_ok(o: &Output) {
+    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what warden needs on a Debian-like machine and builds it (release).
+# Needs: root for apt-get (or the packages already present), a Rust toolchain (cargo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+[ -e /usr/include/seccomp.h ] || need+=(libseccomp-dev)
+command -v cc >/dev/null || need+=(gcc libc6-dev)
+command -v make >/dev/null || need+=(make)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v setpriv >/dev/null || need+=(util-linux)
+[ -x /usr/bin/python3 ] || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+  echo "setup: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo not found; install Rust (rustup) first" >&2
+  exit 1
+fi
+cargo build --release --locked -q
+echo "setup: built $(pwd)/target/release/warden" >&2
