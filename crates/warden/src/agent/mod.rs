@@ -129,7 +129,14 @@ impl Agent {
         // (our descriptor is dropped here either way).
         let _ = match answer {
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
-            Ok(Answer::Fd(fd, cloexec)) => unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec).map(drop),
+            Ok(Answer::Fd(fd, cloexec)) => match unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec) {
+                // The caller could not take the descriptor (EMFILE under its RLIMIT_NOFILE, say):
+                // it must still get an answer, the one the kernel would have given.
+                Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                    unotify::send(listener, notif.id, unotify::Reply::Errno(e.raw_os_error().unwrap_or(libc::EIO)))
+                }
+                other => other.map(drop),
+            },
             Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
         };
     }

@@ -23,7 +23,10 @@ pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            // WAIT_KILLABLE_RECV: once the agent has received a request, only a fatal signal
+            // interrupts the caller's wait. Otherwise a signal would restart the call after the
+            // agent had already performed it (creating a file twice, say).
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
             &prog as *const libc::sock_fprog,
         )
     };
