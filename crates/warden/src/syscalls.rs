@@ -60,6 +60,9 @@ pub enum Family {
     Exec,
     /// connect, bind: performed by the agent on its own duplicate of the socket.
     SocketAddress,
+    /// fchmod, fchown, fsetxattr, fremovexattr: metadata changes through a descriptor, which
+    /// need `write` on the descriptor's path even when it was opened read-only.
+    FdMetadata,
 }
 
 /// Argument-dependent verdicts decided in BPF (see [`crate::filter`] for the exact rules).
@@ -199,8 +202,6 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_getdents, A, ""),
     e!(SYS_getcwd, A, "reports the thread's own directory"),
     e!(SYS_fchdir, A, "the descriptor was opened by the agent or inherited"),
-    e!(SYS_fchmod, A, ""),
-    e!(SYS_fchown, A, ""),
     e!(SYS_umask, A, ""),
     e!(SYS_gettimeofday, A, ""),
     e!(SYS_getrlimit, A, ""),
@@ -257,10 +258,8 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_setdomainname, A, "the sandbox has its own UTS namespace"),
     e!(SYS_gettid, A, ""),
     e!(SYS_readahead, A, ""),
-    e!(SYS_fsetxattr, A, ""),
     e!(SYS_fgetxattr, A, ""),
     e!(SYS_flistxattr, A, ""),
-    e!(SYS_fremovexattr, A, ""),
     e!(SYS_tkill, A, "confined to the sandbox by its PID namespace"),
     e!(SYS_time, A, ""),
     e!(SYS_futex, A, ""),
@@ -407,6 +406,10 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_inotify_add_watch, D(F::InotifyAddWatch), "performed by the agent on its duplicate of the inotify descriptor"),
     e!(SYS_execve, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
     e!(SYS_execveat, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
+    e!(SYS_fchmod, D(F::FdMetadata), "needs write on the descriptor's path"),
+    e!(SYS_fchown, D(F::FdMetadata), "needs write on the descriptor's path"),
+    e!(SYS_fsetxattr, D(F::FdMetadata), "needs write on the descriptor's path"),
+    e!(SYS_fremovexattr, D(F::FdMetadata), "needs write on the descriptor's path"),
     e!(SYS_connect, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
     e!(SYS_bind, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
     e!(SYS_ptrace, X(EPERM), "would reach into other processes"),

@@ -379,6 +379,10 @@ pub fn rename(c: &Client) -> Handled {
         libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
         _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
     };
+    if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 {
+        // RENAME_WHITEOUT makes a device node: never in a sandbox.
+        return Err(libc::EINVAL);
+    }
     let old = c.path_arg(oaddr)?;
     let new = c.path_arg(naddr)?;
     c.live()?;
@@ -680,3 +684,59 @@ pub fn exec(c: &Client) -> Handled {
     Ok(Answer::Reply(Reply::Continue))
 }
 
+
+/// Implements fchmod(2), fchown(2), fsetxattr(2) and fremovexattr(2).
+///
+/// A descriptor opened for reading must not let the program change the file's mode, owner or
+/// attributes where the policy grants no `write`. The agent finds the descriptor's path,
+/// re-walks it (the object found must be the descriptor's own), checks `write`, and acts on its
+/// duplicate. Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
+pub fn fd_metadata(c: &Client) -> Handled {
+    let nr = c.nr();
+    let name = match nr {
+        libc::SYS_fsetxattr | libc::SYS_fremovexattr => Some(CString::new(c.path_arg(c.arg(1))?).map_err(|_| libc::EINVAL)?),
+        _ => None,
+    };
+    let set_value = if nr == libc::SYS_fsetxattr {
+        let size = c.arg(3) as usize;
+        if size > XATTR_SIZE_MAX {
+            return Err(libc::E2BIG);
+        }
+        let mut v = vec![0u8; size];
+        c.read(c.arg(2), &mut v)?;
+        Some(v)
+    } else {
+        None
+    };
+    c.live()?;
+    let fd = c.fd(c.int(0))?;
+    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new()).map_err(errno)?;
+    if text.to_bytes().starts_with(b"/") {
+        let logical = c.logical_proc_path(text.to_bytes())?;
+        let w = c.resolver().walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
+        c.decide(&w.path, Access::Write)?;
+        let obj = w.object()?;
+        let (a, b) = (rustix::fs::fstat(&obj).map_err(errno)?, rustix::fs::fstat(&fd).map_err(errno)?);
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
+            return Err(c.refuse(&w.path, "the descriptor's file is no longer at its path", libc::EACCES));
+        }
+    }
+    match nr {
+        libc::SYS_fchmod => {
+            rustix::fs::chmodat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Mode::from_bits_retain(c.arg(1) as u32 & 0o7777), rustix::fs::AtFlags::empty())
+                .map_err(errno)?;
+        }
+        libc::SYS_fchown => {
+            let map = c.id_map();
+            let uid = outside_id(c.arg(1) as u32, map.inside_uid, map.outside_uid)?.map(rustix::process::Uid::from_raw);
+            let gid = outside_id(c.arg(2) as u32, map.inside_gid, map.outside_gid)?.map(rustix::process::Gid::from_raw);
+            rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
+        }
+        libc::SYS_fsetxattr => {
+            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
+            rustix::fs::fsetxattr(&fd, name.as_deref().expect("has name"), set_value.as_deref().unwrap_or(&[]), flags).map_err(errno)?;
+        }
+        _ => rustix::fs::fremovexattr(&fd, name.as_deref().expect("has name")).map_err(errno)?,
+    }
+    value(0)
+}

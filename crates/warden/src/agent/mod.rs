@@ -169,6 +169,7 @@ impl Agent {
             Family::InotifyAddWatch => fs::inotify_add_watch(&client),
             Family::Exec => fs::exec(&client),
             Family::SocketAddress => net::socket_address(&client),
+            Family::FdMetadata => fs::fd_metadata(&client),
         }
     }
 }
