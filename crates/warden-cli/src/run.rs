@@ -35,7 +35,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// The program and its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM [ARGS]...")]
     command: Vec<String>,
 }
 

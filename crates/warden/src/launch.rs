@@ -326,6 +326,7 @@ fn program_child(
         process::exit_now(125);
     }
     drop(listener);
+    crate::sys::signals::reset_dispositions();
     crate::sys::signals::unblock_all();
     let err = process::execve(&cmd.program, argv, envp);
     fail(channel.as_fd(), Stage::Exec, &err);

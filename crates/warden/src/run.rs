@@ -163,7 +163,13 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         Outcome::Failed(Stage::Exec, errno) => {
             let e = std::io::Error::from_raw_os_error(errno);
             let status = if errno == libc::ENOENT { EXIT_NOT_FOUND } else { EXIT_CANNOT_EXEC };
-            Err(failure(status, format!("cannot run {}: {e}", program.display())))
+            let hint = if errno == libc::EACCES {
+                " (the policy must allow exec of the program, of its interpreter and of the dynamic \
+                 loader, e.g. /lib64/ld-linux-x86-64.so.2 via the /lib64 symlink; -v names the denied path)"
+            } else {
+                ""
+            };
+            Err(failure(status, format!("cannot run {}: {e}{hint}", program.display())))
         }
         Outcome::Failed(stage, errno) => Err(failure(
             EXIT_WARDEN,

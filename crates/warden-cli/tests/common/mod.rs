@@ -105,8 +105,7 @@ pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
     };
     cmd.args(args).current_dir(cwd).stdin(Stdio::null());
     cmd.env("TMPDIR", std::env::temp_dir());
-    let out = cmd.output().expect("warden runs");
-    out
+    cmd.output().expect("warden runs")
 }
 
 /// Shorthand: stdout as text.
@@ -122,4 +121,36 @@ pub fn stderr(o: &Output) -> String {
 /// Asserts a zero exit, showing both streams otherwise.
 pub fn assert_ok(o: &Output) {
     assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+}
+
+/// Like [`run_warden`], but with `stdin` as given and stdout/stderr captured through files
+/// rather than pipes (a pipe on stdout or stderr currently makes `warden run` fail with 125
+/// while preparing Landlock: the default policy names /dev/stdout and /dev/stderr, and a pipe
+/// cannot be a Landlock rule's target).
+pub fn run_warden_with_stdin(who: As, cwd: &Path, args: &[&str], stdin: Stdio) -> Output {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    let capture = workdir().join("capture");
+    std::fs::create_dir_all(&capture).unwrap();
+    let out_path = capture.join(format!("{n}.out"));
+    let err_path = capture.join(format!("{n}.err"));
+    let out_file = std::fs::File::create(&out_path).unwrap();
+    let err_file = std::fs::File::create(&err_path).unwrap();
+    let mut cmd = match who {
+        As::Me => Command::new(warden()),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(warden());
+            c
+        }
+    };
+    cmd.args(args).current_dir(cwd).stdin(stdin).stdout(out_file).stderr(err_file);
+    cmd.env("TMPDIR", std::env::temp_dir());
+    let status = cmd.status().expect("warden runs");
+    let stdout = std::fs::read(&out_path).unwrap_or_default();
+    let stderr = std::fs::read(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    Output { status, stdout, stderr }
 }

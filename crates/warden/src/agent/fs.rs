@@ -176,7 +176,7 @@ pub fn stat(c: &Client) -> Handled {
         (fd, CString::default())
     } else {
         let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-        c.decide_visible(&w.path)?;
+        c.decide_metadata(&w.path, w.kind)?;
         existing(c, &w)?;
         let name = w.at_name();
         (w.parent, name)
@@ -197,7 +197,7 @@ pub fn statfs(c: &Client) -> Handled {
     let path = c.path_arg(c.arg(0))?;
     c.live()?;
     let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_visible(&w.path)?;
+    c.decide_metadata(&w.path, w.kind)?;
     existing(c, &w)?;
     let st = sysfs::fstatfs(w.object()?.as_fd()).map_err(io_errno)?;
     c.write(c.arg(1), st.bytes())?;
@@ -225,12 +225,20 @@ pub fn access(c: &Client) -> Handled {
         return value(0);
     }
     let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    let dir = w.kind == Some(FileType::Directory);
     if mode == libc::F_OK {
-        c.decide_visible(&w.path)?;
+        c.decide_metadata(&w.path, w.kind)?;
     }
     for (bit, access) in [(libc::R_OK, Access::Read), (libc::W_OK, Access::Write), (libc::X_OK, Access::Exec)] {
-        if mode & bit != 0 {
-            c.decide(&w.path, access)?;
+        if mode & bit == 0 {
+            continue;
+        }
+        match (dir, access) {
+            // A writable directory is one new entries can be created in (gcc and mktemp ask).
+            (true, Access::Write) if c.policy().new_entry_rights(&w.path).contains(Access::Write) => {}
+            // Searching a directory is walking through it.
+            (true, Access::Exec) => c.decide_metadata(&w.path, w.kind)?,
+            _ => c.decide(&w.path, access)?,
         }
     }
     existing(c, &w)?;
@@ -258,7 +266,7 @@ pub fn readlink(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let w = walk(c, dirfd, &path, false)?;
-    c.decide_visible(&w.path)?;
+    c.decide_metadata(&w.path, w.kind)?;
     let target = match w.kind {
         Some(FileType::Symlink) => rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?,
         // /proc/self itself reads as the caller's own pid, in its namespace.
@@ -657,7 +665,7 @@ pub fn chdir(c: &Client) -> Handled {
     let path = c.path_arg(c.arg(0))?;
     c.live()?;
     let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_visible(&w.path)?;
+    c.decide_metadata(&w.path, w.kind)?;
     match existing(c, &w)? {
         FileType::Directory => Ok(Answer::Reply(Reply::Continue)),
         _ => Err(libc::ENOTDIR),

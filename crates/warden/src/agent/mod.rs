@@ -325,7 +325,15 @@ impl Client<'_> {
         }
     }
 
-    /// Requires that some access to `path` is allowed (metadata calls).
+    /// Requires that metadata of `path` may be shown (see [`resolve::visible`]).
+    pub fn decide_metadata(&self, path: &str, kind: Option<rustix::fs::FileType>) -> Result<(), i32> {
+        if self.agent.policy.visible(path).is_none() && resolve::visible(&self.agent.policy, path, kind) {
+            return Ok(());
+        }
+        self.decide_visible(path)
+    }
+
+    /// Requires that some access to `path` is allowed.
     pub fn decide_visible(&self, path: &str) -> Result<(), i32> {
         match self.agent.policy.visible(path) {
             Some(rule) => {

@@ -138,11 +138,12 @@ impl Resolver {
         let logical = client.logical_proc_path(text)?;
         let mut parts = components(&logical);
         let mut hops = 0;
+        // Every component is a directory to enter (never "the final one"), so the stack ends
+        // up holding the whole chain and `..` from the start climbs to the real parent.
+        let flags = WalkFlags { follow: true, ..WalkFlags::default() };
         while let Some(part) = parts.pop_front() {
-            let last = parts.is_empty();
-            let flags = WalkFlags { follow: true, ..WalkFlags::default() };
-            if let Some(done) = self.step(client, policy, &mut stack, part, &mut parts, last, flags, &mut hops, 1)? {
-                stack.push(Dir { fd: done.object().map_err(|e| if e == libc::ENOENT { libc::ENOENT } else { e })?, path: done.path });
+            if self.step(client, policy, &mut stack, part, &mut parts, false, flags, &mut hops, 1)?.is_some() {
+                return Err(libc::ENOTDIR);
             }
         }
         let top = stack.last().expect("stack keeps root");
@@ -303,6 +304,13 @@ impl Resolver {
 struct ProcMapping {
     physical: Vec<Vec<u8>>,
     logical: String,
+}
+
+/// Whether metadata of `path` (an object of type `kind`) may be shown: some right on it, or it
+/// is a directory the walk to an allowed path passes through (so `realpath`, `ls ..` and
+/// `cd /tmp` on the way to `/tmp/work` behave; listing it still needs `read`).
+pub fn visible(policy: &Policy, path: &str, kind: Option<FileType>) -> bool {
+    policy.visible(path).is_some() || (kind == Some(FileType::Directory) && policy.may_traverse(path))
 }
 
 /// Reports `errno` for `path` only if the policy lets the program know about `path`.

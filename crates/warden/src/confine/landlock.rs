@@ -116,8 +116,16 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     }
     let mut added = 0;
     for (path, access) in targets {
+        // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
+        // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        use std::os::unix::fs::FileTypeExt;
+        let ft = meta.file_type();
+        if !(ft.is_dir() || ft.is_file() || ft.is_char_device() || ft.is_block_device()) {
+            continue;
+        }
         let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
+        let access = if ft.is_dir() { access } else { access & AccessFs::from_file(abi) };
         if access.is_empty() {
             continue;
         }

@@ -57,3 +57,29 @@ pub fn drop_to(uid: u32, gid: u32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Resets every signal's disposition to the default. Ignored signals survive `execve`, and
+/// warden's own runtime ignores SIGPIPE (and glibc its reserved signals 32 and 33, which its
+/// `sigaction` wrapper refuses to touch, hence the raw call): the program must start as it
+/// would from a shell.
+pub fn reset_dispositions() {
+    /// The kernel's `struct sigaction` on x86_64.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: u64,
+        restorer: usize,
+        mask: u64,
+    }
+    let dfl = KernelSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction reads one kernel sigaction (`dfl`, live, of the size the kernel
+        // expects on x86_64 with an 8-byte mask) and writes nothing (old action NULL).
+        unsafe {
+            libc::syscall(libc::SYS_rt_sigaction, sig, &dfl as *const KernelSigaction, std::ptr::null_mut::<u8>(), 8usize)
+        };
+    }
+}

@@ -1,0 +1,1505 @@
+//! Real programs under the real `warden`: coreutils, shell scripts, a multithreaded C program,
+//! a configure + make build, python3, exit codes, policy flags, `warden check`, and what happens
+//! to the sandbox when warden is interrupted or killed.
+//!
+//! Each test asserts what the program actually did (its output, and where it makes sense what it
+//! left behind in a `--keep`'d scratch directory or in a directory the test granted), not merely
+//! that it exited 0. The core ones run twice: as whoever runs the tests and as uid 65534.
+
+mod common;
+
+use common::As;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A PATH without the per-user shims of the machine running the tests (cargo, pyenv): commands
+/// resolve straight to the system's, as they would for a service.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// `warden` as `who`, from the test work directory, with a plain environment and stdin closed.
+fn warden_cmd(who: As) -> Command {
+    let mut cmd = match who {
+        As::Me => Command::new(common::warden()),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(common::warden());
+            c
+        }
+    };
+    cmd.current_dir(common::workdir())
+        .stdin(Stdio::null())
+        .env("PATH", SYSTEM_PATH)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .env("TMPDIR", std::env::temp_dir());
+    cmd
+}
+
+/// A fresh file in the work directory to hold one stream of one run.
+fn capture_file(what: &str) -> (PathBuf, std::fs::File) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = common::workdir().join("captured");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{}.{what}", N.fetch_add(1, Ordering::Relaxed)));
+    let f = std::fs::File::create(&p).unwrap();
+    (p, f)
+}
+
+/// `warden ARGS...` as `who`; returns its output.
+///
+/// stdout and stderr go to files, not pipes: whether warden copes with pipes (and sockets) as
+/// the program's standard streams is the business of `stdio_may_be_pipes_and_sockets`, and this
+/// way every other test checks its own subject.
+fn warden(who: As, args: &[&str]) -> Output {
+    let (out_path, out) = capture_file("stdout");
+    let (err_path, err) = capture_file("stderr");
+    let status = warden_cmd(who)
+        .args(args)
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .expect("warden runs");
+    let o = Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap(),
+        stderr: std::fs::read(&err_path).unwrap(),
+    };
+    let _ = std::fs::remove_file(out_path);
+    let _ = std::fs::remove_file(err_path);
+    o
+}
+
+/// `warden run ARGS...` as `who`.
+fn run(who: As, args: &[&str]) -> Output {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    warden(who, &all)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
+/// A scratch directory kept with `--keep`; removed when the test is done with it, pass or fail.
+struct Kept(PathBuf);
+
+impl std::ops::Deref for Kept {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The scratch directory `--keep` reported on stderr.
+fn kept_scratch(o: &Output) -> Kept {
+    let err = common::stderr(o);
+    let line = err
+        .lines()
+        .find_map(|l| {
+            l.split_once("kept the scratch directory ")
+                .map(|(_, p)| p.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("--keep did not report the scratch directory; stderr:\n{err}"));
+    Kept(PathBuf::from(line))
+}
+
+/// A fresh test directory named after the test and the user, holding `files` (world-readable,
+/// so uid 65534 passes the kernel's own permission checks too).
+fn data_dir(name: &str, who: As, files: &[(&str, &str)]) -> PathBuf {
+    let dir = common::fresh_dir(&format!("{name}-{who:?}"));
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+            common::chmod(parent, 0o755);
+        }
+        std::fs::write(&p, text).unwrap();
+        common::chmod(&p, 0o644);
+    }
+    dir
+}
+
+fn chown_tree(dir: &Path, uid: u32) {
+    std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.is_symlink() {
+            chown_tree(&p, uid);
+        } else {
+            std::os::unix::fs::lchown(&p, Some(uid), Some(uid)).unwrap();
+        }
+    }
+}
+
+/// `common::c_program`, serialised: tests run on several threads and the harness compiles to a
+/// temporary name shared by the whole test binary.
+fn c_program(name: &str) -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    common::c_program(name)
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+}
+
+/// Runs `f` as uid 65534 when that is possible here (prints a SKIP line otherwise).
+fn as_nobody(test: &str, f: impl FnOnce(As)) {
+    if common::can_run_as_nobody(test) {
+        f(As::Nobody);
+    }
+}
+
+// --- coreutils --------------------------------------------------------------------------------
+
+const HELLO: &str = "hello\nworld\n";
+const NUMBERS: &str = "3\n1\n10\n2\n";
+
+fn coreutils_read_only(who: As) {
+    let d = data_dir(
+        "coreutils-ro",
+        who,
+        &[
+            ("hello.txt", HELLO),
+            ("numbers.txt", NUMBERS),
+            ("sub/inner.txt", "inner\n"),
+        ],
+    );
+    let ds = s(&d);
+    let file = |n: &str| format!("{ds}/{n}");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["ls".into(), "-1".into(), ds.into()],
+            "hello.txt\nnumbers.txt\nsub\n".into(),
+        ),
+        (
+            vec!["cat".into(), file("hello.txt"), file("sub/inner.txt")],
+            format!("{HELLO}inner\n"),
+        ),
+        (
+            vec!["sort".into(), "-n".into(), file("numbers.txt")],
+            "1\n2\n3\n10\n".into(),
+        ),
+        (
+            vec!["wc".into(), "-l".into(), file("numbers.txt")],
+            format!("4 {}\n", file("numbers.txt")),
+        ),
+        (
+            vec!["head".into(), "-n".into(), "1".into(), file("hello.txt")],
+            "hello\n".into(),
+        ),
+        (
+            vec!["tail".into(), "-n".into(), "1".into(), file("numbers.txt")],
+            "2\n".into(),
+        ),
+        (
+            vec![
+                "stat".into(),
+                "-c".into(),
+                "%s %a %F".into(),
+                file("hello.txt"),
+            ],
+            "12 644 regular file\n".into(),
+        ),
+        (
+            vec!["du".into(), "-b".into(), file("hello.txt")],
+            format!("12\t{}\n", file("hello.txt")),
+        ),
+        (
+            vec![
+                "find".into(),
+                ds.into(),
+                "-type".into(),
+                "f".into(),
+                "-name".into(),
+                "*.txt".into(),
+            ],
+            String::new(),
+        ),
+        (
+            vec!["realpath".into(), format!("{ds}/sub/../hello.txt")],
+            format!("{}\n", file("hello.txt")),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (argv, mut want) in cases {
+        let mut args = vec!["--read", ds, "--"];
+        args.extend(argv.iter().map(String::as_str));
+        let o = run(who, &args);
+        let mut got = common::stdout(&o);
+        if argv[0] == "find" {
+            let mut lines: Vec<&str> = got.lines().collect();
+            lines.sort();
+            got = lines.iter().map(|l| format!("{l}\n")).collect();
+            want = [
+                file("hello.txt"),
+                file("numbers.txt"),
+                file("sub/inner.txt"),
+            ]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        }
+        if !o.status.success() || got != want {
+            failures.push(format!(
+                "{argv:?}: exit {:?}, stdout {got:?} (want {want:?}), stderr {:?}",
+                o.status.code(),
+                common::stderr(&o)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of the programs misbehaved:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn coreutils_scratch(who: As) {
+    let d = data_dir(
+        "coreutils-rw",
+        who,
+        &[
+            ("hello.txt", HELLO),
+            ("numbers.txt", NUMBERS),
+            ("sub/inner.txt", "inner\n"),
+        ],
+    );
+    let ds = s(&d);
+    let script = format!(
+        r#"set -e
+D={ds}
+cp "$D/hello.txt" a.txt
+mkdir -p x/y/z
+mv a.txt x/y/z/b.txt
+test ! -e a.txt
+cp -r "$D/sub" copied
+ln -s x/y/z/b.txt link
+echo "readlink: $(readlink link)"
+echo "readlink -f: $(readlink -f link)"
+echo "realpath: $(realpath link)"
+echo "pwd: $PWD"
+chmod 640 x/y/z/b.txt
+echo "stat: $(stat -c '%s %a' x/y/z/b.txt)"
+touch -d @981173106 stamp
+touch fresh
+echo "mtime: $(stat -c %Y stamp)"
+truncate -s 1000 big
+echo "du: $(du -b big)"
+install -D -m 755 "$D/hello.txt" bin/tool
+tar -cf arch.tar x copied
+mkdir ex
+tar -xf arch.tar -C ex
+cmp ex/x/y/z/b.txt x/y/z/b.txt
+echo "tar: $(tar -tf arch.tar | sort | tr '\n' ' ')"
+seq 1 50000 > s.txt
+gzip -9 -k s.txt
+gzip -t s.txt.gz
+cp s.txt s.orig
+rm s.txt
+gunzip s.txt.gz
+cmp s.txt s.orig
+echo "gzip: $(wc -l < s.txt)"
+touch gone
+mkdir -p tree/a/b
+rm gone
+rm -r tree
+test ! -e gone && test ! -e tree
+echo "sorted: $(sort -n "$D/numbers.txt" | tr '\n' ' ')"
+echo "ls: $(ls | tr '\n' ' ')"
+find . -name '*.txt' | sort
+"#
+    );
+    let o = run(who, &["--keep", "--read", ds, "--", "sh", "-c", &script]);
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    let out = common::stdout(&o);
+    let sp = s(&scratch);
+    let want = format!(
+        "readlink: x/y/z/b.txt
+readlink -f: {sp}/x/y/z/b.txt
+realpath: {sp}/x/y/z/b.txt
+pwd: {sp}
+stat: 12 640
+mtime: 981173106
+du: 1000\tbig
+tar: copied/ copied/inner.txt x/ x/y/ x/y/z/ x/y/z/b.txt 
+gzip: 50000
+sorted: 1 2 3 10 
+ls: arch.tar big bin copied ex fresh link s.orig s.txt stamp x 
+./copied/inner.txt
+./ex/copied/inner.txt
+./ex/x/y/z/b.txt
+./s.txt
+./x/y/z/b.txt
+"
+    );
+    assert_eq!(out, want, "stderr:\n{}", common::stderr(&o));
+
+    // From outside: what the programs left behind is really there, with the right metadata.
+    assert_eq!(read(&scratch.join("x/y/z/b.txt")), HELLO);
+    assert_eq!(mode(&scratch.join("x/y/z/b.txt")), 0o640);
+    assert_eq!(
+        std::fs::read_link(scratch.join("link")).unwrap(),
+        Path::new("x/y/z/b.txt")
+    );
+    assert_eq!(
+        std::fs::metadata(scratch.join("stamp")).unwrap().mtime(),
+        981_173_106
+    );
+    assert_eq!(std::fs::metadata(scratch.join("big")).unwrap().len(), 1000);
+    assert_eq!(read(&scratch.join("bin/tool")), HELLO);
+    assert_eq!(mode(&scratch.join("bin/tool")), 0o755);
+    assert_eq!(read(&scratch.join("copied/inner.txt")), "inner\n");
+    assert_eq!(read(&scratch.join("ex/copied/inner.txt")), "inner\n");
+    assert!(
+        !scratch.join("gone").exists()
+            && !scratch.join("tree").exists()
+            && !scratch.join("s.txt.gz").exists()
+    );
+    let seq: String = (1..=50000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(read(&scratch.join("s.txt")), seq);
+    let listing = Command::new("tar")
+        .arg("-tf")
+        .arg(scratch.join("arch.tar"))
+        .output()
+        .unwrap();
+    assert!(
+        common::stdout(&listing).lines().any(|l| l == "x/y/z/b.txt"),
+        "{}",
+        common::stdout(&listing)
+    );
+    // The files belong to whoever ran warden: no id games behind the user's back.
+    let uid = if who == As::Nobody {
+        65534
+    } else {
+        std::fs::metadata("/proc/self").unwrap().uid()
+    };
+    assert_eq!(
+        std::fs::metadata(scratch.join("x/y/z/b.txt"))
+            .unwrap()
+            .uid(),
+        uid
+    );
+    // Nothing leaked into the granted (read-only) directory.
+    let mut names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hello.txt", "numbers.txt", "sub"]);
+}
+
+#[test]
+fn coreutils_on_granted_files() {
+    coreutils_read_only(As::Me);
+}
+
+#[test]
+fn coreutils_on_granted_files_as_nobody() {
+    as_nobody("coreutils_on_granted_files_as_nobody", coreutils_read_only);
+}
+
+#[test]
+fn coreutils_in_scratch() {
+    coreutils_scratch(As::Me);
+}
+
+#[test]
+fn coreutils_in_scratch_as_nobody() {
+    as_nobody("coreutils_in_scratch_as_nobody", coreutils_scratch);
+}
+
+#[test]
+fn scratch_is_removed_without_keep() {
+    let o = run(
+        As::Me,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "echo data > f; mkdir -p a/b; echo more > a/b/g; echo $PWD",
+        ],
+    );
+    common::assert_ok(&o);
+    let scratch = PathBuf::from(common::stdout(&o).trim());
+    assert!(
+        scratch.is_absolute() && scratch.starts_with(std::env::temp_dir()),
+        "{}",
+        scratch.display()
+    );
+    assert!(
+        !scratch.exists(),
+        "scratch {} survived a run without --keep",
+        scratch.display()
+    );
+    assert!(
+        !common::stderr(&o).contains("kept"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn scratch_is_the_cwd_and_tmpdir_and_is_private() {
+    let o = run(
+        As::Me,
+        &[
+            "--keep",
+            "--",
+            "sh",
+            "-c",
+            r#"echo "$PWD"; echo "$TMPDIR"; stat -c %a ."#,
+        ],
+    );
+    common::assert_ok(&o);
+    let scratch = kept_scratch(&o);
+    let out = common::stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, [s(&scratch), s(&scratch), "700"]);
+}
+
+/// `test -w "$TMPDIR"` (access(2) with W_OK on the scratch directory) must agree with what the
+/// program can actually do there: create files. gcc, for one, probes its temporary directory
+/// this way and falls back to other places when the answer is no.
+#[test]
+fn scratch_dir_reports_writable() {
+    let o = run(
+        As::Me,
+        &[
+            "--",
+            "sh",
+            "-c",
+            r#"touch "$TMPDIR/probe" && echo created; test -w "$TMPDIR" && echo tmpdir-writable; test -w . && echo cwd-writable"#,
+        ],
+    );
+    assert_eq!(
+        common::stdout(&o),
+        "created\ntmpdir-writable\ncwd-writable\n",
+        "stderr:\n{}",
+        common::stderr(&o)
+    );
+}
+
+/// `..` in a relative path climbs from the directory the program is in, as it does outside.
+#[test]
+fn dotdot_in_relative_paths() {
+    let script = "mkdir -p a/b; echo top > t; cd a/b && cat ../../t && ls .. && cat ./../b/../../t && ls -d ../../a";
+    let o = run(As::Me, &["--", "sh", "-c", script]);
+    assert_eq!(
+        common::stdout(&o),
+        "top\nb\ntop\n../../a\n",
+        "stderr:\n{}",
+        common::stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(0));
+}
+
+/// The program starts with every signal at its default disposition and nothing blocked,
+/// whatever warden's own runtime did (Rust ignores SIGPIPE) or inherited from its caller.
+#[test]
+fn program_starts_with_default_signal_dispositions() {
+    let script = "grep -E '^Sig(Ign|Blk):' /proc/self/status; yes | head -n 1";
+    let o = run(As::Me, &["--", "sh", "-c", script]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n");
+    assert_eq!(common::stderr(&o), "", "yes must die of SIGPIPE silently");
+}
+
+// --- sh -c scripts ----------------------------------------------------------------------------
+
+const SHELL_SCRIPT: &str = r#"set -e
+start=$PWD
+printf 'one\ntwo\nthree\n' > x
+mkdir sub
+cd sub && cat ../x | tr a-z A-Z | sort -r > ../upper
+cd "$start"
+cat upper
+cat > here.txt <<EOF
+here: $(echo substituted) $((6 * 7)) ${start##*/warden-*}end
+EOF
+cat here.txt
+cat <<'EOF'
+quoted: $(not run) $HOME
+EOF
+(cd sub && echo "subshell in $(basename "$(pwd)")")
+test "$PWD" = "$start" && echo "parent still in start"
+for i in 1 2 3; do echo "iter $i" >> loop.txt; done
+echo "loop lines: $(wc -l < loop.txt)"
+i=0
+while [ "$i" -lt 50 ]; do i=$((i + 1)); done
+echo "while: $i"
+(sleep 0.2; echo slow > bg1.txt) &
+(echo fast > bg2.txt) &
+wait
+echo "background: $(cat bg1.txt) $(cat bg2.txt)"
+ls ./nonexistent-warden-test 2> err.txt || echo "ls failed, stderr lines: $(wc -l < err.txt)"
+exec 3> fd3.txt
+echo via-fd3 >&3
+exec 3>&-
+cat fd3.txt
+echo "yes|head: $(yes | head -n 1000 | wc -l)"
+echo appended >> x
+echo "x lines: $(wc -l < x)"
+n=$(ls | wc -l)
+echo "files: $n"
+case "$(cat x | head -n 1)" in one) echo "case: matched" ;; *) echo "case: no" ;; esac
+f() { echo "function got $# args: $*"; }
+f a "b c" d
+echo "exit status of false: $(false || echo $?)"
+echo stderr-line >&2
+"#;
+
+fn shell_script(who: As) {
+    let o = run(who, &["--keep", "--", "sh", "-c", SHELL_SCRIPT]);
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    let want = "TWO
+THREE
+ONE
+here: substituted 42 end
+quoted: $(not run) $HOME
+subshell in sub
+parent still in start
+loop lines: 3
+while: 50
+background: slow fast
+ls failed, stderr lines: 1
+via-fd3
+yes|head: 1000
+x lines: 4
+files: 9
+case: matched
+function got 3 args: a b c d
+exit status of false: 1
+";
+    assert_eq!(common::stdout(&o), want, "stderr:\n{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("stderr-line"), "{err}");
+    // `yes` dies quietly of SIGPIPE when `head` is done, as it does outside.
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert_eq!(read(&scratch.join("upper")), "TWO\nTHREE\nONE\n");
+    assert_eq!(read(&scratch.join("x")), "one\ntwo\nthree\nappended\n");
+    assert_eq!(read(&scratch.join("fd3.txt")), "via-fd3\n");
+    assert!(read(&scratch.join("err.txt")).contains("No such file or directory"));
+}
+
+#[test]
+fn shell_scripts() {
+    shell_script(As::Me);
+}
+
+#[test]
+fn shell_scripts_as_nobody() {
+    as_nobody("shell_scripts_as_nobody", shell_script);
+}
+
+// --- a multithreaded C program ----------------------------------------------------------------
+
+fn threads(who: As) {
+    let bin = c_program("threads_open");
+    let d = data_dir(
+        "threads",
+        who,
+        &[("a.txt", "alpha\n"), ("b.txt", "bravo\n")],
+    );
+    let bindir = bin.parent().unwrap();
+    let o = run(
+        who,
+        &[
+            "--keep",
+            "--read",
+            s(&d),
+            "--exec",
+            s(bindir),
+            "--",
+            s(&bin),
+            s(&d),
+            "8",
+            "2000",
+        ],
+    );
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        "threads=8 opens=16000 reads=16000 creates=16000 unlinks=16000 denied=160 errors=0\n",
+        "stderr:\n{}",
+        common::stderr(&o)
+    );
+    // Every file created was unlinked: the scratch directory is empty again.
+    assert_eq!(std::fs::read_dir(&*scratch).unwrap().count(), 0);
+}
+
+#[test]
+fn threads_open() {
+    threads(As::Me);
+}
+
+#[test]
+fn threads_open_as_nobody() {
+    as_nobody("threads_open_as_nobody", threads);
+}
+
+// --- configure + make -------------------------------------------------------------------------
+
+const CONFIGURE: &str = r##"#!/bin/sh
+# A configure-like probe: find the compiler, test a feature, write config.h.
+set -e
+CC=${CC:-cc}
+ver=$($CC --version | head -n 1)
+[ -n "$ver" ] || { echo "configure: no working $CC" >&2; exit 1; }
+echo "checking for $CC... $ver"
+cat > conftest.c <<'EOT'
+#include <stdint.h>
+int main(void) { uint32_t x = 1; return (int)x - 1; }
+EOT
+if $CC -o conftest conftest.c && ./conftest; then have_stdint=1; else have_stdint=0; fi
+rm -f conftest conftest.c
+echo "checking for stdint.h... $have_stdint"
+{
+  echo "/* generated by configure */"
+  echo "#define CC_VERSION \"$ver\""
+  echo "#define HAVE_STDINT_H $have_stdint"
+  echo "#define GREETING \"hello from make\""
+} > config.h
+echo "config.h written"
+"##;
+
+const MAKEFILE: &str = "CC ?= cc
+CFLAGS = -O1 -Wall -Werror
+OBJS = main.o greet.o mathx.o
+
+hello: $(OBJS)
+\t$(CC) $(CFLAGS) -o $@ $(OBJS)
+
+%.o: %.c proj.h config.h
+\t$(CC) $(CFLAGS) -c -o $@ $<
+
+clean:
+\trm -f hello $(OBJS)
+.PHONY: clean
+";
+
+const PROJ_H: &str = "#ifndef PROJ_H
+#define PROJ_H
+#include \"config.h\"
+const char *greeting(void);
+long triangle(long n);
+long fib(int n);
+#endif
+";
+
+const MAIN_C: &str = r##"#include <stdio.h>
+#include "proj.h"
+int main(int argc, char **argv) {
+    (void)argv;
+    printf("%s\n", greeting());
+    printf("triangle(100)=%ld fib(30)=%ld args=%d\n", triangle(100), fib(30), argc - 1);
+    printf("stdint=%d\n", HAVE_STDINT_H);
+    printf("cc=%s\n", CC_VERSION);
+    return 0;
+}
+"##;
+
+const GREET_C: &str = "#include \"proj.h\"\nconst char *greeting(void) { return GREETING; }\n";
+
+const MATHX_C: &str = "#include \"proj.h\"
+long triangle(long n) { return n * (n + 1) / 2; }
+long fib(int n) { long a = 0, b = 1; while (n-- > 0) { long t = a + b; a = b; b = t; } return a; }
+";
+
+fn project(name: &str, who: As) -> PathBuf {
+    let d = data_dir(
+        name,
+        who,
+        &[
+            ("configure", CONFIGURE),
+            ("Makefile", MAKEFILE),
+            ("proj.h", PROJ_H),
+            ("main.c", MAIN_C),
+            ("greet.c", GREET_C),
+            ("mathx.c", MATHX_C),
+        ],
+    );
+    common::chmod(&d.join("configure"), 0o755);
+    d
+}
+
+fn native_cc_version() -> String {
+    let o = Command::new("cc")
+        .arg("--version")
+        .output()
+        .expect("cc runs");
+    common::stdout(&o).lines().next().unwrap().to_owned()
+}
+
+fn expected_hello(args: usize) -> String {
+    format!(
+        "hello from make\ntriangle(100)=5050 fib(30)=832040 args={args}\nstdint=1\ncc={}\n",
+        native_cc_version()
+    )
+}
+
+/// Builds in a directory the test wrote and granted (read, write, unlink, exec).
+fn make_in_granted_dir(who: As) {
+    let d = project("make-granted", who);
+    if who == As::Nobody {
+        chown_tree(&d, 65534);
+    }
+    let ds = s(&d);
+    let script = format!("cd {ds} && ./configure && make -j2 && ./hello a b");
+    let o = run(
+        who,
+        &[
+            "--read", ds, "--write", ds, "--unlink", ds, "--exec", ds, "--", "sh", "-c", &script,
+        ],
+    );
+    common::assert_ok(&o);
+    let out = common::stdout(&o);
+    assert!(
+        out.contains(&format!("checking for cc... {}\n", native_cc_version())),
+        "{out}"
+    );
+    assert!(out.contains("checking for stdint.h... 1\n"), "{out}");
+    for obj in ["main", "greet", "mathx"] {
+        assert!(out.contains(&format!("-c -o {obj}.o {obj}.c")), "{out}");
+        assert!(d.join(format!("{obj}.o")).is_file());
+    }
+    assert!(
+        out.ends_with(&expected_hello(2)),
+        "{out}\nstderr:\n{}",
+        common::stderr(&o)
+    );
+    // From outside: config.h and the binary are real, and the binary works natively too.
+    let config = read(&d.join("config.h"));
+    assert!(config.contains("#define HAVE_STDINT_H 1"), "{config}");
+    assert!(!d.join("conftest").exists() && !d.join("conftest.c").exists());
+    let native = Command::new(d.join("hello")).arg("x").output().unwrap();
+    assert_eq!(common::stdout(&native), expected_hello(1));
+}
+
+/// Copies the sources into the scratch directory with the sandboxed program itself, builds and
+/// runs there (exec granted on the scratch directory only).
+fn make_in_scratch(who: As) {
+    let d = project("make-scratch", who);
+    let ds = s(&d);
+    let script =
+        format!("cp -r {ds} proj && cd proj && ./configure >/dev/null && make && ./hello one");
+    let o = run(
+        who,
+        &[
+            "--keep",
+            "--read",
+            ds,
+            "--exec",
+            "$SCRATCH/*",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    assert!(
+        common::stdout(&o).ends_with(&expected_hello(1)),
+        "{}\nstderr:\n{}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+    let built = scratch.join("proj/hello");
+    let native = Command::new(&built).output().unwrap();
+    assert_eq!(common::stdout(&native), expected_hello(0));
+    // The source directory was only read.
+    assert!(!d.join("hello").exists() && !d.join("config.h").exists());
+}
+
+#[test]
+fn make_c_project() {
+    make_in_granted_dir(As::Me);
+    make_in_scratch(As::Me);
+}
+
+#[test]
+fn make_c_project_as_nobody() {
+    as_nobody("make_c_project_as_nobody", |who| {
+        make_in_granted_dir(who);
+        make_in_scratch(who);
+    });
+}
+
+/// Without exec on the scratch directory, a program built there cannot run.
+#[test]
+fn built_binary_needs_exec_grant() {
+    let d = project("make-noexec", As::Me);
+    let ds = s(&d);
+    let script = format!("cp -r {ds} proj && cd proj && sh ./configure >/dev/null && make >/dev/null && test -f hello && echo built; ./hello; echo \"status $?\"");
+    let o = run(As::Me, &["--read", ds, "--", "sh", "-c", &script]);
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("built\n"),
+        "{out}\nstderr:\n{}",
+        common::stderr(&o)
+    );
+    assert!(
+        out.ends_with("status 126\n"),
+        "{out}\nstderr:\n{}",
+        common::stderr(&o)
+    );
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+// --- python3 ----------------------------------------------------------------------------------
+
+const PY_SCRIPT: &str = r#"
+import json, os, re, subprocess, tempfile, threading
+
+echo = subprocess.run(["echo", "hello from echo"], capture_output=True, text=True, check=True).stdout.strip()
+
+lock = threading.Lock()
+squares = []
+def work(i):
+    with lock:
+        squares.append(i * i)
+threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+
+with tempfile.NamedTemporaryFile("w", delete=False, suffix=".txt") as f:
+    f.write("alpha beta 42\n")
+    name = f.name
+with open(name) as f:
+    data = f.read()
+number = int(re.search(r"(\d+)", data).group(1))
+os.unlink(name)
+
+with open("kept.json", "w") as f:
+    json.dump({"written": True}, f)
+
+try:
+    open("/etc/shadow").read()
+    shadow = "readable"
+except PermissionError:
+    shadow = "denied"
+
+print(json.dumps({
+    "echo": echo,
+    "squares": sum(squares),
+    "number": number,
+    "tmp_in_scratch": os.path.dirname(name) == os.getcwd(),
+    "tmpdir": tempfile.gettempdir(),
+    "cwd": os.getcwd(),
+    "unlinked": not os.path.exists(name),
+    "shadow": shadow,
+    "listing": sorted(os.listdir(".")),
+}))
+"#;
+
+fn python(who: As) {
+    let d = data_dir("python", who, &[("script.py", PY_SCRIPT)]);
+    let script = d.join("script.py");
+    let o = run(
+        who,
+        &[
+            "--keep",
+            "--read",
+            s(&d),
+            "--",
+            "/usr/bin/python3",
+            s(&script),
+        ],
+    );
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}", common::stdout(&o)));
+    assert_eq!(v["echo"], "hello from echo");
+    assert_eq!(v["squares"], 140);
+    assert_eq!(v["number"], 42);
+    assert_eq!(v["tmp_in_scratch"], true);
+    assert_eq!(v["tmpdir"], s(&scratch));
+    assert_eq!(v["cwd"], s(&scratch));
+    assert_eq!(v["unlinked"], true);
+    assert_eq!(v["shadow"], "denied");
+    assert_eq!(v["listing"], serde_json::json!(["kept.json"]));
+    let kept: serde_json::Value = serde_json::from_str(&read(&scratch.join("kept.json"))).unwrap();
+    assert_eq!(kept, serde_json::json!({"written": true}));
+}
+
+#[test]
+fn python3() {
+    python(As::Me);
+}
+
+#[test]
+fn python3_as_nobody() {
+    as_nobody("python3_as_nobody", python);
+}
+
+// --- exit codes -------------------------------------------------------------------------------
+
+#[test]
+fn exit_status_is_the_programs() {
+    let o = run(As::Me, &["--", "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", common::stderr(&o));
+    let o = run(As::Me, &["--", "true"]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = run(As::Me, &["--", "false"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn killed_by_signal_is_128_plus_n() {
+    let o = run(As::Me, &["--", "sh", "-c", "kill -KILL $$"]);
+    assert_eq!(o.status.code(), Some(137), "{}", common::stderr(&o));
+    let o = run(As::Me, &["--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(143), "{}", common::stderr(&o));
+}
+
+fn assert_one_sentence(o: &Output, mentions: &str) {
+    let err = common::stderr(o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "want one line on stderr, got:\n{err}");
+    assert!(
+        lines[0].starts_with("warden: ") && lines[0].contains(mentions),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("Error {"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nonexistent_program_is_127() {
+    let o = run(As::Me, &["--", "/nonexistent/warden-test-program"]);
+    assert_eq!(o.status.code(), Some(127), "{}", common::stderr(&o));
+    assert_one_sentence(&o, "/nonexistent/warden-test-program");
+    let o = run(As::Me, &["--", "warden-test-no-such-command"]);
+    assert_eq!(o.status.code(), Some(127), "{}", common::stderr(&o));
+    assert_one_sentence(&o, "warden-test-no-such-command");
+}
+
+#[test]
+fn non_executable_is_126() {
+    let d = data_dir(
+        "noexec",
+        As::Me,
+        &[("script.sh", "#!/bin/sh\necho should not run\n")],
+    );
+    let f = d.join("script.sh");
+    let o = run(As::Me, &["--read", s(&d), "--exec", s(&d), "--", s(&f)]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o), "");
+    assert_one_sentence(&o, s(&f));
+}
+
+#[test]
+fn exec_denied_by_policy_is_126() {
+    let o = run(
+        As::Me,
+        &["--default-policy=no", "--read", "/", "--", "/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    assert_one_sentence(&o, "exec");
+    // And with the default policy, a program outside every exec rule.
+    let d = data_dir(
+        "exec-denied",
+        As::Me,
+        &[("tool.sh", "#!/bin/sh\necho ran\n")],
+    );
+    let f = d.join("tool.sh");
+    common::chmod(&f, 0o755);
+    let o = run(As::Me, &["--read", s(&d), "--", s(&f)]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o), "");
+    let o = run(As::Me, &["--read", s(&d), "--exec", s(&d), "--", s(&f)]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "ran\n");
+}
+
+#[test]
+fn bad_policy_file_is_125() {
+    let d = common::fresh_dir("bad-policy-run");
+    let p = d.join("bad.policy");
+    std::fs::write(&p, "path-allow read /usr/*\npath-allow frobnicate /x\n").unwrap();
+    let o = run(As::Me, &["--policy", s(&p), "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains(&format!("{}:2:12: ", p.display())),
+        "{}",
+        common::stderr(&o)
+    );
+    assert_eq!(common::stdout(&o), "");
+    // Bad usage is 125 too.
+    let o = warden(As::Me, &["run", "--no-such-flag", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+    let o = warden(
+        As::Me,
+        &["run", "--default-policy=maybe", "--", "/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+}
+
+#[test]
+fn minimal_policy_without_default_runs_true() {
+    let d = common::fresh_dir("minimal-policy");
+    let p = d.join("min.policy");
+    // /bin and /lib64 are symlinks into /usr on merged-/usr systems: following them needs read.
+    std::fs::write(
+        &p,
+        "# just enough for /bin/true\npath-allow read /usr/* /bin /lib64\npath-allow exec /usr/*\n",
+    )
+    .unwrap();
+    let o = run(
+        As::Me,
+        &["--default-policy=no", "--policy", s(&p), "--", "/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    // Nothing else comes along: no /etc, no scratch directory to write in.
+    let o = run(
+        As::Me,
+        &[
+            "--default-policy=no",
+            "--policy",
+            s(&p),
+            "--",
+            "/bin/cat",
+            "/etc/hostname",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("/etc/hostname"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+// --- policy flags -----------------------------------------------------------------------------
+
+#[test]
+fn read_flag_grants_and_its_absence_denies() {
+    let d = data_dir("flag-read", As::Me, &[("data.txt", "granted data\n")]);
+    let f = d.join("data.txt");
+    let o = run(As::Me, &["--", "cat", s(&f)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(common::stdout(&o), "");
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = run(As::Me, &["--read", s(&d), "--", "cat", s(&f)]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "granted data\n");
+    // A single file may be granted too, and then only that file.
+    let other = d.join("other.txt");
+    std::fs::write(&other, "other\n").unwrap();
+    let o = run(
+        As::Me,
+        &[
+            "--read",
+            s(&f),
+            "--",
+            "sh",
+            "-c",
+            &format!("cat {} {}", s(&f), s(&other)),
+        ],
+    );
+    assert_eq!(common::stdout(&o), "granted data\n");
+    assert!(
+        common::stderr(&o).contains(&format!("{}: Permission denied", s(&other))),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn write_flag_grants_and_its_absence_denies() {
+    let d = common::fresh_dir("flag-write-Me");
+    let out = d.join("out.txt");
+    let script = format!("echo written > {}", s(&out));
+    let o = run(As::Me, &["--", "sh", "-c", &script]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(!out.exists(), "the write went through without --write");
+    let o = run(As::Me, &["--write", s(&d), "--", "sh", "-c", &script]);
+    common::assert_ok(&o);
+    assert_eq!(read(&out), "written\n");
+    // --write does not grant unlink.
+    let o = run(As::Me, &["--write", s(&d), "--", "rm", "-f", s(&out)]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(out.exists());
+    let o = run(As::Me, &["--unlink", s(&d), "--", "rm", "-f", s(&out)]);
+    common::assert_ok(&o);
+    assert!(!out.exists());
+}
+
+#[test]
+fn log_file_holds_json_lines_with_allow_and_deny() {
+    let d = data_dir("log", As::Me, &[("ok.txt", "ok\n")]);
+    let log = d.join("decisions.jsonl");
+    let ok = d.join("ok.txt");
+    let script = format!("cat {}; cat /etc/shadow; true", s(&ok));
+    let o = run(
+        As::Me,
+        &[
+            "--log",
+            s(&log),
+            "--read",
+            s(&ok),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "ok\n");
+    let text = read(&log);
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(entries.len() >= 3, "{text}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["decision"] == "allow" || e["decision"] == "deny"),
+        "{text}"
+    );
+    let allowed = entries
+        .iter()
+        .find(|e| e["decision"] == "allow" && e["path"] == s(&ok));
+    assert!(
+        allowed.is_some(),
+        "no allow entry for {}:\n{text}",
+        ok.display()
+    );
+    let denied = entries
+        .iter()
+        .find(|e| e["decision"] == "deny" && e["path"] == "/etc/shadow");
+    let denied = denied.unwrap_or_else(|| panic!("no deny entry for /etc/shadow:\n{text}"));
+    assert_eq!(denied["errno"], 13, "{denied}");
+    assert_eq!(denied["access"], "read", "{denied}");
+}
+
+#[test]
+fn verbose_names_the_denied_path_and_the_rule_to_add() {
+    let d = data_dir("verbose", As::Me, &[("hidden.txt", "hidden\n")]);
+    let f = d.join("hidden.txt");
+    let o = run(As::Me, &["-v", "--", "cat", s(&f)]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = common::stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("warden: denied") && l.contains(s(&f)))
+        .unwrap_or_else(|| panic!("no `warden: denied` line naming {}:\n{err}", f.display()));
+    assert!(
+        line.contains(&format!("path-allow read {}", s(&f))),
+        "{line}"
+    );
+    // Without -v the program's own message is all there is.
+    let o = run(As::Me, &["--", "cat", s(&f)]);
+    assert!(
+        !common::stderr(&o).contains("warden: denied"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+// --- warden check -----------------------------------------------------------------------------
+
+#[test]
+fn check_good_file_prints_normalized_policy() {
+    let d = common::fresh_dir("check-good");
+    let p = d.join("good.policy");
+    std::fs::write(
+        &p,
+        "# comment\npath-allow read /usr/* /lib/*\n\npath-allow exec /usr/bin/true\npath-allow   read    /etc/ld.so.cache   # trailing\npath-deny /etc/shadow\n",
+    )
+    .unwrap();
+    let o = warden(As::Me, &["check", s(&p)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+    assert_eq!(common::stdout(&o), "path-allow read /usr/* /lib/* /etc/ld.so.cache\npath-allow exec /usr/bin/true\npath-deny /etc/shadow\n");
+    // The normalized form is itself a good policy that normalizes to itself.
+    let again = d.join("again.policy");
+    std::fs::write(&again, o.stdout).unwrap();
+    let o2 = warden(As::Me, &["check", s(&again)]);
+    assert_eq!(o2.status.code(), Some(0));
+    assert_eq!(common::stdout(&o2), read(&again));
+}
+
+#[test]
+fn check_bad_file_reports_every_error_with_position() {
+    let d = common::fresh_dir("check-bad");
+    let p = d.join("bad.policy");
+    std::fs::write(&p, "path-allow read /usr/*\npath-allow frobnicate /x\nbogus-keyword 1\npath-allow read relative/path\n").unwrap();
+    let o = warden(As::Me, &["check", s(&p)]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}{}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+    let all = format!("{}{}", common::stdout(&o), common::stderr(&o));
+    let prefix = format!("{}:", p.display());
+    let mut positions = Vec::new();
+    for line in all.lines() {
+        let rest = line
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("not file:line:col: {line}"));
+        let mut parts = rest.splitn(3, ':');
+        let l: u32 = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{line}"));
+        let c: u32 = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{line}"));
+        let msg = parts.next().unwrap_or("").trim();
+        assert!(!msg.is_empty(), "{line}");
+        positions.push((l, c));
+    }
+    assert_eq!(positions, [(2, 12), (3, 1), (4, 17)], "{all}");
+}
+
+#[test]
+fn check_show_default_prints_the_shipped_default() {
+    let o = warden(As::Me, &["check", "--show-default"]);
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        include_str!("../../warden-policy/default.policy")
+    );
+}
+
+// --- standard streams -----------------------------------------------------------------------
+
+/// The program's stdin, stdout and stderr may be pipes, as in `producer | warden run -- filter |
+/// consumer` or when a test harness captures output.
+#[test]
+fn stdio_may_be_pipes_and_sockets() {
+    let script = "cat; echo out; echo err >&2";
+    let mut child = warden_cmd(As::Me)
+        .args(["run", "--", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"in\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o), "in\nout\n");
+    assert_eq!(common::stderr(&o), "err\n");
+
+    // Sockets too (inetd-style services, `ssh host warden run ...`).
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let (err_path, err) = capture_file("stderr");
+    let mut child = warden_cmd(As::Me)
+        .args(["run", "--", "sh", "-c", "read line; echo \"got $line\""])
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    ours.write_all(b"ping\n").unwrap();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("warden with socket stdio did not finish");
+    };
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", read(&err_path));
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut reply = String::new();
+    ours.read_to_string(&mut reply).unwrap();
+    assert_eq!(reply, "got ping\n");
+}
+
+// --- interrupting and killing warden ----------------------------------------------------------
+
+/// A number no other process on the machine will have as `sleep`'s argument.
+fn unique_sleep(k: u32) -> String {
+    format!("9{:07}{k}", std::process::id() % 10_000_000)
+}
+
+/// Pids of processes whose command line is exactly `sleep ARG`.
+fn sleeps_with(arg: &str) -> Vec<i32> {
+    let want = format!("sleep\0{arg}\0").into_bytes();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Starts `warden run -- sh -c 'echo $PWD; sleep A & sleep B & wait'`, waits until both sleeps
+/// run (at least 0.5 s), and returns the child, its scratch directory and the two arguments.
+fn start_sleepers(k: u32) -> (Child, PathBuf, [String; 2]) {
+    let args = [unique_sleep(k), unique_sleep(k + 1)];
+    let script = format!("echo $PWD; sleep {} & sleep {} & wait", args[0], args[1]);
+    let started = Instant::now();
+    let (out_path, out) = capture_file("stdout");
+    let (err_path, err) = capture_file("stderr");
+    let mut child = warden_cmd(As::Me)
+        .args(["run", "--", "sh", "-c", &script])
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let scratch = loop {
+        let text = std::fs::read_to_string(&out_path).unwrap();
+        if let Some((line, _)) = text.split_once('\n') {
+            break PathBuf::from(line);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("warden exited early ({st:?}): {}", read(&err_path));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the script never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while sleeps_with(&args[0]).is_empty() || sleeps_with(&args[1]).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the sleeps never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(rest) = Duration::from_millis(500).checked_sub(started.elapsed()) {
+        std::thread::sleep(rest);
+    }
+    (child, scratch, args)
+}
+
+fn wait_with_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if t.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Asserts that no `sleep ARG` survives (allowing `grace` for the kernel to reap them); kills
+/// any survivor so a failing test leaves nothing behind.
+fn assert_sleepers_gone(args: &[String; 2], grace: Duration) {
+    let t = Instant::now();
+    loop {
+        let left: Vec<i32> = args.iter().flat_map(|a| sleeps_with(a)).collect();
+        if left.is_empty() {
+            return;
+        }
+        if t.elapsed() > grace {
+            for pid in &left {
+                // SAFETY: kill(2) with a pid we just found running our own unique `sleep`.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            panic!("sandboxed processes survived warden: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal_warden(sig: i32, k: u32, want_code: i32) {
+    let (mut child, scratch, args) = start_sleepers(k);
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_sleepers_gone(&args, Duration::ZERO);
+        panic!("warden did not exit within 5 s of signal {sig}");
+    };
+    assert!(sent.elapsed() < Duration::from_secs(5));
+    assert_eq!(status.code(), Some(want_code), "status {status:?}");
+    assert_sleepers_gone(&args, Duration::from_secs(1));
+    assert!(
+        !scratch.exists(),
+        "scratch {} survived signal {sig}",
+        scratch.display()
+    );
+}
+
+#[test]
+fn sigint_stops_warden_and_the_whole_sandbox() {
+    signal_warden(libc::SIGINT, 1, 130);
+}
+
+#[test]
+fn sigterm_stops_warden_and_the_whole_sandbox() {
+    signal_warden(libc::SIGTERM, 3, 143);
+}
+
+#[test]
+fn sigkill_of_warden_takes_the_sandbox_down() {
+    let (mut child, scratch, args) = start_sleepers(5);
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    std::thread::sleep(Duration::from_secs(1));
+    assert_sleepers_gone(&args, Duration::from_secs(1));
+    // warden had no chance to clean up; do it for it.
+    let _ = std::fs::remove_dir_all(&scratch);
+}
