@@ -23,7 +23,12 @@ pub fn main(args: CheckArgs) -> i32 {
     }
     if args.syscalls {
         for e in warden::syscalls::TABLE {
-            println!("{:<24} {:<28} {}", e.name(), format!("{:?}", e.class), e.note);
+            println!(
+                "{:<24} {:<28} {}",
+                e.name(),
+                format!("{:?}", e.class),
+                e.note
+            );
         }
         return 0;
     }

@@ -26,7 +26,11 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { warden::run::EXIT_WARDEN } else { 0 };
+            let code = if e.use_stderr() {
+                warden::run::EXIT_WARDEN
+            } else {
+                0
+            };
             let _ = e.print();
             std::process::exit(code);
         }

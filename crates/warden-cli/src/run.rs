@@ -35,7 +35,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// The program and its arguments.
-    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM [ARGS]...")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        value_name = "PROGRAM [ARGS]..."
+    )]
     command: Vec<String>,
 }
 
@@ -51,7 +55,14 @@ pub fn main(args: RunArgs) -> i32 {
     };
     let mut command = args.command.into_iter();
     let program = command.next().expect("clap requires a program");
-    let cfg = RunConfig { policy, program, args: command.collect(), keep: args.keep, verbose: args.verbose, log: args.log };
+    let cfg = RunConfig {
+        policy,
+        program,
+        args: command.collect(),
+        keep: args.keep,
+        verbose: args.verbose,
+        log: args.log,
+    };
     match warden::run::run(cfg) {
         Ok(code) => code,
         Err(f) => {
@@ -63,7 +74,11 @@ pub fn main(args: RunArgs) -> i32 {
 
 /// Default policy + files + shorthand flags, in that order.
 fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
-    let mut policy = if args.default_policy == "yes" { Policy::default_policy() } else { Policy::default() };
+    let mut policy = if args.default_policy == "yes" {
+        Policy::default_policy()
+    } else {
+        Policy::default()
+    };
     let mut errors = Vec::new();
     for file in &args.policies {
         match std::fs::read_to_string(file) {
@@ -71,10 +86,18 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
                 Ok(p) => policy.merge(p),
                 Err(diags) => errors.extend(diags.iter().map(ToString::to_string)),
             },
-            Err(e) => errors.push(format!("warden: cannot read policy {}: {e}", file.display())),
+            Err(e) => errors.push(format!(
+                "warden: cannot read policy {}: {e}",
+                file.display()
+            )),
         }
     }
-    let flags = [(&args.read, Access::Read, "--read"), (&args.write, Access::Write, "--write"), (&args.exec, Access::Exec, "--exec"), (&args.unlink, Access::Unlink, "--unlink")];
+    let flags = [
+        (&args.read, Access::Read, "--read"),
+        (&args.write, Access::Write, "--write"),
+        (&args.exec, Access::Exec, "--exec"),
+        (&args.unlink, Access::Unlink, "--unlink"),
+    ];
     for (paths, access, flag) in flags {
         for raw in paths.iter() {
             match flag_patterns(raw) {
@@ -105,13 +128,22 @@ fn flag_patterns(raw: &str) -> Result<Vec<PathPattern>, String> {
         let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
         cwd.join(bare).to_string_lossy().into_owned()
     };
-    let abs = if abs.starts_with('/') { std::fs::canonicalize(&abs).map(|p| p.to_string_lossy().into_owned()).unwrap_or(abs) } else { abs };
+    let abs = if abs.starts_with('/') {
+        std::fs::canonicalize(&abs)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or(abs)
+    } else {
+        abs
+    };
     if star {
         return Ok(vec![PathPattern::parse(&format!("{abs}*"))?]);
     }
     let mut out = vec![PathPattern::parse(&abs)?];
     if std::path::Path::new(&abs).is_dir() {
-        out.push(PathPattern::parse(&format!("{}/*", abs.trim_end_matches('/')))?);
+        out.push(PathPattern::parse(&format!(
+            "{}/*",
+            abs.trim_end_matches('/')
+        ))?);
     }
     Ok(out)
 }

@@ -520,7 +520,10 @@ fn program_starts_with_default_signal_dispositions() {
     let script = "grep -E '^Sig(Ign|Blk):' /proc/self/status; yes | head -n 1";
     let o = run(As::Me, &["--", "sh", "-c", script]);
     common::assert_ok(&o);
-    assert_eq!(common::stdout(&o), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n");
+    assert_eq!(
+        common::stdout(&o),
+        "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n"
+    );
     assert_eq!(common::stderr(&o), "", "yes must die of SIGPIPE silently");
 }
 

@@ -9,9 +9,12 @@
 //! The program is compiled in the parent, before forking, and installed raw in the child with
 //! `SECCOMP_FILTER_FLAG_NEW_LISTENER` (see [`crate::sys::seccomp`]).
 
-use crate::syscalls::{Class, Guard, TABLE};
 use crate::sys::seccomp::{decode, Instruction};
-use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare as Cmp, ScmpCompareOp as Op, ScmpFilterContext, ScmpSyscall};
+use crate::syscalls::{Class, Guard, TABLE};
+use libseccomp::{
+    ScmpAction, ScmpArch, ScmpArgCompare as Cmp, ScmpCompareOp as Op, ScmpFilterContext,
+    ScmpSyscall,
+};
 use std::io::{Read, Seek};
 
 /// A failure to build the filter; always a bug or a libseccomp too old for this table.
@@ -23,9 +26,14 @@ pub struct FilterError {
     source: Box<dyn std::error::Error + Send + Sync>,
 }
 
-fn err<E: std::error::Error + Send + Sync + 'static>(what: impl Into<String>) -> impl FnOnce(E) -> FilterError {
+fn err<E: std::error::Error + Send + Sync + 'static>(
+    what: impl Into<String>,
+) -> impl FnOnce(E) -> FilterError {
     let what = what.into();
-    move |e| FilterError { what, source: Box::new(e) }
+    move |e| FilterError {
+        what,
+        source: Box::new(e),
+    }
 }
 
 const NS_FLAGS: u64 = (libc::CLONE_NEWNS
@@ -53,13 +61,18 @@ fn eq32(arg: u32, value: u64) -> Cmp {
 /// are enumerated, minus the refused ones.
 fn all_but32(arg: u32, refused: &[u64]) -> Vec<Cmp> {
     let first = refused[0] & LOW32;
-    let agree = refused.iter().fold(LOW32, |m, v| m & !((v & LOW32) ^ first));
+    let agree = refused
+        .iter()
+        .fold(LOW32, |m, v| m & !((v & LOW32) ^ first));
     let mut rules: Vec<Cmp> = (0..32)
         .map(|b| 1u64 << b)
         .filter(|bit| agree & bit != 0)
         .map(|bit| Cmp::new(arg, Op::MaskedEqual(bit), !first & bit))
         .collect();
-    let free: Vec<u64> = (0..32).map(|b| 1u64 << b).filter(|bit| agree & bit == 0).collect();
+    let free: Vec<u64> = (0..32)
+        .map(|b| 1u64 << b)
+        .filter(|bit| agree & bit == 0)
+        .collect();
     assert!(free.len() <= 8, "refused values too different to enumerate");
     for combo in 0..(1u64 << free.len()) {
         let mut value = first & agree;
@@ -132,14 +145,16 @@ pub fn listing() -> Result<String, FilterError> {
 }
 
 fn memfd() -> Result<std::fs::File, FilterError> {
-    let fd = rustix::fs::memfd_create("warden-filter", rustix::fs::MemfdFlags::CLOEXEC).map_err(err("memfd_create"))?;
+    let fd = rustix::fs::memfd_create("warden-filter", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(err("memfd_create"))?;
     Ok(std::fs::File::from(fd))
 }
 
 fn context() -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Errno(libc::ENOSYS)).map_err(err("new"))?;
     // The native arch only (x86_64); libseccomp's x86_64 prologue also routes x32 numbers here.
-    ctx.set_act_badarch(ScmpAction::Errno(libc::ENOSYS)).map_err(err("badarch"))?;
+    ctx.set_act_badarch(ScmpAction::Errno(libc::ENOSYS))
+        .map_err(err("badarch"))?;
     // no_new_privs is set by the launcher itself, so the raw install does not depend on it.
     ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
     debug_assert_eq!(ScmpArch::native(), ScmpArch::X8664);
@@ -156,7 +171,8 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
             // libseccomp refuses a rule that repeats the default action; ENOSYS is the default.
             Class::Denied(libc::ENOSYS) => {}
             Class::Denied(errno) => {
-                ctx.add_rule(ScmpAction::Errno(errno), sys).map_err(err(name))?;
+                ctx.add_rule(ScmpAction::Errno(errno), sys)
+                    .map_err(err(name))?;
             }
             Class::Guarded(g) => guard(&mut ctx, sys, g).map_err(err(name))?,
         }
@@ -164,12 +180,20 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
     Ok(ctx)
 }
 
-fn guard(ctx: &mut ScmpFilterContext, sys: ScmpSyscall, g: Guard) -> Result<(), libseccomp::error::SeccompError> {
+fn guard(
+    ctx: &mut ScmpFilterContext,
+    sys: ScmpSyscall,
+    g: Guard,
+) -> Result<(), libseccomp::error::SeccompError> {
     let allow = ScmpAction::Allow;
     let eperm = ScmpAction::Errno(libc::EPERM);
     match g {
         Guard::Clone | Guard::Unshare => {
-            let flags = if g == Guard::Unshare { NS_FLAGS | NEWTIME } else { NS_FLAGS };
+            let flags = if g == Guard::Unshare {
+                NS_FLAGS | NEWTIME
+            } else {
+                NS_FLAGS
+            };
             ctx.add_rule_conditional(allow, sys, &[Cmp::new(0, Op::MaskedEqual(flags), 0)])?;
             for bit in (0..64).map(|b| 1u64 << b).filter(|b| flags & b != 0) {
                 ctx.add_rule_conditional(eperm, sys, &[Cmp::new(0, Op::MaskedEqual(bit), bit)])?;
@@ -188,7 +212,11 @@ fn guard(ctx: &mut ScmpFilterContext, sys: ScmpSyscall, g: Guard) -> Result<(), 
         Guard::Seccomp => {
             let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
             ctx.add_rule_conditional(allow, sys, &[Cmp::new(1, Op::MaskedEqual(listener), 0)])?;
-            ctx.add_rule_conditional(eperm, sys, &[Cmp::new(1, Op::MaskedEqual(listener), listener)])?;
+            ctx.add_rule_conditional(
+                eperm,
+                sys,
+                &[Cmp::new(1, Op::MaskedEqual(listener), listener)],
+            )?;
         }
         Guard::Personality => {
             for p in [0xffff_ffff, 0] {
@@ -206,7 +234,11 @@ fn guard(ctx: &mut ScmpFilterContext, sys: ScmpSyscall, g: Guard) -> Result<(), 
             for t in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
                 ctx.add_rule_conditional(allow, sys, &[eq32(0, unix), kind(t)])?;
             }
-            ctx.add_rule_conditional(ScmpAction::Errno(libc::EACCES), sys, &[eq32(0, unix), kind(libc::SOCK_DGRAM)])?;
+            ctx.add_rule_conditional(
+                ScmpAction::Errno(libc::EACCES),
+                sys,
+                &[eq32(0, unix), kind(libc::SOCK_DGRAM)],
+            )?;
             if g == Guard::Socket {
                 for family in [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK] {
                     ctx.add_rule_conditional(allow, sys, &[eq32(0, family as u64)])?;
@@ -226,7 +258,10 @@ mod tests {
         let prog = compile().expect("filter compiles");
         assert!(prog.len() > 50);
         // First instruction loads seccomp_data.arch (offset 4).
-        assert_eq!(prog[0].k, 4, "the filter must check the architecture before anything else");
+        assert_eq!(
+            prog[0].k, 4,
+            "the filter must check the architecture before anything else"
+        );
         assert_eq!(prog[1].k, crate::sys::seccomp::AUDIT_ARCH_X86_64);
     }
 
@@ -238,10 +273,21 @@ mod tests {
         let matches = |v: u64| {
             let first = refused[0];
             let agree = refused.iter().fold(LOW32, |m, r| m & !(r ^ first));
-            (0..32).map(|b| 1u64 << b).any(|bit| agree & bit != 0 && (v & bit) != (first & bit))
+            (0..32)
+                .map(|b| 1u64 << b)
+                .any(|bit| agree & bit != 0 && (v & bit) != (first & bit))
                 || (v & agree == first & agree && !refused.contains(&(v & LOW32)))
         };
-        for v in [0u64, 0x5401, 0x5412, 0x541c, 0x5410, 0x541e, 0xffff_ffff, 0x1_0000_5412] {
+        for v in [
+            0u64,
+            0x5401,
+            0x5412,
+            0x541c,
+            0x5410,
+            0x541e,
+            0xffff_ffff,
+            0x1_0000_5412,
+        ] {
             assert_eq!(matches(v), !refused.contains(&(v & LOW32)), "{v:#x}");
         }
         assert!(rules.len() < 40);

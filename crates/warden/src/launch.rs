@@ -20,8 +20,8 @@ use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
 use crate::sys::process::{self, Cloned};
 use crate::sys::seccomp::{self, Instruction};
 use rustix::net::{
-    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
-    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 use std::ffi::CString;
 use std::io::{self, IoSlice, IoSliceMut};
@@ -142,17 +142,37 @@ const MSG_FAILED: u8 = b'E';
 const MSG_STATUS: u8 = b'S';
 
 /// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks).
-pub fn launch(cmd: &Command, landlock: Prepared, filter: &[Instruction]) -> Result<Launched, LaunchError> {
-    let (ours, theirs) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
-        .map_err(|e| LaunchError::Channel(e.into()))?;
+pub fn launch(
+    cmd: &Command,
+    landlock: Prepared,
+    filter: &[Instruction],
+) -> Result<Launched, LaunchError> {
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| LaunchError::Channel(e.into()))?;
     // Everything the child needs is computed before the clone, so the child only runs
     // straight-line code on memory it already has.
-    let argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
-    let envp: Vec<*const libc::c_char> = cmd.env.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
-    let cwd = CString::new(cmd.cwd.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Setup {
-        stage: Stage::Chdir,
-        source: io::Error::from_raw_os_error(libc::EINVAL),
-    })?;
+    let argv: Vec<*const libc::c_char> = cmd
+        .argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain([std::ptr::null()])
+        .collect();
+    let envp: Vec<*const libc::c_char> = cmd
+        .env
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain([std::ptr::null()])
+        .collect();
+    let cwd =
+        CString::new(cmd.cwd.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Setup {
+            stage: Stage::Chdir,
+            source: io::Error::from_raw_os_error(libc::EINVAL),
+        })?;
 
     // warden calls launch before it starts any thread (the agent starts afterwards);
     // clone_process checks that.
@@ -169,7 +189,12 @@ pub fn launch(cmd: &Command, landlock: Prepared, filter: &[Instruction]) -> Resu
     }
 }
 
-fn parent_side(pid: i32, pidfd: OwnedFd, channel: OwnedFd, ids: IdMap) -> Result<Launched, LaunchError> {
+fn parent_side(
+    pid: i32,
+    pidfd: OwnedFd,
+    channel: OwnedFd,
+    ids: IdMap,
+) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
     };
@@ -180,22 +205,40 @@ fn parent_side(pid: i32, pidfd: OwnedFd, channel: OwnedFd, ids: IdMap) -> Result
     send(channel.as_fd(), &[MSG_GO], None).map_err(LaunchError::Channel)?;
     let (msg, fd) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     match (msg.first(), fd) {
-        (Some(&MSG_LISTENER), Some(listener)) => Ok(Launched { init_pid: pid, init_pidfd: pidfd, listener, channel }),
+        (Some(&MSG_LISTENER), Some(listener)) => Ok(Launched {
+            init_pid: pid,
+            init_pidfd: pidfd,
+            listener,
+            channel,
+        }),
         (Some(&MSG_FAILED), _) => {
             kill(&pidfd);
             let (stage, errno) = decode_failure(&msg);
-            Err(LaunchError::Setup { stage, source: io::Error::from_raw_os_error(errno) })
+            Err(LaunchError::Setup {
+                stage,
+                source: io::Error::from_raw_os_error(errno),
+            })
         }
         _ => {
             kill(&pidfd);
-            Err(LaunchError::Channel(io::Error::new(io::ErrorKind::UnexpectedEof, "the sandbox exited during setup")))
+            Err(LaunchError::Channel(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the sandbox exited during setup",
+            )))
         }
     }
 }
 
 fn decode_failure(msg: &[u8]) -> (Stage, i32) {
-    let stage = msg.get(1).copied().and_then(Stage::from_u8).unwrap_or(Stage::Fork);
-    let errno = msg.get(2..6).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]])).unwrap_or(libc::EIO);
+    let stage = msg
+        .get(1)
+        .copied()
+        .and_then(Stage::from_u8)
+        .unwrap_or(Stage::Fork);
+    let errno = msg
+        .get(2..6)
+        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .unwrap_or(libc::EIO);
     (stage, errno)
 }
 
@@ -307,7 +350,11 @@ fn program_child(
     // Every inherited descriptor but stdio closes at exec.
     process::cloexec_from(3);
     if let Err(e) = landlock.restrict_self() {
-        fail(channel.as_fd(), Stage::Landlock, &io::Error::other(e.to_string()));
+        fail(
+            channel.as_fd(),
+            Stage::Landlock,
+            &io::Error::other(e.to_string()),
+        );
         process::exit_now(125);
     }
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
@@ -330,7 +377,11 @@ fn program_child(
     crate::sys::signals::unblock_all();
     let err = process::execve(&cmd.program, argv, envp);
     fail(channel.as_fd(), Stage::Exec, &err);
-    process::exit_now(if err.raw_os_error() == Some(libc::ENOENT) { 127 } else { 126 })
+    process::exit_now(if err.raw_os_error() == Some(libc::ENOENT) {
+        127
+    } else {
+        126
+    })
 }
 
 fn fail(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error) {
@@ -347,7 +398,12 @@ fn send(channel: BorrowedFd<'_>, msg: &[u8], fd: Option<BorrowedFd<'_>>) -> io::
         fds = [fd];
         control.push(SendAncillaryMessage::ScmRights(&fds));
     }
-    sendmsg(channel, &[IoSlice::new(msg)], &mut control, SendFlags::NOSIGNAL)?;
+    sendmsg(
+        channel,
+        &[IoSlice::new(msg)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
     Ok(())
 }
 
@@ -355,7 +411,12 @@ fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut buf = [0u8; 64];
-    let got = recvmsg(channel, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let got = recvmsg(
+        channel,
+        &mut [IoSliceMut::new(&mut buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
     let mut fd = None;
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(fds) = message {

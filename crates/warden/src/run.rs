@@ -44,7 +44,10 @@ pub struct Failure {
 }
 
 fn failure(status: i32, message: impl Into<String>) -> Failure {
-    Failure { status, message: message.into() }
+    Failure {
+        status,
+        message: message.into(),
+    }
 }
 
 /// Runs the program and returns its exit status (128+N for signal N).
@@ -53,11 +56,23 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
     let egid = rustix::process::getegid().as_raw();
     let ids = IdMap {
         inside_uid: cfg.policy.starting_uid.unwrap_or(euid),
-        outside_uid: if euid == 0 { cfg.policy.starting_uid.unwrap_or(0) } else { euid },
+        outside_uid: if euid == 0 {
+            cfg.policy.starting_uid.unwrap_or(0)
+        } else {
+            euid
+        },
         inside_gid: cfg.policy.starting_gid.unwrap_or(egid),
-        outside_gid: if euid == 0 { cfg.policy.starting_gid.unwrap_or(0) } else { egid },
+        outside_gid: if euid == 0 {
+            cfg.policy.starting_gid.unwrap_or(0)
+        } else {
+            egid
+        },
     };
-    let scratch = if cfg.policy.uses_scratch() { Some(Scratch::create(ids)?) } else { None };
+    let scratch = if cfg.policy.uses_scratch() {
+        Some(Scratch::create(ids)?)
+    } else {
+        None
+    };
     let result = run_in(&cfg, ids, scratch.as_ref());
     if let Some(s) = scratch {
         if cfg.keep {
@@ -71,7 +86,11 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
 
 fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32, Failure> {
     let policy = match scratch {
-        Some(s) => cfg.policy.expand_scratch(s.path.to_str().ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?),
+        Some(s) => cfg.policy.expand_scratch(
+            s.path
+                .to_str()
+                .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?,
+        ),
         None => cfg.policy.clone(),
     };
     let program = find_program(&cfg.program)?;
@@ -80,13 +99,22 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         if !policy.check(real, Access::Exec).is_allowed() {
             return Err(failure(
                 EXIT_CANNOT_EXEC,
-                format!("cannot run {}: {}", program.display(), policy.explain_denial(real, Access::Exec)),
+                format!(
+                    "cannot run {}: {}",
+                    program.display(),
+                    policy.explain_denial(real, Access::Exec)
+                ),
             ));
         }
     }
     let cwd = match &policy.starting_dir {
         Some((dir, _)) => PathBuf::from(dir),
-        None => std::env::current_dir().map_err(|e| failure(EXIT_WARDEN, format!("cannot read the current directory: {e}")))?,
+        None => std::env::current_dir().map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot read the current directory: {e}"),
+            )
+        })?,
     };
     let mut env: Vec<CString> = std::env::vars_os()
         .filter(|(k, _)| scratch.is_none() || k != "TMPDIR")
@@ -101,13 +129,16 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         // Temporary files go to the scratch directory, the one place the program can write.
         env.push(CString::new(format!("TMPDIR={}", s.path.display())).expect("no NUL"));
     }
-    let cstr = |s: &str| CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"));
+    let cstr = |s: &str| {
+        CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"))
+    };
     let mut argv = vec![cstr(&cfg.program)?];
     for a in &cfg.args {
         argv.push(cstr(a)?);
     }
     let command = Command {
-        program: CString::new(program.as_os_str().as_encoded_bytes()).map_err(|_| failure(EXIT_WARDEN, "bad program path"))?,
+        program: CString::new(program.as_os_str().as_encoded_bytes())
+            .map_err(|_| failure(EXIT_WARDEN, "bad program path"))?,
         argv,
         env,
         cwd,
@@ -119,7 +150,12 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|e| failure(EXIT_WARDEN, format!("cannot open the log {}: {e}", p.display())))?,
+                .map_err(|e| {
+                    failure(
+                        EXIT_WARDEN,
+                        format!("cannot open the log {}: {e}", p.display()),
+                    )
+                })?,
         ),
         None => None,
     };
@@ -128,18 +164,32 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.
-    let stop = [rustix::process::Signal::INT, rustix::process::Signal::TERM, rustix::process::Signal::HUP, rustix::process::Signal::QUIT];
+    let stop = [
+        rustix::process::Signal::INT,
+        rustix::process::Signal::TERM,
+        rustix::process::Signal::HUP,
+        rustix::process::Signal::QUIT,
+    ];
     crate::sys::signals::block(&stop);
-    let launched = launch::launch(&command, ruleset, &program_filter).map_err(|e| launch_failure(&e, &command))?;
+    let launched = launch::launch(&command, ruleset, &program_filter)
+        .map_err(|e| launch_failure(&e, &command))?;
     let launched = Arc::new(launched);
 
     if rustix::process::geteuid().is_root() && ids.outside_uid != 0 {
         // root with starting_uid: the agent acts with the program's own credentials.
-        crate::sys::signals::drop_to(ids.outside_uid, ids.outside_gid)
-            .map_err(|e| failure(EXIT_WARDEN, format!("cannot drop privileges to uid {}: {e}", ids.outside_uid)))?;
+        crate::sys::signals::drop_to(ids.outside_uid, ids.outside_gid).map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot drop privileges to uid {}: {e}", ids.outside_uid),
+            )
+        })?;
     }
-    let listener = launched.listener.try_clone().map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    let agent = Agent::new(listener, policy, ids, Log::new(cfg.verbose, log_file)).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let listener = launched
+        .listener
+        .try_clone()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let agent = Agent::new(listener, policy, ids, Log::new(cfg.verbose, log_file))
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
 
     let caught = Arc::new(AtomicI32::new(0));
@@ -162,28 +212,48 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         Outcome::Signaled(sig) => Ok(128 + sig),
         Outcome::Failed(Stage::Exec, errno) => {
             let e = std::io::Error::from_raw_os_error(errno);
-            let status = if errno == libc::ENOENT { EXIT_NOT_FOUND } else { EXIT_CANNOT_EXEC };
+            let status = if errno == libc::ENOENT {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_EXEC
+            };
             let hint = if errno == libc::EACCES {
                 " (the policy must allow exec of the program, of its interpreter and of the dynamic \
                  loader, e.g. /lib64/ld-linux-x86-64.so.2 via the /lib64 symlink; -v names the denied path)"
             } else {
                 ""
             };
-            Err(failure(status, format!("cannot run {}: {e}{hint}", program.display())))
+            Err(failure(
+                status,
+                format!("cannot run {}: {e}{hint}", program.display()),
+            ))
         }
         Outcome::Failed(stage, errno) => Err(failure(
             EXIT_WARDEN,
-            format!("the sandbox could not be set up ({stage:?}): {}", std::io::Error::from_raw_os_error(errno)),
+            format!(
+                "the sandbox could not be set up ({stage:?}): {}",
+                std::io::Error::from_raw_os_error(errno)
+            ),
         )),
-        Outcome::Lost => Err(failure(EXIT_WARDEN, "the sandbox's init was killed from outside")),
+        Outcome::Lost => Err(failure(
+            EXIT_WARDEN,
+            "the sandbox's init was killed from outside",
+        )),
     }
 }
 
 fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
     match e {
-        LaunchError::Setup { stage: Stage::Chdir, source } => {
-            failure(EXIT_WARDEN, format!("cannot enter the starting directory {}: {source}", cmd.cwd.display()))
-        }
+        LaunchError::Setup {
+            stage: Stage::Chdir,
+            source,
+        } => failure(
+            EXIT_WARDEN,
+            format!(
+                "cannot enter the starting directory {}: {source}",
+                cmd.cwd.display()
+            ),
+        ),
         other => failure(EXIT_WARDEN, other.to_string()),
     }
 }
@@ -192,11 +262,18 @@ fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
 fn find_program(name: &str) -> Result<PathBuf, Failure> {
     let check = |p: PathBuf| -> Result<PathBuf, Failure> {
         let meta = std::fs::metadata(&p).map_err(|e| {
-            let status = if e.kind() == std::io::ErrorKind::NotFound { EXIT_NOT_FOUND } else { EXIT_CANNOT_EXEC };
+            let status = if e.kind() == std::io::ErrorKind::NotFound {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_EXEC
+            };
             failure(status, format!("{}: {e}", p.display()))
         })?;
         if meta.is_dir() || rustix::fs::access(&p, rustix::fs::Access::EXEC_OK).is_err() {
-            return Err(failure(EXIT_CANNOT_EXEC, format!("{}: not an executable file", p.display())));
+            return Err(failure(
+                EXIT_CANNOT_EXEC,
+                format!("{}: not an executable file", p.display()),
+            ));
         }
         Ok(std::path::absolute(&p).unwrap_or(p))
     };
@@ -217,7 +294,8 @@ fn find_program(name: &str) -> Result<PathBuf, Failure> {
             }
         }
     }
-    Err(found_unusable.unwrap_or_else(|| failure(EXIT_NOT_FOUND, format!("{name}: command not found"))))
+    Err(found_unusable
+        .unwrap_or_else(|| failure(EXIT_NOT_FOUND, format!("{name}: command not found"))))
 }
 
 /// The private scratch directory of one run.
@@ -227,7 +305,9 @@ struct Scratch {
 
 impl Scratch {
     fn create(ids: IdMap) -> Result<Scratch, Failure> {
-        let base = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+        let base = std::env::var_os("TMPDIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
         for attempt in 0..16u32 {
             let name = format!("warden-{}-{:08x}", std::process::id(), rand32() ^ attempt);
             let path = base.join(name);
@@ -236,17 +316,40 @@ impl Scratch {
                     use std::os::unix::fs::PermissionsExt;
                     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
                     if rustix::process::geteuid().is_root() && ids.outside_uid != 0 {
-                        std::os::unix::fs::chown(&path, Some(ids.outside_uid), Some(ids.outside_gid))
-                            .map_err(|e| failure(EXIT_WARDEN, format!("cannot hand the scratch directory to uid {}: {e}", ids.outside_uid)))?;
+                        std::os::unix::fs::chown(
+                            &path,
+                            Some(ids.outside_uid),
+                            Some(ids.outside_gid),
+                        )
+                        .map_err(|e| {
+                            failure(
+                                EXIT_WARDEN,
+                                format!(
+                                    "cannot hand the scratch directory to uid {}: {e}",
+                                    ids.outside_uid
+                                ),
+                            )
+                        })?;
                     }
                     let path = std::fs::canonicalize(&path).unwrap_or(path);
                     return Ok(Scratch { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(failure(EXIT_WARDEN, format!("cannot create a scratch directory in {}: {e}", base.display()))),
+                Err(e) => {
+                    return Err(failure(
+                        EXIT_WARDEN,
+                        format!(
+                            "cannot create a scratch directory in {}: {e}",
+                            base.display()
+                        ),
+                    ))
+                }
             }
         }
-        Err(failure(EXIT_WARDEN, "cannot create a unique scratch directory"))
+        Err(failure(
+            EXIT_WARDEN,
+            "cannot create a unique scratch directory",
+        ))
     }
 
     fn remove(self) {

@@ -120,7 +120,12 @@ const ENOSYS: i32 = libc::ENOSYS;
 
 macro_rules! e {
     ($sys:ident, $class:expr, $note:literal) => {
-        Entry { sys: stringify!($sys), nr: libc::$sys, class: $class, note: $note }
+        Entry {
+            sys: stringify!($sys),
+            nr: libc::$sys,
+            class: $class,
+            note: $note,
+        }
     };
 }
 
@@ -510,7 +515,10 @@ mod tests {
 
     #[test]
     fn path_bearing_calls_are_never_direct() {
-        for name in ["open", "openat", "openat2", "stat", "execve", "chdir", "rename", "connect", "bind", "truncate"] {
+        for name in [
+            "open", "openat", "openat2", "stat", "execve", "chdir", "rename", "connect", "bind",
+            "truncate",
+        ] {
             let e = TABLE.iter().find(|e| e.name() == name).unwrap();
             assert!(matches!(e.class, Class::Delegated(_)), "{name}");
         }

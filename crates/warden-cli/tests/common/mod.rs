@@ -39,7 +39,11 @@ pub fn chmod(p: &Path, mode: u32) {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Compiles `tests/c/NAME.c` (once per test binary) and returns the executable's path, in a
@@ -81,7 +85,9 @@ pub fn can_run_as_nobody(test: &str) -> bool {
     let root = rustix_is_root();
     let setpriv = Path::new("/usr/bin/setpriv").exists();
     if !(root && setpriv) {
-        eprintln!("SKIP {test} (as nobody): needs root and /usr/bin/setpriv to switch to uid 65534");
+        eprintln!(
+            "SKIP {test} (as nobody): needs root and /usr/bin/setpriv to switch to uid 65534"
+        );
     }
     root && setpriv
 }
@@ -89,7 +95,11 @@ pub fn can_run_as_nobody(test: &str) -> bool {
 fn rustix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -99,7 +109,8 @@ pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
         As::Me => Command::new(warden()),
         As::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(warden());
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(warden());
             c
         }
     };
@@ -120,14 +131,27 @@ pub fn stderr(o: &Output) -> String {
 
 /// Asserts a zero exit, showing both streams otherwise.
 pub fn assert_ok(o: &Output) {
-    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
 }
 
-/// Like [`run_warden`], but with `stdin` as given and stdout/stderr captured through files
-/// rather than pipes (a pipe on stdout or stderr currently makes `warden run` fail with 125
-/// while preparing Landlock: the default policy names /dev/stdout and /dev/stderr, and a pipe
-/// cannot be a Landlock rule's target).
-pub fn run_warden_with_stdin(who: As, cwd: &Path, args: &[&str], stdin: Stdio) -> Output {
+/// Like [`run_warden`], but with `stdin` as given, stdout/stderr captured through files rather
+/// than pipes (a pipe on stdout or stderr currently makes `warden run` fail with 125 while
+/// preparing Landlock: the default policy names /dev/stdout and /dev/stderr, and a pipe cannot
+/// be a Landlock rule's target), and a deadline: warden is killed after `timeout`, and
+/// "TIMEOUT" is appended to its stderr.
+pub fn run_warden_with_stdin(
+    who: As,
+    cwd: &Path,
+    args: &[&str],
+    stdin: Stdio,
+    timeout: std::time::Duration,
+) -> Output {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static SEQ: AtomicUsize = AtomicUsize::new(0);
     let n = SEQ.fetch_add(1, Ordering::SeqCst);
@@ -141,16 +165,40 @@ pub fn run_warden_with_stdin(who: As, cwd: &Path, args: &[&str], stdin: Stdio) -
         As::Me => Command::new(warden()),
         As::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(warden());
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(warden());
             c
         }
     };
-    cmd.args(args).current_dir(cwd).stdin(stdin).stdout(out_file).stderr(err_file);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(out_file)
+        .stderr(err_file);
     cmd.env("TMPDIR", std::env::temp_dir());
-    let status = cmd.status().expect("warden runs");
+    let mut child = cmd.spawn().expect("warden runs");
+    let deadline = std::time::Instant::now() + timeout;
+    let (status, timed_out) = loop {
+        if let Some(status) = child.try_wait().expect("wait for warden") {
+            break (status, false);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            break (child.wait().expect("reap warden"), true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     let stdout = std::fs::read(&out_path).unwrap_or_default();
-    let stderr = std::fs::read(&err_path).unwrap_or_default();
+    let mut stderr = std::fs::read(&err_path).unwrap_or_default();
+    if timed_out {
+        stderr
+            .extend_from_slice(format!("\nTIMEOUT: warden killed after {timeout:?}\n").as_bytes());
+    }
     let _ = std::fs::remove_file(&out_path);
     let _ = std::fs::remove_file(&err_path);
-    Output { status, stdout, stderr }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
 }

@@ -28,7 +28,16 @@ fn base(dirfd: i32) -> Base {
 }
 
 fn walk(c: &Client, dirfd: i32, path: &[u8], follow: bool) -> Result<Walked, i32> {
-    c.resolver().walk(c, c.policy(), base(dirfd), path, WalkFlags { follow, ..WalkFlags::default() })
+    c.resolver().walk(
+        c,
+        c.policy(),
+        base(dirfd),
+        path,
+        WalkFlags {
+            follow,
+            ..WalkFlags::default()
+        },
+    )
 }
 
 fn errno(e: rustix::io::Errno) -> i32 {
@@ -41,7 +50,8 @@ fn io_errno(e: std::io::Error) -> i32 {
 
 /// The object must exist; otherwise ENOENT where the policy lets the program know, else EACCES.
 fn existing(c: &Client, w: &Walked) -> Result<FileType, i32> {
-    w.kind.ok_or_else(|| mask(c.policy(), &w.path, libc::ENOENT))
+    w.kind
+        .ok_or_else(|| mask(c.policy(), &w.path, libc::ENOENT))
 }
 
 /// `/proc/self/fd/N` for one of the agent's descriptors: a path that reaches exactly that
@@ -61,7 +71,13 @@ fn empty_path(path: &[u8], flags: i32) -> bool {
 pub fn open(c: &Client) -> Handled {
     let (dirfd, path_addr, flags, mode, resolve) = match c.nr() {
         libc::SYS_open => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
-        libc::SYS_creat => (AT_FDCWD, c.arg(0), (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64, c.arg(1), 0),
+        libc::SYS_creat => (
+            AT_FDCWD,
+            c.arg(0),
+            (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
+            c.arg(1),
+            0,
+        ),
         libc::SYS_openat => (c.int(0), c.arg(1), c.arg(2), c.arg(3), 0),
         _ => {
             // openat2(dirfd, path, how, size): struct open_how { u64 flags, mode, resolve }.
@@ -74,7 +90,8 @@ pub fn open(c: &Client) -> Handled {
             if how[24..].iter().any(|&b| b != 0) {
                 return Err(libc::E2BIG);
             }
-            let word = |i: usize| u64::from_ne_bytes(how[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            let word =
+                |i: usize| u64::from_ne_bytes(how[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
             (c.int(0), c.arg(1), word(0), word(1), word(2))
         }
     };
@@ -82,7 +99,14 @@ pub fn open(c: &Client) -> Handled {
     c.live()?;
     let flags = flags as u32 as i32;
     let mode = (mode & 0o7777) as u32;
-    if resolve & !(libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_CACHED) != 0 {
+    if resolve
+        & !(libc::RESOLVE_NO_SYMLINKS
+            | libc::RESOLVE_NO_MAGICLINKS
+            | libc::RESOLVE_BENEATH
+            | libc::RESOLVE_NO_XDEV
+            | libc::RESOLVE_CACHED)
+        != 0
+    {
         // RESOLVE_IN_ROOT is not supported yet; say so rather than resolve differently.
         return Err(libc::EINVAL);
     }
@@ -94,7 +118,9 @@ pub fn open(c: &Client) -> Handled {
         no_symlinks: resolve & libc::RESOLVE_NO_SYMLINKS != 0,
         beneath: resolve & libc::RESOLVE_BENEATH != 0,
     };
-    let w = c.resolver().walk(c, c.policy(), base(dirfd), &path, wflags)?;
+    let w = c
+        .resolver()
+        .walk(c, c.policy(), base(dirfd), &path, wflags)?;
     let accmode = flags & libc::O_ACCMODE;
     let cloexec = flags & libc::O_CLOEXEC != 0;
     // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
@@ -106,11 +132,21 @@ pub fn open(c: &Client) -> Handled {
     if tmpfile {
         let rights = c.policy().new_entry_rights(&w.path);
         if !rights.contains(Access::Write) {
-            return Err(c.refuse(&format!("{}/", w.path.trim_end_matches('/')), "O_TMPFILE needs write on new entries of the directory", libc::EACCES));
+            return Err(c.refuse(
+                &format!("{}/", w.path.trim_end_matches('/')),
+                "O_TMPFILE needs write on new entries of the directory",
+                libc::EACCES,
+            ));
         }
         existing(c, &w)?;
         let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32) | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, Mode::from_bits_retain(mode & !umask)).map_err(errno)?;
+        let fd = rustix::fs::openat(
+            &w.parent,
+            w.at_name().as_c_str(),
+            of,
+            Mode::from_bits_retain(mode & !umask),
+        )
+        .map_err(errno)?;
         return Ok(Answer::Fd(fd, cloexec));
     }
 
@@ -125,7 +161,11 @@ pub fn open(c: &Client) -> Handled {
             if opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR {
                 c.decide(&w.path, Access::Read)?;
             }
-            if !opath && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0) {
+            if !opath
+                && (accmode == libc::O_WRONLY
+                    || accmode == libc::O_RDWR
+                    || flags & libc::O_TRUNC != 0)
+            {
                 c.decide(&w.path, Access::Write)?;
             }
             if kind == FileType::Symlink && !opath {
@@ -133,7 +173,11 @@ pub fn open(c: &Client) -> Handled {
                 return Err(libc::ELOOP);
             }
             if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) && !dev_ok(&w) {
-                return Err(c.refuse(&w.path, "device nodes are opened only where the policy names them exactly", libc::EACCES));
+                return Err(c.refuse(
+                    &w.path,
+                    "device nodes are opened only where the policy names them exactly",
+                    libc::EACCES,
+                ));
             }
         }
     }
@@ -144,8 +188,15 @@ pub fn open(c: &Client) -> Handled {
     }
     // The final component is opened relative to the parent we walked, never following a symlink:
     // a swap after our check makes the open fail (ELOOP) instead of going elsewhere.
-    let of = OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, Mode::from_bits_retain(mode & !umask)).map_err(errno)?;
+    let of =
+        OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::openat(
+        &w.parent,
+        w.at_name().as_c_str(),
+        of,
+        Mode::from_bits_retain(mode & !umask),
+    )
+    .map_err(errno)?;
     Ok(Answer::Fd(fd, cloexec))
 }
 
@@ -167,12 +218,20 @@ pub fn stat(c: &Client) -> Handled {
     };
     let is_statx = c.nr() == libc::SYS_statx;
     // statx accepts a NULL path with AT_EMPTY_PATH (Linux 6.11).
-    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 { Vec::new() } else { c.path_arg(path_addr)? };
+    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 {
+        Vec::new()
+    } else {
+        c.path_arg(path_addr)?
+    };
     c.live()?;
     let sync = flags & libc::AT_STATX_SYNC_TYPE;
     let (dir, name): (OwnedFd, CString) = if empty_path(&path, flags) {
         // A descriptor the caller holds: it may look at it (fstat is direct anyway).
-        let fd = if dirfd == AT_FDCWD { c.cwd()? } else { c.fd(dirfd)? };
+        let fd = if dirfd == AT_FDCWD {
+            c.cwd()?
+        } else {
+            c.fd(dirfd)?
+        };
         (fd, CString::default())
     } else {
         let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
@@ -186,7 +245,8 @@ pub fn stat(c: &Client) -> Handled {
         let st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
         c.write(buf, st.bytes())?;
     } else {
-        let st = sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
+        let st =
+            sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
         c.write(buf, st.bytes())?;
     }
     value(0)
@@ -219,7 +279,11 @@ pub fn access(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     if empty_path(&path, flags) {
-        let fd = if dirfd == AT_FDCWD { c.cwd()? } else { c.fd(dirfd)? };
+        let fd = if dirfd == AT_FDCWD {
+            c.cwd()?
+        } else {
+            c.fd(dirfd)?
+        };
         let m = rustix::fs::Access::from_bits_retain(mode as u32);
         rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
         return value(0);
@@ -229,13 +293,18 @@ pub fn access(c: &Client) -> Handled {
     if mode == libc::F_OK {
         c.decide_metadata(&w.path, w.kind)?;
     }
-    for (bit, access) in [(libc::R_OK, Access::Read), (libc::W_OK, Access::Write), (libc::X_OK, Access::Exec)] {
+    for (bit, access) in [
+        (libc::R_OK, Access::Read),
+        (libc::W_OK, Access::Write),
+        (libc::X_OK, Access::Exec),
+    ] {
         if mode & bit == 0 {
             continue;
         }
         match (dir, access) {
             // A writable directory is one new entries can be created in (gcc and mktemp ask).
-            (true, Access::Write) if c.policy().new_entry_rights(&w.path).contains(Access::Write) => {}
+            (true, Access::Write)
+                if c.policy().new_entry_rights(&w.path).contains(Access::Write) => {}
             // Searching a directory is walking through it.
             (true, Access::Exec) => c.decide_metadata(&w.path, w.kind)?,
             _ => c.decide(&w.path, access)?,
@@ -246,8 +315,13 @@ pub fn access(c: &Client) -> Handled {
     if flags & libc::AT_EACCESS != 0 {
         at |= rustix::fs::AtFlags::EACCESS;
     }
-    rustix::fs::accessat(&w.parent, w.at_name().as_c_str(), rustix::fs::Access::from_bits_retain(mode as u32), at)
-        .map_err(errno)?;
+    rustix::fs::accessat(
+        &w.parent,
+        w.at_name().as_c_str(),
+        rustix::fs::Access::from_bits_retain(mode as u32),
+        at,
+    )
+    .map_err(errno)?;
     value(0)
 }
 
@@ -268,9 +342,13 @@ pub fn readlink(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, false)?;
     c.decide_metadata(&w.path, w.kind)?;
     let target = match w.kind {
-        Some(FileType::Symlink) => rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?,
+        Some(FileType::Symlink) => {
+            rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?
+        }
         // /proc/self itself reads as the caller's own pid, in its namespace.
-        Some(FileType::Directory) if w.path == "/proc/self" => CString::new(c.ids()?.ns_tgid.to_string()).expect("digits"),
+        Some(FileType::Directory) if w.path == "/proc/self" => {
+            CString::new(c.ids()?.ns_tgid.to_string()).expect("digits")
+        }
         Some(_) => return Err(libc::EINVAL),
         None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
     };
@@ -309,13 +387,28 @@ pub fn mknod(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, false)?;
     let kind = mode & libc::S_IFMT;
     if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
-        return Err(c.refuse(&w.path, "device nodes cannot be created in a sandbox", libc::EPERM));
+        return Err(c.refuse(
+            &w.path,
+            "device nodes cannot be created in a sandbox",
+            libc::EPERM,
+        ));
     }
     c.decide(&w.path, Access::Write)?;
     let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let file_type = if kind == 0 { FileType::RegularFile } else { FileType::from_raw_mode(kind) };
+    let file_type = if kind == 0 {
+        FileType::RegularFile
+    } else {
+        FileType::from_raw_mode(kind)
+    };
     let perm = (mode & 0o7777) & !c.ids()?.umask;
-    rustix::fs::mknodat(&w.parent, name, file_type, Mode::from_bits_retain(perm), dev).map_err(errno)?;
+    rustix::fs::mknodat(
+        &w.parent,
+        name,
+        file_type,
+        Mode::from_bits_retain(perm),
+        dev,
+    )
+    .map_err(errno)?;
     value(0)
 }
 
@@ -407,12 +500,27 @@ pub fn rename(c: &Client) -> Handled {
     }
     let okind = existing(c, &o)?;
     let odirp = okind == FileType::Directory;
-    if widens(c, &o.path, &n.path, odirp) || (exchange && widens(c, &n.path, &o.path, n.kind == Some(FileType::Directory))) {
-        return Err(c.refuse(&n.path, "the move would give the object rights it does not have at its old path", libc::EXDEV));
+    if widens(c, &o.path, &n.path, odirp)
+        || (exchange && widens(c, &n.path, &o.path, n.kind == Some(FileType::Directory)))
+    {
+        return Err(c.refuse(
+            &n.path,
+            "the move would give the object rights it does not have at its old path",
+            libc::EXDEV,
+        ));
     }
-    let (on, nn) = (o.name.as_deref().ok_or(libc::EBUSY)?, n.name.as_deref().ok_or(libc::EBUSY)?);
-    rustix::fs::renameat_with(&o.parent, on, &n.parent, nn, rustix::fs::RenameFlags::from_bits_retain(flags))
-        .map_err(errno)?;
+    let (on, nn) = (
+        o.name.as_deref().ok_or(libc::EBUSY)?,
+        n.name.as_deref().ok_or(libc::EBUSY)?,
+    );
+    rustix::fs::renameat_with(
+        &o.parent,
+        on,
+        &n.parent,
+        nn,
+        rustix::fs::RenameFlags::from_bits_retain(flags),
+    )
+    .map_err(errno)?;
     value(0)
 }
 
@@ -426,7 +534,11 @@ pub fn link(c: &Client) -> Handled {
     let new = c.path_arg(naddr)?;
     c.live()?;
     if empty_path(&old, flags) {
-        return Err(c.refuse("", "linking a descriptor (AT_EMPTY_PATH) is not supported", libc::EACCES));
+        return Err(c.refuse(
+            "",
+            "linking a descriptor (AT_EMPTY_PATH) is not supported",
+            libc::EACCES,
+        ));
     }
     let o = walk(c, odir, &old, flags & libc::AT_SYMLINK_FOLLOW != 0)?;
     let n = walk(c, ndir, &new, false)?;
@@ -434,17 +546,30 @@ pub fn link(c: &Client) -> Handled {
     c.decide(&n.path, Access::Write)?;
     existing(c, &o)?;
     if widens(c, &o.path, &n.path, false) {
-        return Err(c.refuse(&n.path, "a hard link may not grant rights its source does not have", libc::EACCES));
+        return Err(c.refuse(
+            &n.path,
+            "a hard link may not grant rights its source does not have",
+            libc::EACCES,
+        ));
     }
-    let (on, nn) = (o.name.as_deref().ok_or(libc::EPERM)?, n.name.as_deref().ok_or(libc::EEXIST)?);
-    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty()).map_err(errno)?;
+    let (on, nn) = (
+        o.name.as_deref().ok_or(libc::EPERM)?,
+        n.name.as_deref().ok_or(libc::EEXIST)?,
+    );
+    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty())
+        .map_err(errno)?;
     value(0)
 }
 
 // ---- changing metadata -----------------------------------------------------------------------------
 
 /// Resolves a path argument for a metadata change: `write` on an existing object.
-fn changed_object(c: &Client, dirfd: i32, path: &[u8], follow: bool) -> Result<(Walked, OwnedFd), i32> {
+fn changed_object(
+    c: &Client,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+) -> Result<(Walked, OwnedFd), i32> {
     let w = walk(c, dirfd, path, follow)?;
     c.decide(&w.path, Access::Write)?;
     existing(c, &w)?;
@@ -463,15 +588,26 @@ pub fn chmod(c: &Client) -> Handled {
     c.live()?;
     if empty_path(&path, flags) {
         let fd = c.fd(dirfd)?;
-        rustix::fs::chmodat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Mode::from_bits_retain(mode & 0o7777), rustix::fs::AtFlags::empty()).map_err(errno)?;
+        rustix::fs::chmodat(
+            rustix::fs::CWD,
+            proc_path(&fd).as_c_str(),
+            Mode::from_bits_retain(mode & 0o7777),
+            rustix::fs::AtFlags::empty(),
+        )
+        .map_err(errno)?;
         return value(0);
     }
     let (w, obj) = changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
     if w.kind == Some(FileType::Symlink) {
         return Err(libc::EOPNOTSUPP);
     }
-    rustix::fs::chmodat(rustix::fs::CWD, proc_path(&obj).as_c_str(), Mode::from_bits_retain(mode & 0o7777), rustix::fs::AtFlags::empty())
-        .map_err(errno)?;
+    rustix::fs::chmodat(
+        rustix::fs::CWD,
+        proc_path(&obj).as_c_str(),
+        Mode::from_bits_retain(mode & 0o7777),
+        rustix::fs::AtFlags::empty(),
+    )
+    .map_err(errno)?;
     value(0)
 }
 
@@ -488,8 +624,20 @@ fn outside_id(inside: u32, map_inside: u32, map_outside: u32) -> Result<Option<u
 pub fn chown(c: &Client) -> Handled {
     let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
         libc::SYS_chown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, 0),
-        libc::SYS_lchown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, libc::AT_SYMLINK_NOFOLLOW),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3) as u32, c.int(4)),
+        libc::SYS_lchown => (
+            AT_FDCWD,
+            c.arg(0),
+            c.arg(1) as u32,
+            c.arg(2) as u32,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ),
+        _ => (
+            c.int(0),
+            c.arg(1),
+            c.arg(2) as u32,
+            c.arg(3) as u32,
+            c.int(4),
+        ),
     };
     let path = c.path_arg(path_addr)?;
     c.live()?;
@@ -520,8 +668,13 @@ pub fn truncate(c: &Client) -> Handled {
         FileType::RegularFile => {}
         _ => return Err(libc::EINVAL),
     }
-    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())
-        .map_err(errno)?;
+    let fd = rustix::fs::openat(
+        &w.parent,
+        w.at_name().as_c_str(),
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(errno)?;
     rustix::fs::ftruncate(&fd, len as u64).map_err(errno)?;
     value(0)
 }
@@ -548,15 +701,31 @@ pub fn utime(c: &Client) -> Handled {
             _ => [(w(0), w(1) * 1000), (w(2), w(3) * 1000)],
         })
     };
-    let path = if path_addr == 0 { Vec::new() } else { c.path_arg(path_addr)? };
+    let path = if path_addr == 0 {
+        Vec::new()
+    } else {
+        c.path_arg(path_addr)?
+    };
     c.live()?;
     let ts = times.map(|t| rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec { tv_sec: t[0].0, tv_nsec: t[0].1 as _ },
-        last_modification: rustix::fs::Timespec { tv_sec: t[1].0, tv_nsec: t[1].1 as _ },
+        last_access: rustix::fs::Timespec {
+            tv_sec: t[0].0,
+            tv_nsec: t[0].1 as _,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: t[1].0,
+            tv_nsec: t[1].1 as _,
+        },
     });
     let now = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW as _ },
-        last_modification: rustix::fs::Timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW as _ },
+        last_access: rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW as _,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW as _,
+        },
     };
     let obj = if path.is_empty() && (path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0) {
         // utimensat(fd, NULL, ...) is futimens: the caller holds the descriptor.
@@ -564,8 +733,13 @@ pub fn utime(c: &Client) -> Handled {
     } else {
         changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
     };
-    rustix::fs::utimensat(rustix::fs::CWD, proc_path(&obj).as_c_str(), &ts.unwrap_or(now), rustix::fs::AtFlags::empty())
-        .map_err(errno)?;
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        proc_path(&obj).as_c_str(),
+        &ts.unwrap_or(now),
+        rustix::fs::AtFlags::empty(),
+    )
+    .map_err(errno)?;
     value(0)
 }
 
@@ -578,10 +752,19 @@ const XATTR_SIZE_MAX: usize = 65536;
 /// and lremovexattr.
 pub fn xattr(c: &Client) -> Handled {
     let nr = c.nr();
-    let follow = matches!(nr, libc::SYS_getxattr | libc::SYS_listxattr | libc::SYS_setxattr | libc::SYS_removexattr);
+    let follow = matches!(
+        nr,
+        libc::SYS_getxattr | libc::SYS_listxattr | libc::SYS_setxattr | libc::SYS_removexattr
+    );
     let path = c.path_arg(c.arg(0))?;
-    let name = if matches!(nr, libc::SYS_listxattr | libc::SYS_llistxattr) { None } else { Some(c.path_arg(c.arg(1))?) };
-    let name = name.map(|n| CString::new(n).map_err(|_| libc::EINVAL)).transpose()?;
+    let name = if matches!(nr, libc::SYS_listxattr | libc::SYS_llistxattr) {
+        None
+    } else {
+        Some(c.path_arg(c.arg(1))?)
+    };
+    let name = name
+        .map(|n| CString::new(n).map_err(|_| libc::EINVAL))
+        .transpose()?;
     // setxattr's value is copied now, bounded by XATTR_SIZE_MAX.
     let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
         let size = c.arg(3) as usize;
@@ -596,7 +779,8 @@ pub fn xattr(c: &Client) -> Handled {
     };
     c.live()?;
     let w = walk(c, AT_FDCWD, &path, follow)?;
-    let writes = set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
+    let writes =
+        set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
     if writes {
         c.decide(&w.path, Access::Write)?;
     } else {
@@ -610,7 +794,8 @@ pub fn xattr(c: &Client) -> Handled {
         libc::SYS_getxattr | libc::SYS_lgetxattr => {
             let size = (c.arg(3) as usize).min(XATTR_SIZE_MAX);
             let mut buf = vec![0u8; size];
-            let n = rustix::fs::getxattr(target, name.as_deref().expect("has name"), &mut buf[..]).map_err(errno)?;
+            let n = rustix::fs::getxattr(target, name.as_deref().expect("has name"), &mut buf[..])
+                .map_err(errno)?;
             if size > 0 {
                 c.write(c.arg(2), &buf[..n])?;
             }
@@ -627,8 +812,13 @@ pub fn xattr(c: &Client) -> Handled {
         }
         libc::SYS_setxattr | libc::SYS_lsetxattr => {
             let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::setxattr(target, name.as_deref().expect("has name"), set_value.as_deref().unwrap_or(&[]), flags)
-                .map_err(errno)?;
+            rustix::fs::setxattr(
+                target,
+                name.as_deref().expect("has name"),
+                set_value.as_deref().unwrap_or(&[]),
+                flags,
+            )
+            .map_err(errno)?;
             value(0)
         }
         _ => {
@@ -650,7 +840,12 @@ pub fn inotify_add_watch(c: &Client) -> Handled {
     existing(c, &w)?;
     let obj = w.object()?;
     let inotify = c.fd(c.int(0))?;
-    let wd = sysfs::inotify_add_watch(inotify.as_fd(), &proc_path(&obj), mask_bits & !libc::IN_DONT_FOLLOW).map_err(io_errno)?;
+    let wd = sysfs::inotify_add_watch(
+        inotify.as_fd(),
+        &proc_path(&obj),
+        mask_bits & !libc::IN_DONT_FOLLOW,
+    )
+    .map_err(io_errno)?;
     value(wd as i64)
 }
 
@@ -692,7 +887,6 @@ pub fn exec(c: &Client) -> Handled {
     Ok(Answer::Reply(Reply::Continue))
 }
 
-
 /// Implements fchmod(2), fchown(2), fsetxattr(2) and fremovexattr(2).
 ///
 /// A descriptor opened for reading must not let the program change the file's mode, owner or
@@ -702,7 +896,9 @@ pub fn exec(c: &Client) -> Handled {
 pub fn fd_metadata(c: &Client) -> Handled {
     let nr = c.nr();
     let name = match nr {
-        libc::SYS_fsetxattr | libc::SYS_fremovexattr => Some(CString::new(c.path_arg(c.arg(1))?).map_err(|_| libc::EINVAL)?),
+        libc::SYS_fsetxattr | libc::SYS_fremovexattr => {
+            Some(CString::new(c.path_arg(c.arg(1))?).map_err(|_| libc::EINVAL)?)
+        }
         _ => None,
     };
     let set_value = if nr == libc::SYS_fsetxattr {
@@ -718,31 +914,54 @@ pub fn fd_metadata(c: &Client) -> Handled {
     };
     c.live()?;
     let fd = c.fd(c.int(0))?;
-    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new()).map_err(errno)?;
+    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
+        .map_err(errno)?;
     if text.to_bytes().starts_with(b"/") {
         let logical = c.logical_proc_path(text.to_bytes())?;
-        let w = c.resolver().walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
+        let w = c
+            .resolver()
+            .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
         c.decide(&w.path, Access::Write)?;
         let obj = w.object()?;
-        let (a, b) = (rustix::fs::fstat(&obj).map_err(errno)?, rustix::fs::fstat(&fd).map_err(errno)?);
+        let (a, b) = (
+            rustix::fs::fstat(&obj).map_err(errno)?,
+            rustix::fs::fstat(&fd).map_err(errno)?,
+        );
         if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
-            return Err(c.refuse(&w.path, "the descriptor's file is no longer at its path", libc::EACCES));
+            return Err(c.refuse(
+                &w.path,
+                "the descriptor's file is no longer at its path",
+                libc::EACCES,
+            ));
         }
     }
     match nr {
         libc::SYS_fchmod => {
-            rustix::fs::chmodat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Mode::from_bits_retain(c.arg(1) as u32 & 0o7777), rustix::fs::AtFlags::empty())
-                .map_err(errno)?;
+            rustix::fs::chmodat(
+                rustix::fs::CWD,
+                proc_path(&fd).as_c_str(),
+                Mode::from_bits_retain(c.arg(1) as u32 & 0o7777),
+                rustix::fs::AtFlags::empty(),
+            )
+            .map_err(errno)?;
         }
         libc::SYS_fchown => {
             let map = c.id_map();
-            let uid = outside_id(c.arg(1) as u32, map.inside_uid, map.outside_uid)?.map(rustix::process::Uid::from_raw);
-            let gid = outside_id(c.arg(2) as u32, map.inside_gid, map.outside_gid)?.map(rustix::process::Gid::from_raw);
+            let uid = outside_id(c.arg(1) as u32, map.inside_uid, map.outside_uid)?
+                .map(rustix::process::Uid::from_raw);
+            let gid = outside_id(c.arg(2) as u32, map.inside_gid, map.outside_gid)?
+                .map(rustix::process::Gid::from_raw);
             rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
         }
         libc::SYS_fsetxattr => {
             let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::fsetxattr(&fd, name.as_deref().expect("has name"), set_value.as_deref().unwrap_or(&[]), flags).map_err(errno)?;
+            rustix::fs::fsetxattr(
+                &fd,
+                name.as_deref().expect("has name"),
+                set_value.as_deref().unwrap_or(&[]),
+                flags,
+            )
+            .map_err(errno)?;
         }
         _ => rustix::fs::fremovexattr(&fd, name.as_deref().expect("has name")).map_err(errno)?,
     }

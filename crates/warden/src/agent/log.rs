@@ -51,7 +51,10 @@ pub struct Log {
 impl Log {
     /// `verbose`: denials to stderr; `json`: every decision to this file.
     pub fn new(verbose: bool, json: Option<std::fs::File>) -> Log {
-        Log { verbose, json: json.map(Mutex::new) }
+        Log {
+            verbose,
+            json: json.map(Mutex::new),
+        }
     }
 
     /// Whether allowed decisions are wanted at all (only by the JSON log).
@@ -64,11 +67,16 @@ impl Log {
         if !d.allowed && self.verbose {
             let comm = comm(d.pid);
             let what = d.access.map(|a| format!(" for {a}")).unwrap_or_default();
-            eprintln!("warden: denied {}(\"{}\"){what} by pid {} ({comm}): {}", d.syscall, d.path, d.pid, d.reason);
+            eprintln!(
+                "warden: denied {}(\"{}\"){what} by pid {} ({comm}): {}",
+                d.syscall, d.path, d.pid, d.reason
+            );
         }
         if let Some(file) = &self.json {
             let line = JsonLine {
-                time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |t| t.as_secs_f64()),
+                time: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |t| t.as_secs_f64()),
                 pid: d.pid,
                 comm: comm(d.pid),
                 syscall: d.syscall,
@@ -90,7 +98,9 @@ impl Log {
 }
 
 fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|s| s.trim_end().to_owned()).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_owned())
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// How many delegated decisions were made.
@@ -109,6 +119,9 @@ impl Counters {
 
     /// (allowed, denied) so far.
     pub fn get(&self) -> (u64, u64) {
-        (self.allowed.load(Ordering::Relaxed), self.denied.load(Ordering::Relaxed))
+        (
+            self.allowed.load(Ordering::Relaxed),
+            self.denied.load(Ordering::Relaxed),
+        )
     }
 }

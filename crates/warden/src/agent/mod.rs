@@ -67,7 +67,12 @@ pub struct Agent {
 
 impl Agent {
     /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`.
-    pub fn new(listener: OwnedFd, policy: Policy, ids: IdMap, log: Log) -> std::io::Result<Arc<Agent>> {
+    pub fn new(
+        listener: OwnedFd,
+        policy: Policy,
+        ids: IdMap,
+        log: Log,
+    ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
         Ok(Arc::new(Agent {
@@ -96,7 +101,9 @@ impl Agent {
         }
         self.idle.fetch_add(1, Ordering::SeqCst);
         let agent = Arc::clone(self);
-        let spawned = std::thread::Builder::new().name("warden-agent".into()).spawn(move || agent.worker());
+        let spawned = std::thread::Builder::new()
+            .name("warden-agent".into())
+            .spawn(move || agent.worker());
         if spawned.is_err() {
             self.workers.fetch_sub(1, Ordering::SeqCst);
             self.idle.fetch_sub(1, Ordering::SeqCst);
@@ -110,7 +117,9 @@ impl Agent {
         loop {
             let notif = match unotify::recv(self.listener.as_fd()) {
                 Ok(n) => n,
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOENT)) => continue,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOENT)) => {
+                    continue
+                }
                 Err(_) => return,
             };
             if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
@@ -129,14 +138,18 @@ impl Agent {
         // (our descriptor is dropped here either way).
         let _ = match answer {
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
-            Ok(Answer::Fd(fd, cloexec)) => match unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec) {
-                // The caller could not take the descriptor (EMFILE under its RLIMIT_NOFILE, say):
-                // it must still get an answer, the one the kernel would have given.
-                Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
-                    unotify::send(listener, notif.id, unotify::Reply::Errno(e.raw_os_error().unwrap_or(libc::EIO)))
+            Ok(Answer::Fd(fd, cloexec)) => {
+                match unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec) {
+                    // The caller could not take the descriptor (EMFILE under its RLIMIT_NOFILE, say):
+                    // it must still get an answer, the one the kernel would have given.
+                    Err(e) if e.raw_os_error() != Some(libc::ENOENT) => unotify::send(
+                        listener,
+                        notif.id,
+                        unotify::Reply::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+                    ),
+                    other => other.map(drop),
                 }
-                other => other.map(drop),
-            },
+            }
             Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
         };
     }
@@ -145,9 +158,18 @@ impl Agent {
         if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
             return Err(libc::ENOSYS);
         }
-        let Some(entry) = syscalls::lookup(notif.nr as i64) else { return Err(libc::ENOSYS) };
-        let Class::Delegated(family) = entry.class else { return Err(libc::ENOSYS) };
-        let client = Client { agent: self, notif, name: entry.name(), ids: OnceCell::new() };
+        let Some(entry) = syscalls::lookup(notif.nr as i64) else {
+            return Err(libc::ENOSYS);
+        };
+        let Class::Delegated(family) = entry.class else {
+            return Err(libc::ENOSYS);
+        };
+        let client = Client {
+            agent: self,
+            notif,
+            name: entry.name(),
+            ids: OnceCell::new(),
+        };
         match family {
             Family::Open => fs::open(&client),
             Family::Stat => fs::stat(&client),
@@ -266,22 +288,41 @@ impl Client<'_> {
         if let Some(ids) = self.ids.get() {
             return Ok(*ids);
         }
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.tid())).map_err(|_| libc::ESRCH)?;
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        let tgid = field("Tgid:").and_then(|v| v.parse().ok()).ok_or(libc::ESRCH)?;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.tid()))
+            .map_err(|_| libc::ESRCH)?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let tgid = field("Tgid:")
+            .and_then(|v| v.parse().ok())
+            .ok_or(libc::ESRCH)?;
         let ns_tgid = field("NStgid:")
             .and_then(|v| v.split_whitespace().last())
             .and_then(|v| v.parse().ok())
             .unwrap_or(tgid);
-        let umask = field("Umask:").and_then(|v| u32::from_str_radix(v, 8).ok()).unwrap_or(0o022);
-        Ok(*self.ids.get_or_init(|| Ids { tgid, ns_tgid, umask }))
+        let umask = field("Umask:")
+            .and_then(|v| u32::from_str_radix(v, 8).ok())
+            .unwrap_or(0o022);
+        Ok(*self.ids.get_or_init(|| Ids {
+            tgid,
+            ns_tgid,
+            umask,
+        }))
     }
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
     pub fn cwd(&self) -> Result<OwnedFd, i32> {
         use rustix::fs::{openat, Mode, OFlags, CWD};
-        openat(CWD, format!("/proc/{}/cwd", self.tid()), OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| e.raw_os_error())
+        openat(
+            CWD,
+            format!("/proc/{}/cwd", self.tid()),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e.raw_os_error())
     }
 
     /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the
@@ -306,10 +347,14 @@ impl Client<'_> {
     /// Rewrites a kernel-produced path that starts with the caller's `/proc/<tgid>` into
     /// `/proc/self`, so the walk translates it back for this caller.
     pub fn logical_proc_path(&self, text: &[u8]) -> Result<Vec<u8>, i32> {
-        let Some(rest) = text.strip_prefix(b"/proc/") else { return Ok(text.to_vec()) };
+        let Some(rest) = text.strip_prefix(b"/proc/") else {
+            return Ok(text.to_vec());
+        };
         let tgid = self.ids()?.tgid.to_string();
         match rest.strip_prefix(tgid.as_bytes()) {
-            Some(tail) if tail.is_empty() || tail.starts_with(b"/") => Ok([b"/proc/self".as_slice(), tail].concat()),
+            Some(tail) if tail.is_empty() || tail.starts_with(b"/") => {
+                Ok([b"/proc/self".as_slice(), tail].concat())
+            }
             _ => Ok(text.to_vec()),
         }
     }
@@ -326,8 +371,14 @@ impl Client<'_> {
     }
 
     /// Requires that metadata of `path` may be shown (see [`resolve::visible`]).
-    pub fn decide_metadata(&self, path: &str, kind: Option<rustix::fs::FileType>) -> Result<(), i32> {
-        if self.agent.policy.visible(path).is_none() && resolve::visible(&self.agent.policy, path, kind) {
+    pub fn decide_metadata(
+        &self,
+        path: &str,
+        kind: Option<rustix::fs::FileType>,
+    ) -> Result<(), i32> {
+        if self.agent.policy.visible(path).is_none()
+            && resolve::visible(&self.agent.policy, path, kind)
+        {
             return Ok(());
         }
         self.decide_visible(path)
@@ -337,7 +388,11 @@ impl Client<'_> {
     pub fn decide_visible(&self, path: &str) -> Result<(), i32> {
         match self.agent.policy.visible(path) {
             Some(rule) => {
-                self.record(path, self.agent.policy.rule(rule).access.unwrap_or(Access::Read), &Verdict::Allowed(rule));
+                self.record(
+                    path,
+                    self.agent.policy.rule(rule).access.unwrap_or(Access::Read),
+                    &Verdict::Allowed(rule),
+                );
                 Ok(())
             }
             None => {
@@ -373,10 +428,16 @@ impl Client<'_> {
         let policy = &self.agent.policy;
         let rule = match verdict {
             Verdict::Allowed(id) => Some(policy.rule(*id).span.to_string()),
-            Verdict::Denied(warden_policy::Denial::DeniedBy(id)) => Some(policy.rule(*id).span.to_string()),
+            Verdict::Denied(warden_policy::Denial::DeniedBy(id)) => {
+                Some(policy.rule(*id).span.to_string())
+            }
             Verdict::Denied(_) => None,
         };
-        let reason = if allowed { String::new() } else { policy.explain_denial(path, access) };
+        let reason = if allowed {
+            String::new()
+        } else {
+            policy.explain_denial(path, access)
+        };
         self.agent.log.write(&Decision {
             pid: self.tid(),
             syscall: self.name,

@@ -26,7 +26,11 @@ pub fn socket_address(c: &Client) -> Handled {
     c.live()?;
     let sock = c.fd(c.int(0))?;
     let is_connect = c.nr() == libc::SYS_connect;
-    let family = if len >= 2 { u16::from_ne_bytes([addr[0], addr[1]]) as i32 } else { libc::AF_UNSPEC };
+    let family = if len >= 2 {
+        u16::from_ne_bytes([addr[0], addr[1]]) as i32
+    } else {
+        libc::AF_UNSPEC
+    };
     let path = &addr[2.min(len)..];
     let named_unix = family == libc::AF_UNIX && path.first().is_some_and(|&b| b != 0);
     if !named_unix {
@@ -34,9 +38,16 @@ pub fn socket_address(c: &Client) -> Handled {
         return raw_call(&sock, &addr, is_connect);
     }
     let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
-    let w = c
-        .resolver()
-        .walk(c, c.policy(), Base::Cwd, &path[..end], WalkFlags { follow: is_connect, ..WalkFlags::default() })?;
+    let w = c.resolver().walk(
+        c,
+        c.policy(),
+        Base::Cwd,
+        &path[..end],
+        WalkFlags {
+            follow: is_connect,
+            ..WalkFlags::default()
+        },
+    )?;
     c.decide(&w.path, Access::Write)?;
     let name = w.name.as_deref().ok_or(libc::EISDIR)?.to_bytes();
     if name.len() >= 108 {
@@ -54,6 +65,7 @@ pub fn socket_address(c: &Client) -> Handled {
 }
 
 fn raw_call(sock: &std::os::fd::OwnedFd, addr: &[u8], connect: bool) -> Handled {
-    crate::sys::net::address_call(sock, addr, connect).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    crate::sys::net::address_call(sock, addr, connect)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     value(0)
 }

@@ -66,8 +66,13 @@ impl Walked {
     /// An `O_PATH|O_NOFOLLOW` descriptor of the final object, which must exist. Calls made
     /// through it (or through `/proc/self/fd/N`) act on exactly this object.
     pub fn object(&self) -> Result<OwnedFd, i32> {
-        openat(&self.parent, self.at_name().as_c_str(), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| e.raw_os_error())
+        openat(
+            &self.parent,
+            self.at_name().as_c_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e.raw_os_error())
     }
 }
 
@@ -87,7 +92,10 @@ fn join(dir: &str, name: &str) -> String {
 
 /// Splits a path into components, dropping empty ones and `.`.
 fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
-    path.split(|&b| b == b'/').filter(|c| !c.is_empty() && *c != b".").map(<[u8]>::to_vec).collect()
+    path.split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 /// The resolver's view of the world: the agent's root and procfs identity.
@@ -99,15 +107,31 @@ pub struct Resolver {
 impl Resolver {
     /// Opens the agent's root and notes which directory is procfs's root.
     pub fn new() -> std::io::Result<Resolver> {
-        let root = openat(rustix::fs::CWD, "/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let root = openat(
+            rustix::fs::CWD,
+            "/",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         let proc = rustix::fs::stat("/proc")?;
-        Ok(Resolver { root, proc_dev_ino: (proc.st_dev, proc.st_ino) })
+        Ok(Resolver {
+            root,
+            proc_dev_ino: (proc.st_dev, proc.st_ino),
+        })
     }
 
     fn root_dir(&self) -> Result<Dir, i32> {
-        let fd = openat(&self.root, ".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| e.raw_os_error())?;
-        Ok(Dir { fd, path: "/".into() })
+        let fd = openat(
+            &self.root,
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        Ok(Dir {
+            fd,
+            path: "/".into(),
+        })
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
@@ -116,7 +140,13 @@ impl Resolver {
 
     /// The stack a walk starts from: root for absolute paths, else the caller's cwd or dirfd,
     /// re-walked from root by its path so that its logical path is one we walked ourselves.
-    fn start(&self, client: &Client, policy: &Policy, base: Base, absolute: bool) -> Result<Vec<Dir>, i32> {
+    fn start(
+        &self,
+        client: &Client,
+        policy: &Policy,
+        base: Base,
+        absolute: bool,
+    ) -> Result<Vec<Dir>, i32> {
         let mut stack = vec![self.root_dir()?];
         if absolute {
             return Ok(stack);
@@ -129,8 +159,12 @@ impl Resolver {
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             return Err(libc::ENOTDIR);
         }
-        let text = readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{}", raw(&actual)), Vec::new())
-            .map_err(|e| e.raw_os_error())?;
+        let text = readlinkat(
+            rustix::fs::CWD,
+            format!("/proc/self/fd/{}", raw(&actual)),
+            Vec::new(),
+        )
+        .map_err(|e| e.raw_os_error())?;
         let text = text.to_bytes();
         if !text.starts_with(b"/") {
             return Err(libc::ENOENT);
@@ -140,9 +174,17 @@ impl Resolver {
         let mut hops = 0;
         // Every component is a directory to enter (never "the final one"), so the stack ends
         // up holding the whole chain and `..` from the start climbs to the real parent.
-        let flags = WalkFlags { follow: true, ..WalkFlags::default() };
+        let flags = WalkFlags {
+            follow: true,
+            ..WalkFlags::default()
+        };
         while let Some(part) = parts.pop_front() {
-            if self.step(client, policy, &mut stack, part, &mut parts, false, flags, &mut hops, 1)?.is_some() {
+            if self
+                .step(
+                    client, policy, &mut stack, part, &mut parts, false, flags, &mut hops, 1,
+                )?
+                .is_some()
+            {
                 return Err(libc::ENOTDIR);
             }
         }
@@ -156,7 +198,14 @@ impl Resolver {
     }
 
     /// Walks `path` for `client` from `base`.
-    pub fn walk(&self, client: &Client, policy: &Policy, base: Base, path: &[u8], flags: WalkFlags) -> Result<Walked, i32> {
+    pub fn walk(
+        &self,
+        client: &Client,
+        policy: &Policy,
+        base: Base,
+        path: &[u8],
+        flags: WalkFlags,
+    ) -> Result<Walked, i32> {
         if path.is_empty() {
             return Err(libc::ENOENT);
         }
@@ -168,13 +217,21 @@ impl Resolver {
         let floor = if flags.beneath { stack.len() } else { 1 };
         // A trailing slash means "a directory", and follows a final symlink.
         let trailing_slash = path.ends_with(b"/");
-        let flags = WalkFlags { follow: flags.follow || trailing_slash, ..flags };
+        let flags = WalkFlags {
+            follow: flags.follow || trailing_slash,
+            ..flags
+        };
         let mut parts = components(path);
         let mut hops = 0;
         while let Some(part) = parts.pop_front() {
             let last = parts.is_empty();
-            if let Some(walked) = self.step(client, policy, &mut stack, part, &mut parts, last, flags, &mut hops, floor)? {
-                if trailing_slash && walked.kind.is_some() && walked.kind != Some(FileType::Directory) {
+            if let Some(walked) = self.step(
+                client, policy, &mut stack, part, &mut parts, last, flags, &mut hops, floor,
+            )? {
+                if trailing_slash
+                    && walked.kind.is_some()
+                    && walked.kind != Some(FileType::Directory)
+                {
                     return Err(mask(policy, &walked.path, libc::ENOTDIR));
                 }
                 return Ok(walked);
@@ -182,7 +239,12 @@ impl Resolver {
         }
         // The path ended in `/`, `.` or `..`: the target is the directory on top of the stack.
         let top = stack.pop().expect("stack keeps root");
-        Ok(Walked { parent: top.fd, name: None, path: top.path, kind: Some(FileType::Directory) })
+        Ok(Walked {
+            parent: top.fd,
+            name: None,
+            path: top.path,
+            kind: Some(FileType::Directory),
+        })
     }
 
     /// One component. Returns `Some` when the walk ends here (the final component), `None` when
@@ -212,9 +274,17 @@ impl Resolver {
         if let Some(mapped) = self.proc_component(client, top.fd.as_fd(), &part)? {
             for p in mapped.physical {
                 let dir = stack.last().expect("non-empty");
-                let fd = openat(&dir.fd, p.as_slice(), OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-                    .map_err(|e| e.raw_os_error())?;
-                stack.push(Dir { fd, path: String::new() });
+                let fd = openat(
+                    &dir.fd,
+                    p.as_slice(),
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| e.raw_os_error())?;
+                stack.push(Dir {
+                    fd,
+                    path: String::new(),
+                });
             }
             stack.last_mut().expect("non-empty").path = mapped.logical;
             return Ok(None);
@@ -223,14 +293,28 @@ impl Resolver {
         let name = cstring(&part)?;
         let done = |stack: &mut Vec<Dir>, kind| {
             let parent = stack.pop().expect("non-empty").fd;
-            Ok(Some(Walked { parent, name: Some(name.clone()), path: path.clone(), kind }))
+            Ok(Some(Walked {
+                parent,
+                name: Some(name.clone()),
+                path: path.clone(),
+                kind,
+            }))
         };
-        let fd = match openat(&top.fd, name.as_c_str(), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        let fd = match openat(
+            &top.fd,
+            name.as_c_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(e) if last && e == rustix::io::Errno::NOENT => return done(stack, None),
             Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
         };
-        let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd).map_err(|e| e.raw_os_error())?.st_mode);
+        let kind = FileType::from_raw_mode(
+            rustix::fs::fstat(&fd)
+                .map_err(|e| e.raw_os_error())?
+                .st_mode,
+        );
         match kind {
             FileType::Symlink if !last || flags.follow => {
                 if flags.no_symlinks {
@@ -244,7 +328,9 @@ impl Resolver {
                 if policy.visible(&path).is_none() {
                     return Err(libc::EACCES);
                 }
-                let target = readlinkat(&fd, c"", Vec::new()).map_err(|e| e.raw_os_error())?.into_bytes();
+                let target = readlinkat(&fd, c"", Vec::new())
+                    .map_err(|e| e.raw_os_error())?
+                    .into_bytes();
                 if target.starts_with(b"/") {
                     if flags.beneath {
                         return Err(libc::EXDEV);
@@ -257,7 +343,12 @@ impl Resolver {
                     front.push_back(b".".to_vec());
                     if last {
                         let top = stack.pop().expect("non-empty");
-                        return Ok(Some(Walked { parent: top.fd, name: None, path: top.path, kind: Some(FileType::Directory) }));
+                        return Ok(Some(Walked {
+                            parent: top.fd,
+                            name: None,
+                            path: top.path,
+                            kind: Some(FileType::Directory),
+                        }));
                     }
                 }
                 while let Some(p) = front.pop_back() {
@@ -277,7 +368,12 @@ impl Resolver {
     }
 
     /// Translates `/proc/self`, `/proc/thread-self` and `/proc/<own pid>` for the caller.
-    fn proc_component(&self, client: &Client, dir: BorrowedFd<'_>, part: &[u8]) -> Result<Option<ProcMapping>, i32> {
+    fn proc_component(
+        &self,
+        client: &Client,
+        dir: BorrowedFd<'_>,
+        part: &[u8],
+    ) -> Result<Option<ProcMapping>, i32> {
         let is_self = part == b"self";
         let is_thread = part == b"thread-self";
         let is_pid = !part.is_empty() && part.iter().all(u8::is_ascii_digit);
@@ -292,11 +388,18 @@ impl Resolver {
         let tgid = ids.tgid.to_string().into_bytes();
         Ok(Some(if is_thread {
             ProcMapping {
-                physical: vec![tgid, b"task".to_vec(), client.tid().to_string().into_bytes()],
+                physical: vec![
+                    tgid,
+                    b"task".to_vec(),
+                    client.tid().to_string().into_bytes(),
+                ],
                 logical: "/proc/thread-self".into(),
             }
         } else {
-            ProcMapping { physical: vec![tgid], logical: "/proc/self".into() }
+            ProcMapping {
+                physical: vec![tgid],
+                logical: "/proc/self".into(),
+            }
         }))
     }
 }
@@ -310,7 +413,8 @@ struct ProcMapping {
 /// is a directory the walk to an allowed path passes through (so `realpath`, `ls ..` and
 /// `cd /tmp` on the way to `/tmp/work` behave; listing it still needs `read`).
 pub fn visible(policy: &Policy, path: &str, kind: Option<FileType>) -> bool {
-    policy.visible(path).is_some() || (kind == Some(FileType::Directory) && policy.may_traverse(path))
+    policy.visible(path).is_some()
+        || (kind == Some(FileType::Directory) && policy.may_traverse(path))
 }
 
 /// Reports `errno` for `path` only if the policy lets the program know about `path`.

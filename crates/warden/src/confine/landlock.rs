@@ -19,8 +19,8 @@
 //! name-prefix rule would match are not (stricter than the policy, never looser).
 
 use landlock::{
-    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use std::path::{Path, PathBuf};
 use warden_policy::{Access, PathPattern, Policy};
@@ -102,7 +102,11 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
             // An exact path. A directory rule in Landlock covers the whole subtree, so an exact
             // directory only gets the right to be listed (everything else stays the agent's).
             let path = PathBuf::from(lit);
-            let rights = if path.is_dir() { rights(access) & AccessFs::ReadDir } else { rights(access) };
+            let rights = if path.is_dir() {
+                rights(access) & AccessFs::ReadDir
+            } else {
+                rights(access)
+            };
             targets.push((path, rights));
             continue;
         }
@@ -118,40 +122,62 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     for (path, access) in targets {
         // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
         // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
-        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
         use std::os::unix::fs::FileTypeExt;
         let ft = meta.file_type();
         if !(ft.is_dir() || ft.is_file() || ft.is_char_device() || ft.is_block_device()) {
             continue;
         }
         let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = if ft.is_dir() { access } else { access & AccessFs::from_file(abi) };
+        let access = if ft.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
         if access.is_empty() {
             continue;
         }
         ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
         added += 1;
     }
-    Ok(Prepared { ruleset, rules: added })
+    Ok(Prepared {
+        ruleset,
+        rules: added,
+    })
 }
 
 /// Existing entries of `D` whose names start with `na`, for a pattern `D/na*`.
 fn name_prefix_matches(lit: &str) -> Vec<PathBuf> {
     let (dir, stem) = lit.rsplit_once('/').unwrap_or(("/", lit));
     let dir = if dir.is_empty() { "/" } else { dir };
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     entries
         .filter_map(Result::ok)
         .take(MAX_EXPANSION)
-        .filter(|e| e.file_name().as_encoded_bytes().starts_with(stem.as_bytes()))
+        .filter(|e| {
+            e.file_name()
+                .as_encoded_bytes()
+                .starts_with(stem.as_bytes())
+        })
         .map(|e| e.path())
         .collect()
 }
 
-
 /// Adds `root` with `access`, or, when a denied path lies inside it, its entries one by one.
-fn expand(root: &Path, access: BitFlags<AccessFs>, denies: &[&PathPattern], out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>, depth: usize) {
-    let Some(root_str) = root.to_str() else { return };
+fn expand(
+    root: &Path,
+    access: BitFlags<AccessFs>,
+    denies: &[&PathPattern],
+    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+    depth: usize,
+) {
+    let Some(root_str) = root.to_str() else {
+        return;
+    };
     if denies.iter().any(|d| d.matches(root_str)) {
         return;
     }
@@ -164,7 +190,9 @@ fn expand(root: &Path, access: BitFlags<AccessFs>, denies: &[&PathPattern], out:
     if depth > 8 || !root.is_dir() {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(root) else { return };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
     for entry in entries.filter_map(Result::ok).take(MAX_EXPANSION) {
         expand(&entry.path(), access, denies, out, depth + 1);
     }

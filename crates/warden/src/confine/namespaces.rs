@@ -35,7 +35,13 @@ pub struct IdMap {
 pub fn write_id_maps(pid: i32, map: IdMap) -> io::Result<()> {
     let base = format!("/proc/{pid}");
     std::fs::write(format!("{base}/setgroups"), "deny")?;
-    std::fs::write(format!("{base}/gid_map"), format!("{} {} 1\n", map.inside_gid, map.outside_gid))?;
-    std::fs::write(format!("{base}/uid_map"), format!("{} {} 1\n", map.inside_uid, map.outside_uid))?;
+    std::fs::write(
+        format!("{base}/gid_map"),
+        format!("{} {} 1\n", map.inside_gid, map.outside_gid),
+    )?;
+    std::fs::write(
+        format!("{base}/uid_map"),
+        format!("{} {} 1\n", map.inside_uid, map.outside_uid),
+    )?;
     Ok(())
 }

@@ -14,7 +14,12 @@ pub trait KernelStruct: Copy + sealed::Sealed {
         // SAFETY: implementors are C structs without references, created zeroed (so padding is
         // initialised) and then filled by the kernel; viewing `size_of::<Self>()` bytes of a
         // live value as u8 is valid for such types.
-        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Self).cast::<u8>(),
+                std::mem::size_of::<Self>(),
+            )
+        }
     }
 }
 mod sealed {

@@ -28,7 +28,9 @@ fn ensure_single_threaded() -> io::Result<()> {
     if threads == 1 {
         Ok(())
     } else {
-        Err(io::Error::other(format!("cannot fork a process with {threads} threads")))
+        Err(io::Error::other(format!(
+            "cannot fork a process with {threads} threads"
+        )))
     }
 }
 
@@ -92,8 +94,14 @@ pub fn wait_any() -> io::Result<(i32, i32)> {
 }
 
 /// `execve(2)`. Returns only on failure.
-pub fn execve(path: &std::ffi::CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> io::Error {
-    debug_assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
+pub fn execve(
+    path: &std::ffi::CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> io::Error {
+    debug_assert!(
+        argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null())
+    );
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays (asserted
     // by the builder in launch.rs) of pointers into CStrings that the caller keeps alive.
     unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
@@ -110,7 +118,11 @@ pub fn exit_now(code: i32) -> ! {
 /// Brings the loopback interface of the current (new, private) network namespace up, so
 /// programs in the sandbox can talk to each other over 127.0.0.1 and ::1.
 pub fn loopback_up() -> io::Result<()> {
-    let sock = rustix::net::socket(rustix::net::AddressFamily::INET, rustix::net::SocketType::DGRAM, None)?;
+    let sock = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )?;
     use std::os::fd::AsRawFd;
     // SAFETY: ifreq is a plain C struct for which all-zero bytes are valid.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };

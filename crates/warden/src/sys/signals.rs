@@ -71,7 +71,12 @@ pub fn reset_dispositions() {
         restorer: usize,
         mask: u64,
     }
-    let dfl = KernelSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+    let dfl = KernelSigaction {
+        handler: 0,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
     for sig in 1..=64 {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
@@ -79,7 +84,13 @@ pub fn reset_dispositions() {
         // SAFETY: rt_sigaction reads one kernel sigaction (`dfl`, live, of the size the kernel
         // expects on x86_64 with an 8-byte mask) and writes nothing (old action NULL).
         unsafe {
-            libc::syscall(libc::SYS_rt_sigaction, sig, &dfl as *const KernelSigaction, std::ptr::null_mut::<u8>(), 8usize)
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                &dfl as *const KernelSigaction,
+                std::ptr::null_mut::<u8>(),
+                8usize,
+            )
         };
     }
 }

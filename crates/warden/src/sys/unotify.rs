@@ -126,7 +126,12 @@ pub fn send(listener: BorrowedFd<'_>, id: u64, reply: Reply) -> io::Result<()> {
 ///
 /// The agent's own `fd` stays the agent's: the kernel installs a new reference, and the caller
 /// drops ours afterwards, so every descriptor the agent opens is closed exactly once.
-pub fn addfd_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> io::Result<RawFd> {
+pub fn addfd_send(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+) -> io::Result<RawFd> {
     let addfd = libc::seccomp_notif_addfd {
         id,
         flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
