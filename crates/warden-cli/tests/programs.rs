@@ -1506,3 +1506,52 @@ fn sigkill_of_warden_takes_the_sandbox_down() {
     // warden had no chance to clean up; do it for it.
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+// --- starting_uid / starting_gid -----------------------------------------------------------------
+
+/// `starting_uid`/`starting_gid` set the ids the program sees; from outside, its files belong
+/// to those ids when warden runs as root (it becomes them), and to the calling user when it
+/// does not (a single-id user-namespace map).
+fn starting_ids(who: As, outside: u32) {
+    let dir = common::fresh_dir(&format!("ids-{who:?}"));
+    let policy = dir.join("ids.policy");
+    std::fs::write(&policy, "starting_uid 1000\nstarting_gid 1000\n").unwrap();
+    common::chmod(&policy, 0o644);
+    let policy = policy.to_str().unwrap();
+    let o = run(
+        who,
+        &[
+            "--keep",
+            "--policy",
+            policy,
+            "--",
+            "sh",
+            "-c",
+            "id -u; id -g; echo hi > mine; stat -c %u:%g mine",
+        ],
+    );
+    let scratch = kept_scratch(&o);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "1000\n1000\n1000:1000\n");
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(scratch.join("mine")).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (outside, outside),
+        "owner seen from outside"
+    );
+}
+
+#[test]
+fn starting_ids_as_root_become_the_programs_ids() {
+    if common::require_root("starting_ids_as_root_become_the_programs_ids") {
+        starting_ids(As::Me, 1000);
+    }
+}
+
+#[test]
+fn starting_ids_as_nobody_map_onto_the_caller() {
+    if common::can_run_as_nobody("starting_ids_as_nobody_map_onto_the_caller") {
+        starting_ids(As::Nobody, 65534);
+    }
+}

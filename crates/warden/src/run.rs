@@ -54,19 +54,25 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
 pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
     let euid = rustix::process::geteuid().as_raw();
     let egid = rustix::process::getegid().as_raw();
+    let root = euid == 0;
     let ids = IdMap {
         inside_uid: cfg.policy.starting_uid.unwrap_or(euid),
-        outside_uid: if euid == 0 {
+        outside_uid: if root {
             cfg.policy.starting_uid.unwrap_or(0)
         } else {
             euid
         },
         inside_gid: cfg.policy.starting_gid.unwrap_or(egid),
-        outside_gid: if euid == 0 {
+        outside_gid: if root {
             cfg.policy.starting_gid.unwrap_or(0)
         } else {
             egid
         },
+        // root keeps every id as it is; root with starting ids becomes them before building the
+        // sandbox (below), which is then the same single-id case as any unprivileged user.
+        identity: root
+            && cfg.policy.starting_uid.unwrap_or(0) == 0
+            && cfg.policy.starting_gid.unwrap_or(0) == 0,
     };
     let scratch = if cfg.policy.uses_scratch() {
         Some(Scratch::create(ids)?)
@@ -171,19 +177,21 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         rustix::process::Signal::QUIT,
     ];
     crate::sys::signals::block(&stop);
+    if rustix::process::geteuid().is_root() && !ids.identity {
+        // root with starting_uid/starting_gid: become those ids first, so the sandbox's user
+        // namespace belongs to them and the agent acts with exactly the program's credentials.
+        crate::sys::process::become_ids(ids.outside_uid, ids.outside_gid).map_err(|e| {
+            let (u, g) = (ids.outside_uid, ids.outside_gid);
+            failure(
+                EXIT_WARDEN,
+                format!("cannot switch to uid {u} gid {g}: {e}"),
+            )
+        })?;
+    }
     let launched = launch::launch(&command, ruleset, &program_filter)
         .map_err(|e| launch_failure(&e, &command))?;
     let launched = Arc::new(launched);
 
-    if rustix::process::geteuid().is_root() && ids.outside_uid != 0 {
-        // root with starting_uid: the agent acts with the program's own credentials.
-        crate::sys::signals::drop_to(ids.outside_uid, ids.outside_gid).map_err(|e| {
-            failure(
-                EXIT_WARDEN,
-                format!("cannot drop privileges to uid {}: {e}", ids.outside_uid),
-            )
-        })?;
-    }
     let listener = launched
         .listener
         .try_clone()
@@ -315,7 +323,7 @@ impl Scratch {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
                     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
-                    if rustix::process::geteuid().is_root() && ids.outside_uid != 0 {
+                    if !ids.identity && rustix::process::geteuid().is_root() {
                         std::os::unix::fs::chown(
                             &path,
                             Some(ids.outside_uid),

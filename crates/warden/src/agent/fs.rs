@@ -241,12 +241,16 @@ pub fn stat(c: &Client) -> Handled {
         (w.parent, name)
     };
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | sync;
+    // Owners as the program's user namespace shows them, not as the agent sees them.
+    let map = c.id_map();
     if is_statx {
-        let st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
+        let mut st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
+        (st.stx_uid, st.stx_gid) = (map.uid_inside(st.stx_uid), map.gid_inside(st.stx_gid));
         c.write(buf, st.bytes())?;
     } else {
-        let st =
+        let mut st =
             sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
+        (st.st_uid, st.st_gid) = (map.uid_inside(st.st_uid), map.gid_inside(st.st_gid));
         c.write(buf, st.bytes())?;
     }
     value(0)
@@ -611,15 +615,6 @@ pub fn chmod(c: &Client) -> Handled {
     value(0)
 }
 
-/// Maps an id the program passed (inside its user namespace) to the one the agent uses.
-fn outside_id(inside: u32, map_inside: u32, map_outside: u32) -> Result<Option<u32>, i32> {
-    match inside {
-        u32::MAX => Ok(None),
-        id if id == map_inside => Ok(Some(map_outside)),
-        _ => Err(libc::EINVAL),
-    }
-}
-
 /// Implements chown(2), lchown(2) and fchownat(2).
 pub fn chown(c: &Client) -> Handled {
     let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
@@ -642,8 +637,8 @@ pub fn chown(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let map = c.id_map();
-    let uid = outside_id(uid, map.inside_uid, map.outside_uid)?.map(rustix::process::Uid::from_raw);
-    let gid = outside_id(gid, map.inside_gid, map.outside_gid)?.map(rustix::process::Gid::from_raw);
+    let uid = map.uid_outside(uid)?.map(rustix::process::Uid::from_raw);
+    let gid = map.gid_outside(gid)?.map(rustix::process::Gid::from_raw);
     let obj = if empty_path(&path, flags) {
         c.fd(dirfd)?
     } else {
@@ -947,9 +942,11 @@ pub fn fd_metadata(c: &Client) -> Handled {
         }
         libc::SYS_fchown => {
             let map = c.id_map();
-            let uid = outside_id(c.arg(1) as u32, map.inside_uid, map.outside_uid)?
+            let uid = map
+                .uid_outside(c.arg(1) as u32)?
                 .map(rustix::process::Uid::from_raw);
-            let gid = outside_id(c.arg(2) as u32, map.inside_gid, map.outside_gid)?
+            let gid = map
+                .gid_outside(c.arg(2) as u32)?
                 .map(rustix::process::Gid::from_raw);
             rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
         }

@@ -27,6 +27,59 @@ pub struct IdMap {
     pub inside_gid: u32,
     /// The gid outside.
     pub outside_gid: u32,
+    /// Map every id to itself (warden runs as root): inside and outside ids are the same, and
+    /// the sandbox switches to the starting ids itself. Otherwise a single id is mapped, the
+    /// only map an unprivileged user may write.
+    pub identity: bool,
+}
+
+impl IdMap {
+    /// The id the program sees for an owner the agent sees (`stat` results): the mapped id,
+    /// or the kernel's overflow id (65534) for everything a single-id map leaves out.
+    pub fn uid_inside(&self, outside: u32) -> u32 {
+        match () {
+            _ if self.identity => outside,
+            _ if outside == self.outside_uid => self.inside_uid,
+            _ => OVERFLOW_ID,
+        }
+    }
+
+    /// As [`IdMap::uid_inside`], for groups.
+    pub fn gid_inside(&self, outside: u32) -> u32 {
+        match () {
+            _ if self.identity => outside,
+            _ if outside == self.outside_gid => self.inside_gid,
+            _ => OVERFLOW_ID,
+        }
+    }
+
+    /// The id the agent uses for an id the program names (`chown`), `None` for -1 ("keep").
+    pub fn uid_outside(&self, inside: u32) -> Result<Option<u32>, i32> {
+        map_in(inside, self.identity, self.inside_uid, self.outside_uid)
+    }
+
+    /// As [`IdMap::uid_outside`], for groups.
+    pub fn gid_outside(&self, inside: u32) -> Result<Option<u32>, i32> {
+        map_in(inside, self.identity, self.inside_gid, self.outside_gid)
+    }
+}
+
+/// The kernel's default overflow uid/gid (`/proc/sys/kernel/overflowuid`).
+const OVERFLOW_ID: u32 = 65534;
+
+fn map_in(
+    inside: u32,
+    identity: bool,
+    map_inside: u32,
+    map_outside: u32,
+) -> Result<Option<u32>, i32> {
+    match inside {
+        u32::MAX => Ok(None),
+        id if identity => Ok(Some(id)),
+        id if id == map_inside => Ok(Some(map_outside)),
+        // The kernel answers EINVAL for an id the namespace does not map.
+        _ => Err(libc::EINVAL),
+    }
 }
 
 /// Writes the single-id maps of process `pid`'s user namespace. Runs in the parent, while the

@@ -180,3 +180,22 @@ pub fn unshare_fs() -> io::Result<()> {
     unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) }?;
     Ok(())
 }
+
+/// Switches the whole process to `uid`/`gid` with no supplementary groups. Dropping the groups
+/// may be refused (an unprivileged user namespace denies setgroups); that is not an error, as
+/// such a namespace has no other groups mapped.
+pub fn become_ids(uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: these calls take plain integers and a NULL list of length 0; glibc applies them to
+    // every thread of the process.
+    unsafe {
+        let _ = libc::setgroups(0, std::ptr::null());
+        if libc::setresgid(gid, gid, gid) != 0 || libc::setresuid(uid, uid, uid) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // Changing ids makes the process non-dumpable, which would make its children's /proc files
+    // root's and keep us from writing their id maps. Nothing in a sandbox can reach us anyway
+    // (ptrace and process_vm_* are denied; we are outside its PID namespace).
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)?;
+    Ok(())
+}

@@ -1,7 +1,6 @@
 //! Blocking and waiting for the signals that stop warden, and dropping privileges.
 
 use rustix::process::Signal;
-use std::io;
 
 fn set(signals: &[Signal]) -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the set we pass; sigaddset adds valid signal numbers.
@@ -42,20 +41,6 @@ pub fn wait(signals: &[Signal]) -> i32 {
             return sig;
         }
     }
-}
-
-/// Drops every privilege of the whole process to `uid`/`gid` (no supplementary groups).
-pub fn drop_to(uid: u32, gid: u32) -> io::Result<()> {
-    // SAFETY: these calls take plain integers; glibc applies them to every thread.
-    unsafe {
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setresgid(gid, gid, gid) != 0
-            || libc::setresuid(uid, uid, uid) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 /// Resets every signal's disposition to the default. Ignored signals survive `execve`, and
