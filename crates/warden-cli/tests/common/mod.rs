@@ -140,11 +140,9 @@ pub fn assert_ok(o: &Output) {
     );
 }
 
-/// Like [`run_warden`], but with `stdin` as given, stdout/stderr captured through files rather
-/// than pipes (a pipe on stdout or stderr currently makes `warden run` fail with 125 while
-/// preparing Landlock: the default policy names /dev/stdout and /dev/stderr, and a pipe cannot
-/// be a Landlock rule's target), and a deadline: warden is killed after `timeout`, and
-/// "TIMEOUT" is appended to its stderr.
+/// Like [`run_warden`], but with `stdin` as given, stdout/stderr captured through files (so
+/// nothing needs reading while we wait), and a deadline: warden is killed after `timeout` (a
+/// hung sandbox must fail a test, not hang the suite), and "TIMEOUT" is appended to its stderr.
 pub fn run_warden_with_stdin(
     who: As,
     cwd: &Path,
@@ -201,4 +199,13 @@ pub fn run_warden_with_stdin(
         stdout,
         stderr,
     }
+}
+
+/// Whether the tests run as root; prints a SKIP line for `test` when they do not.
+pub fn require_root(test: &str) -> bool {
+    let root = rustix_is_root();
+    if !root {
+        eprintln!("SKIP {test}: needs root");
+    }
+    root
 }
