@@ -179,7 +179,15 @@ pub fn launch(
     match process::clone_process(SANDBOX_NAMESPACES).map_err(LaunchError::Clone)? {
         Cloned::Child => {
             drop(ours);
-            sandbox_init(theirs, cmd, &cwd, &argv, &envp, landlock, filter)
+            let child = Child {
+                cmd,
+                cwd: &cwd,
+                argv: &argv,
+                envp: &envp,
+                landlock,
+                filter,
+            };
+            sandbox_init(theirs, child)
         }
         Cloned::Parent { pid, pidfd } => {
             drop(theirs);
@@ -289,16 +297,19 @@ impl Launched {
 
 // ---- inside the sandbox ------------------------------------------------------------------------
 
-/// Init: waits for "go", starts the program, reaps every child, reports the program's status.
-fn sandbox_init(
-    channel: OwnedFd,
-    cmd: &Command,
-    cwd: &CString,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+/// What the sandbox's processes need, all prepared before the clone so they only run
+/// straight-line code on memory they already have.
+struct Child<'a> {
+    cmd: &'a Command,
+    cwd: &'a CString,
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
     landlock: Prepared,
-    filter: &[Instruction],
-) -> ! {
+    filter: &'a [Instruction],
+}
+
+/// Init: waits for "go", starts the program, reaps every child, reports the program's status.
+fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     match recv(channel.as_fd()) {
         Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
@@ -308,14 +319,14 @@ fn sandbox_init(
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
     let program = match process::fork() {
-        Ok(None) => program_child(channel, cmd, cwd, argv, envp, landlock, filter),
+        Ok(None) => program_child(channel, child),
         Ok(Some(pid)) => pid,
         Err(e) => {
             fail(channel.as_fd(), Stage::Fork, &e);
             process::exit_now(1)
         }
     };
-    drop(landlock);
+    drop(child);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     loop {
@@ -333,23 +344,15 @@ fn sandbox_init(
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(
-    channel: OwnedFd,
-    cmd: &Command,
-    cwd: &CString,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
-    landlock: Prepared,
-    filter: &[Instruction],
-) -> ! {
+fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    if let Err(e) = rustix::process::chdir(cwd.as_c_str()) {
+    if let Err(e) = rustix::process::chdir(child.cwd.as_c_str()) {
         fail(channel.as_fd(), Stage::Chdir, &e.into());
         process::exit_now(125);
     }
     // Every inherited descriptor but stdio closes at exec.
     process::cloexec_from(3);
-    if let Err(e) = landlock.restrict_self() {
+    if let Err(e) = child.landlock.restrict_self() {
         fail(
             channel.as_fd(),
             Stage::Landlock,
@@ -361,7 +364,7 @@ fn program_child(
         fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
         process::exit_now(125);
     }
-    let listener = match seccomp::install_with_listener(filter) {
+    let listener = match seccomp::install_with_listener(child.filter) {
         Ok(l) => l,
         Err(e) => {
             fail(channel.as_fd(), Stage::Seccomp, &e);
@@ -375,7 +378,7 @@ fn program_child(
     drop(listener);
     crate::sys::signals::reset_dispositions();
     crate::sys::signals::unblock_all();
-    let err = process::execve(&cmd.program, argv, envp);
+    let err = process::execve(&child.cmd.program, child.argv, child.envp);
     fail(channel.as_fd(), Stage::Exec, &err);
     process::exit_now(if err.raw_os_error() == Some(libc::ENOENT) {
         127

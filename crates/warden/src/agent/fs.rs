@@ -743,6 +743,17 @@ pub fn utime(c: &Client) -> Handled {
 /// Largest xattr value or list the kernel handles (`XATTR_SIZE_MAX`).
 const XATTR_SIZE_MAX: usize = 65536;
 
+/// Copies a set*xattr value (arguments 2 and 3), bounded by `XATTR_SIZE_MAX`.
+fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
+    let size = c.arg(3) as usize;
+    if size > XATTR_SIZE_MAX {
+        return Err(libc::E2BIG);
+    }
+    let mut v = vec![0u8; size];
+    c.read(c.arg(2), &mut v)?;
+    Ok(v)
+}
+
 /// Implements getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr
 /// and lremovexattr.
 pub fn xattr(c: &Client) -> Handled {
@@ -760,15 +771,8 @@ pub fn xattr(c: &Client) -> Handled {
     let name = name
         .map(|n| CString::new(n).map_err(|_| libc::EINVAL))
         .transpose()?;
-    // setxattr's value is copied now, bounded by XATTR_SIZE_MAX.
     let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
-        let size = c.arg(3) as usize;
-        if size > XATTR_SIZE_MAX {
-            return Err(libc::E2BIG);
-        }
-        let mut v = vec![0u8; size];
-        c.read(c.arg(2), &mut v)?;
-        Some(v)
+        Some(xattr_value(c)?)
     } else {
         None
     };
@@ -897,13 +901,7 @@ pub fn fd_metadata(c: &Client) -> Handled {
         _ => None,
     };
     let set_value = if nr == libc::SYS_fsetxattr {
-        let size = c.arg(3) as usize;
-        if size > XATTR_SIZE_MAX {
-            return Err(libc::E2BIG);
-        }
-        let mut v = vec![0u8; size];
-        c.read(c.arg(2), &mut v)?;
-        Some(v)
+        Some(xattr_value(c)?)
     } else {
         None
     };
