@@ -60,6 +60,8 @@ pub enum Family {
     Exec,
     /// connect, bind: performed by the agent on its own duplicate of the socket.
     SocketAddress,
+    /// memfd_create: created by the agent, never executable.
+    Memfd,
     /// fchmod, fchown, fsetxattr, fremovexattr: metadata changes through a descriptor, which
     /// need `write` on the descriptor's path even when it was opened read-only.
     FdMetadata,
@@ -340,7 +342,6 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_sched_setattr, A, ""),
     e!(SYS_sched_getattr, A, ""),
     e!(SYS_getrandom, A, ""),
-    e!(SYS_memfd_create, A, "anonymous memory; executing it is still subject to Landlock"),
     e!(SYS_membarrier, A, ""),
     e!(SYS_mlock2, A, ""),
     e!(SYS_copy_file_range, A, ""),
@@ -411,6 +412,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_inotify_add_watch, D(F::InotifyAddWatch), "performed by the agent on its duplicate of the inotify descriptor"),
     e!(SYS_execve, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
     e!(SYS_execveat, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
+    e!(SYS_memfd_create, D(F::Memfd), "created by the agent with MFD_NOEXEC_SEAL: exec rules govern files, and Landlock cannot see memfds"),
     e!(SYS_fchmod, D(F::FdMetadata), "needs write on the descriptor's path"),
     e!(SYS_fchown, D(F::FdMetadata), "needs write on the descriptor's path"),
     e!(SYS_fsetxattr, D(F::FdMetadata), "needs write on the descriptor's path"),

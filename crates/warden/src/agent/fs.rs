@@ -962,3 +962,36 @@ pub fn fd_metadata(c: &Client) -> Handled {
     }
     value(0)
 }
+
+/// Implements memfd_create(2): the agent creates the memfd with `MFD_NOEXEC_SEAL` and injects
+/// it.
+///
+/// `exec` rules say which files may be executed, and Landlock enforces them for files on
+/// paths; a memfd has no path Landlock can see, so a program could otherwise copy any file it
+/// may read but not execute into one and `fexecve` it. A memfd that can never gain an execute
+/// bit is refused by the kernel itself, whatever descriptor games a racing thread plays.
+/// Mapping it `PROT_EXEC` still works (JITs), as does everything else a memfd is used for.
+pub fn memfd_create(c: &Client) -> Handled {
+    let name = c.path_arg(c.arg(0))?;
+    let flags = c.arg(1) as u32;
+    c.live()?;
+    // MFD_NOEXEC_SEAL and MFD_EXEC from linux/memfd.h (Linux 6.3).
+    const MFD_NOEXEC_SEAL: u32 = 0x8;
+    const MFD_EXEC: u32 = 0x10;
+    if name.len() > 249 {
+        return Err(libc::EINVAL);
+    }
+    if flags & MFD_EXEC != 0 {
+        return Err(c.refuse(
+            "memfd:",
+            "executable memfds are not allowed in a sandbox",
+            libc::EACCES,
+        ));
+    }
+    let name = CString::new(name).map_err(|_| libc::EINVAL)?;
+    let flags =
+        rustix::fs::MemfdFlags::from_bits_retain((flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
+            | rustix::fs::MemfdFlags::CLOEXEC;
+    let fd = rustix::fs::memfd_create(name.as_c_str(), flags).map_err(errno)?;
+    Ok(Answer::Fd(fd, c.arg(1) as u32 & libc::MFD_CLOEXEC != 0))
+}

@@ -28,9 +28,10 @@ use crate::syscalls::{self, Class, Family};
 use log::{Decision, Log};
 use resolve::Resolver;
 use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
 
 /// Most worker threads one sandbox's agent runs at once.
@@ -61,6 +62,9 @@ pub struct Agent {
     log: Log,
     idle: AtomicUsize,
     workers: AtomicUsize,
+    /// Requests being served, by notification id, and the worker serving each: the watchdog
+    /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
+    in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
     /// Delegated calls answered, and how many of them were denials.
     pub counters: log::Counters,
 }
@@ -83,14 +87,43 @@ impl Agent {
             log,
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
+            in_flight: Mutex::new(HashMap::new()),
             counters: log::Counters::default(),
         }))
     }
 
-    /// Starts the first workers. They run until the process exits.
+    /// Starts the first workers and the watchdog. They run until the process exits.
     pub fn start(self: &Arc<Self>) {
+        crate::sys::signals::install_interrupt_handler();
         for _ in 0..2 {
             self.spawn_worker();
+        }
+        let agent = Arc::clone(self);
+        let _ = std::thread::Builder::new()
+            .name("warden-watchdog".into())
+            .spawn(move || agent.watchdog());
+    }
+
+    /// Frees workers stuck for callers that are gone.
+    ///
+    /// Some delegated calls block in the agent for as long as the caller would have blocked (a
+    /// FIFO opened before any writer, a connect). If the caller dies meanwhile, the worker would
+    /// block forever, and enough of them would leave the sandbox without an agent (invariant 6:
+    /// a dying client never blocks the others). Every 100 ms the watchdog asks the kernel which
+    /// in-flight requests are no longer valid and interrupts their workers; the blocking call
+    /// fails with EINTR and the worker moves on. The table lock is held while signalling, and a
+    /// worker removes its entry under the same lock, so a signal never hits a later request.
+    fn watchdog(self: Arc<Self>) {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let Ok(table) = self.in_flight.lock() else {
+                return;
+            };
+            for (&id, &thread) in table.iter() {
+                if !unotify::id_valid(self.listener.as_fd(), id) {
+                    crate::sys::signals::interrupt(thread);
+                }
+            }
         }
     }
 
@@ -125,7 +158,13 @@ impl Agent {
             if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
                 self.spawn_worker();
             }
+            if let Ok(mut t) = self.in_flight.lock() {
+                t.insert(notif.id, crate::sys::signals::current_thread());
+            }
             self.serve(notif);
+            if let Ok(mut t) = self.in_flight.lock() {
+                t.remove(&notif.id);
+            }
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -192,6 +231,7 @@ impl Agent {
             Family::Exec => fs::exec(&client),
             Family::SocketAddress => net::socket_address(&client),
             Family::FdMetadata => fs::fd_metadata(&client),
+            Family::Memfd => fs::memfd_create(&client),
         }
     }
 }

@@ -79,3 +79,40 @@ pub fn reset_dispositions() {
         };
     }
 }
+
+/// The signal the agent's watchdog uses to interrupt a worker stuck in a blocking call for a
+/// caller that has gone away.
+pub const INTERRUPT: i32 = libc::SIGUSR2;
+
+extern "C" fn ignore_interrupt(_: libc::c_int) {}
+
+/// Installs a do-nothing handler for [`INTERRUPT`] without `SA_RESTART`, so that delivering it
+/// to a thread makes the blocking call it is in (a FIFO open, a connect) fail with `EINTR`.
+pub fn install_interrupt_handler() {
+    // SAFETY: the sigaction struct is zeroed then filled with a valid handler (an extern "C"
+    // function that touches nothing, so it is async-signal-safe) and an empty mask.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = ignore_interrupt as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(INTERRUPT, &act, std::ptr::null_mut());
+    }
+}
+
+/// A thread that can be interrupted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadHandle(libc::pthread_t);
+
+/// The calling thread.
+pub fn current_thread() -> ThreadHandle {
+    // SAFETY: pthread_self has no preconditions.
+    ThreadHandle(unsafe { libc::pthread_self() })
+}
+
+/// Sends [`INTERRUPT`] to `thread`. The caller must know the thread is still alive (agent
+/// workers never exit while the agent runs).
+pub fn interrupt(thread: ThreadHandle) {
+    // SAFETY: the handle came from pthread_self of a thread that is still running (see above);
+    // the signal's handler is installed before any worker starts.
+    unsafe { libc::pthread_kill(thread.0, INTERRUPT) };
+}
