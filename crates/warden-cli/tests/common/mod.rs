@@ -57,7 +57,10 @@ pub fn c_program(name: &str) -> PathBuf {
         return out;
     }
     let src = repo_root().join("tests/c").join(format!("{name}.c"));
-    let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
+    // Unique per call: test threads may compile the same program at once.
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = bin.join(format!("{name}.tmp{}-{seq}", std::process::id()));
     let status = Command::new("cc")
         .args(["-O1", "-g", "-Wall", "-o"])
         .arg(&tmp)

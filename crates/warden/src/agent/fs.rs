@@ -98,7 +98,7 @@ pub fn open(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let flags = flags as u32 as i32;
-    let mode = (mode & 0o7777) as u32;
+    let mode = safe_mode((mode & 0o7777) as u32, false);
     if resolve
         & !(libc::RESOLVE_NO_SYMLINKS
             | libc::RESOLVE_NO_MAGICLINKS
@@ -375,7 +375,7 @@ pub fn mkdir(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, false)?;
     c.decide(&w.path, Access::Write)?;
     let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let mode = (mode as u32 & 0o7777) & !c.ids()?.umask;
+    let mode = safe_mode(mode as u32, true) & !c.ids()?.umask;
     rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode)).map_err(errno)?;
     value(0)
 }
@@ -404,7 +404,7 @@ pub fn mknod(c: &Client) -> Handled {
     } else {
         FileType::from_raw_mode(kind)
     };
-    let perm = (mode & 0o7777) & !c.ids()?.umask;
+    let perm = safe_mode(mode, false) & !c.ids()?.umask;
     rustix::fs::mknodat(
         &w.parent,
         name,
@@ -581,6 +581,56 @@ fn changed_object(
     Ok((w, obj))
 }
 
+/// The caller's descriptor `fd`, for a metadata change made through it (fchmod, futimens,
+/// fchownat with AT_EMPTY_PATH, ...).
+///
+/// A descriptor opened for reading must not let the program change the file's mode, owner,
+/// times or attributes where the policy grants no `write`. The agent finds the descriptor's
+/// path, re-walks it (the object found must be the descriptor's own), and checks `write`.
+/// Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
+fn changed_descriptor(c: &Client, fd: i32) -> Result<OwnedFd, i32> {
+    let fd = if fd == AT_FDCWD { c.cwd()? } else { c.fd(fd)? };
+    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
+        .map_err(errno)?;
+    if !text.to_bytes().starts_with(b"/") {
+        return Ok(fd);
+    }
+    let logical = c.logical_proc_path(text.to_bytes())?;
+    let w = c
+        .resolver()
+        .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
+    c.decide(&w.path, Access::Write)?;
+    let obj = w.object()?;
+    let (a, b) = (
+        rustix::fs::fstat(&obj).map_err(errno)?,
+        rustix::fs::fstat(&fd).map_err(errno)?,
+    );
+    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
+        return Err(c.refuse(
+            &w.path,
+            "the descriptor's file is no longer at its path",
+            libc::EACCES,
+        ));
+    }
+    Ok(fd)
+}
+
+fn is_dir(fd: &OwnedFd) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+}
+
+/// Permission bits the agent sets on the program's behalf: never set-user-ID, and set-group-ID
+/// only on directories (group inheritance). A program must not leave a set-user-ID binary
+/// behind for someone outside the sandbox to run, least of all when the agent acts as root.
+fn safe_mode(mode: u32, dir: bool) -> u32 {
+    let mode = mode & 0o7777 & !libc::S_ISUID;
+    if dir {
+        mode
+    } else {
+        mode & !libc::S_ISGID
+    }
+}
+
 /// Implements chmod(2), fchmodat(2) and fchmodat2(2).
 pub fn chmod(c: &Client) -> Handled {
     let (dirfd, path_addr, mode, flags) = match c.nr() {
@@ -591,11 +641,12 @@ pub fn chmod(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     if empty_path(&path, flags) {
-        let fd = c.fd(dirfd)?;
+        let fd = changed_descriptor(c, dirfd)?;
+        let dir = is_dir(&fd);
         rustix::fs::chmodat(
             rustix::fs::CWD,
             proc_path(&fd).as_c_str(),
-            Mode::from_bits_retain(mode & 0o7777),
+            Mode::from_bits_retain(safe_mode(mode, dir)),
             rustix::fs::AtFlags::empty(),
         )
         .map_err(errno)?;
@@ -608,7 +659,7 @@ pub fn chmod(c: &Client) -> Handled {
     rustix::fs::chmodat(
         rustix::fs::CWD,
         proc_path(&obj).as_c_str(),
-        Mode::from_bits_retain(mode & 0o7777),
+        Mode::from_bits_retain(safe_mode(mode, w.kind == Some(FileType::Directory))),
         rustix::fs::AtFlags::empty(),
     )
     .map_err(errno)?;
@@ -640,7 +691,7 @@ pub fn chown(c: &Client) -> Handled {
     let uid = map.uid_outside(uid)?.map(rustix::process::Uid::from_raw);
     let gid = map.gid_outside(gid)?.map(rustix::process::Gid::from_raw);
     let obj = if empty_path(&path, flags) {
-        c.fd(dirfd)?
+        changed_descriptor(c, dirfd)?
     } else {
         changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
     };
@@ -723,8 +774,8 @@ pub fn utime(c: &Client) -> Handled {
         },
     };
     let obj = if path.is_empty() && (path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0) {
-        // utimensat(fd, NULL, ...) is futimens: the caller holds the descriptor.
-        c.fd(dirfd)?
+        // utimensat(fd, NULL, ...) is futimens.
+        changed_descriptor(c, dirfd)?
     } else {
         changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
     };
@@ -906,34 +957,13 @@ pub fn fd_metadata(c: &Client) -> Handled {
         None
     };
     c.live()?;
-    let fd = c.fd(c.int(0))?;
-    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
-        .map_err(errno)?;
-    if text.to_bytes().starts_with(b"/") {
-        let logical = c.logical_proc_path(text.to_bytes())?;
-        let w = c
-            .resolver()
-            .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
-        c.decide(&w.path, Access::Write)?;
-        let obj = w.object()?;
-        let (a, b) = (
-            rustix::fs::fstat(&obj).map_err(errno)?,
-            rustix::fs::fstat(&fd).map_err(errno)?,
-        );
-        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
-            return Err(c.refuse(
-                &w.path,
-                "the descriptor's file is no longer at its path",
-                libc::EACCES,
-            ));
-        }
-    }
+    let fd = changed_descriptor(c, c.int(0))?;
     match nr {
         libc::SYS_fchmod => {
             rustix::fs::chmodat(
                 rustix::fs::CWD,
                 proc_path(&fd).as_c_str(),
-                Mode::from_bits_retain(c.arg(1) as u32 & 0o7777),
+                Mode::from_bits_retain(safe_mode(c.arg(1) as u32, is_dir(&fd))),
                 rustix::fs::AtFlags::empty(),
             )
             .map_err(errno)?;

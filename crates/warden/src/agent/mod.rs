@@ -158,20 +158,24 @@ impl Agent {
             if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
                 self.spawn_worker();
             }
-            if let Ok(mut t) = self.in_flight.lock() {
-                t.insert(notif.id, crate::sys::signals::current_thread());
-            }
             self.serve(notif);
-            if let Ok(mut t) = self.in_flight.lock() {
-                t.remove(&notif.id);
-            }
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
     }
 
     fn serve(&self, notif: unotify::Notification) {
+        // Only the acting phase may be interrupted by the watchdog: the entry leaves the table
+        // (under the lock the watchdog signals with) before the reply, because during
+        // ADDFD|SEND the kernel already counts the request as answered while we wait for the
+        // descriptor to be installed, and interrupting that wait would lose the reply.
+        if let Ok(mut t) = self.in_flight.lock() {
+            t.insert(notif.id, crate::sys::signals::current_thread());
+        }
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(notif)))
             .unwrap_or(Err(libc::EIO));
+        if let Ok(mut t) = self.in_flight.lock() {
+            t.remove(&notif.id);
+        }
         let listener = self.listener.as_fd();
         // ENOENT from SEND or ADDFD means the caller is gone: nothing to answer, nothing leaked
         // (our descriptor is dropped here either way).
