@@ -371,21 +371,31 @@ impl Client<'_> {
 
     /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the
     /// caller names, never a path it could change.
+    ///
+    /// The pidfd names the calling *thread* (`PIDFD_THREAD`, Linux 6.9), so no lookup of its
+    /// process is needed; checking that the request is still live after opening it proves the
+    /// thread id was not reused in between. Older kernels fall back to the process's pidfd.
     pub fn fd(&self, fd: i32) -> Result<OwnedFd, i32> {
         if fd < 0 {
             return Err(libc::EBADF);
         }
-        let tgid = self.ids()?.tgid;
-        let pidfd = rustix::process::pidfd_open(
-            rustix::process::Pid::from_raw(tgid as i32).ok_or(libc::ESRCH)?,
-            rustix::process::PidfdFlags::empty(),
-        )
-        .map_err(|e| e.raw_os_error())?;
-        unotify::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| match e.raw_os_error() {
-            Some(libc::EBADF) => libc::EBADF,
-            Some(e) => e,
-            None => libc::EIO,
-        })
+        /// `PIDFD_THREAD` (include/uapi/linux/pidfd.h): the same bit as `O_EXCL`.
+        const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+        let pid = |id: u32| rustix::process::Pid::from_raw(id as i32).ok_or(libc::ESRCH);
+        let flags = rustix::process::PidfdFlags::from_bits_retain(PIDFD_THREAD);
+        let pidfd = match rustix::process::pidfd_open(pid(self.tid())?, flags) {
+            Ok(p) => {
+                self.live()?;
+                p
+            }
+            Err(rustix::io::Errno::INVAL) => rustix::process::pidfd_open(
+                pid(self.ids()?.tgid)?,
+                rustix::process::PidfdFlags::empty(),
+            )
+            .map_err(|e| e.raw_os_error())?,
+            Err(e) => return Err(e.raw_os_error()),
+        };
+        unotify::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
     }
 
     /// Rewrites a kernel-produced path that starts with the caller's `/proc/<tgid>` into
