@@ -6,6 +6,7 @@
  *   geteuid      the cheapest syscall: what any seccomp filter adds
  *   open_close   open(ALLOWED_FILE, O_RDONLY) + close
  *   stat         stat(ALLOWED_FILE)
+ *   getcwd       getcwd() into a buffer (a direct call under warden: never leaves the kernel)
  *   open_denied  open(DENIED_FILE, O_RDONLY) (+ close if it succeeds, as it does natively)
  * after a short warm-up of each, and prints one line per benchmark:
  *   NAME NS_PER_OP ERRNO
@@ -47,6 +48,11 @@ static int op_stat(void) {
     return stat(allowed, &st) == 0 ? 0 : errno;
 }
 
+static int op_getcwd(void) {
+    char buf[4096];
+    return getcwd(buf, sizeof buf) ? 0 : errno;
+}
+
 static int op_open_denied(void) {
     int fd = open(denied, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -82,6 +88,7 @@ int main(int argc, char **argv) {
     bench("geteuid", op_geteuid, n * 50);
     bench("open_close", op_open_close, n);
     bench("stat", op_stat, n);
+    bench("getcwd", op_getcwd, n);
     bench("open_denied", op_open_denied, n);
     return 0;
 }

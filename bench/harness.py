@@ -1,0 +1,553 @@
+"""The measuring half of bench/run.sh (which builds everything and passes settings in BENCH_*
+environment variables; run it through run.sh, see `bash bench/run.sh --help`).
+
+Every benchmark runs natively and under `warden run` in the same process, alternating which of the
+two goes first in each repetition, and reports medians and the ratio warden / native. Programs are
+started with posix_spawn, stdin from /dev/null and stdout/stderr into files (never pipes), except
+the reactive benchmark, whose point is the pipes between the grader and the sandboxed solution."""
+
+import errno
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+env = os.environ
+root = env["BENCH_ROOT"]
+warden = env["BENCH_WARDEN"]
+work = env["BENCH_WORK"]
+as_json = env["BENCH_JSON"] == "1"
+quick = env["BENCH_QUICK"] == "1"
+sections = env["BENCH_ONLY"].split(",")
+reps = int(env["BENCH_REPS"])
+iterations = int(env["BENCH_ITERATIONS"])
+startup_runs = int(env["BENCH_STARTUP_RUNS"])
+scale_total = int(env["BENCH_SCALE_TOTAL"])
+scale_reps = int(env["BENCH_SCALE_REPS"])
+gzip_reps = int(env["BENCH_GZIP_REPS"])
+build_reps = int(env["BENCH_BUILD_REPS"])
+build_modules = int(env["BENCH_BUILD_MODULES"])
+build_jobs = int(env["BENCH_BUILD_JOBS"])
+queries = int(env["BENCH_QUERIES"])
+reactive_runs = int(env["BENCH_REACTIVE_RUNS"])
+reactive_cpus = env["BENCH_REACTIVE_CPUS"]  # "" (not pinned) or "G,S"
+
+SCALE_PROCS = [1, 10, 25, 50, 100]
+SCALE_FILES = 100
+GZIP_TEXT_BYTES = 56_000_000  # gzip -6 makes a 30.0 MB .gz of it
+
+bindir = os.path.join(work, "bin")
+out_path = os.path.join(work, "stdout")
+err_path = os.path.join(work, "stderr")
+
+
+def progress(msg):
+    """One line of progress on stderr (the results go to stdout)."""
+    print(f"run.sh: {msg}", file=sys.stderr, flush=True)
+
+
+def spawn(argv, stdout=None):
+    """Runs argv with stdin /dev/null and stdout/stderr in files (not pipes); returns
+    (wall ns, exit status, rusage of the child and the descendants it waited for)."""
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, stdout or out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        (os.POSIX_SPAWN_OPEN, 2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+    ]
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
+    _, status, ru = os.wait4(pid, 0)
+    t1 = time.perf_counter_ns()
+    return t1 - t0, os.waitstatus_to_exitcode(status), ru
+
+
+def fail(what, argv, code):
+    with open(err_path, errors="replace") as f:
+        err = f.read()[-4000:]
+    sys.exit(f"run.sh: {what} failed (exit {code}): {' '.join(argv)}\n{err}")
+
+
+def run_checked(what, argv, stdout=None):
+    ns, code, ru = spawn(argv, stdout)
+    if code != 0:
+        fail(what, argv, code)
+    return ns, ru
+
+
+def read_out():
+    with open(out_path) as f:
+        return f.read()
+
+
+def orders(r):
+    """Which mode goes first alternates between repetitions."""
+    return ["native", "warden"] if r % 2 == 0 else ["warden", "native"]
+
+
+def sandboxed(*flags):
+    """`warden run FLAGS --` as an argv prefix."""
+    return [warden, "run", *flags, "--"]
+
+
+def spread(xs):
+    return {
+        "median": statistics.median(xs),
+        "min": min(xs),
+        "max": max(xs),
+        "stdev": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+    }
+
+
+def ratio(w, n):
+    return round(w / n, 3) if n else None
+
+
+# --- micro: per-call costs ---------------------------------------------------------------------
+
+MICRO = [
+    # (key, label, errno expected natively, errno expected under warden)
+    ("geteuid", "geteuid", 0, 0),
+    ("open_close", "open+close (allowed)", 0, 0),
+    ("stat", "stat (allowed)", 0, 0),
+    ("getcwd", "getcwd", 0, 0),
+    ("open_denied", "open (denied by policy)", 0, errno.EACCES),
+]
+
+
+def bench_micro():
+    allowed = os.path.join(work, "allowed")
+    args = [os.path.join(bindir, "microbench"), os.path.join(allowed, "data.txt"),
+            os.path.join(work, "denied.txt"), str(iterations)]
+    argv = {
+        "native": args,
+        "warden": sandboxed("--read", allowed, "--read", bindir, "--exec", bindir) + args,
+    }
+
+    def once(mode):
+        run_checked(f"the {mode} microbenchmark", argv[mode])
+        result = {}
+        for line in read_out().splitlines():
+            name, ns, err = line.split()
+            result[name] = (float(ns), int(err))
+        for key, _label, want_native, want_warden in MICRO:
+            want = want_native if mode == "native" else want_warden
+            if key not in result:
+                sys.exit(f"run.sh: {mode} microbenchmark printed no {key} line")
+            if result[key][1] != want:
+                sys.exit(f"run.sh: {mode} {key}: the call ended with errno {result[key][1]}, "
+                         f"expected {want}")
+        return {k: v[0] for k, v in result.items()}
+
+    samples = {m: {k: [] for k, *_ in MICRO} for m in argv}
+    for m in argv:  # warm-up: page cache, dynamic linker, first scratch directory
+        once(m)
+    for r in range(reps):
+        for m in orders(r):
+            for k, v in once(m).items():
+                if k in samples[m]:
+                    samples[m][k].append(v)
+    rows = []
+    for key, label, *_ in MICRO:
+        n = statistics.median(samples["native"][key])
+        w = statistics.median(samples["warden"][key])
+        rows.append({
+            "name": key,
+            "label": label,
+            "native_ns_per_op": round(n, 1),
+            "warden_ns_per_op": round(w, 1),
+            "ratio": ratio(w, n),
+            "native_samples": samples["native"][key],
+            "warden_samples": samples["warden"][key],
+        })
+    return rows
+
+
+# --- startup -----------------------------------------------------------------------------------
+
+def bench_startup():
+    argv = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"]}
+    samples = {m: [] for m in argv}
+    for m in argv:
+        run_checked(f"startup ({m})", argv[m])
+    for r in range(startup_runs):
+        for m in orders(r):
+            ns, _ = run_checked(f"startup ({m})", argv[m])
+            samples[m].append(ns / 1000)
+    n = statistics.median(samples["native"])
+    w = statistics.median(samples["warden"])
+    return {
+        "name": "startup_true",
+        "label": "startup: /bin/true (us per run)",
+        "native_us": round(n, 1),
+        "warden_us": round(w, 1),
+        "ratio": ratio(w, n),
+        "runs": startup_runs,
+        "native_samples_us": [round(x, 1) for x in samples["native"]],
+        "warden_samples_us": [round(x, 1) for x in samples["warden"]],
+    }
+
+
+# --- scaling: open+close over 1..100 processes (Ostia T4) ----------------------------------------
+
+def bench_scaling():
+    files = os.path.join(work, "files")
+    os.mkdir(files)
+    for i in range(SCALE_FILES):
+        with open(os.path.join(files, f"f{i}"), "w") as f:
+            f.write(f"file {i}\n")
+    os.chmod(files, 0o755)
+    scale = os.path.join(bindir, "scale")
+    prefix = {"native": [], "warden": sandboxed("--read", files, "--read", bindir, "--exec", bindir)}
+
+    def once(mode, procs, total):
+        argv = prefix[mode] + [scale, files, str(SCALE_FILES), str(procs), str(total)]
+        run_checked(f"scaling ({mode}, {procs} processes)", argv)
+        ns, opens = (int(x) for x in read_out().split())
+        return ns, opens
+
+    for m in prefix:  # warm-up
+        once(m, 10, min(scale_total, 10000))
+    samples = {p: {m: [] for m in prefix} for p in SCALE_PROCS}
+    opens = {}
+    for r in range(scale_reps):
+        for j, p in enumerate(SCALE_PROCS):
+            progress(f"scaling: run {r + 1}/{scale_reps}, {p} processes")
+            for m in orders(r * len(SCALE_PROCS) + j):
+                ns, opens[p] = once(m, p, scale_total)
+                samples[p][m].append(ns / 1e9)
+    rows = []
+    for p in SCALE_PROCS:
+        n = statistics.median(samples[p]["native"])
+        w = statistics.median(samples[p]["warden"])
+        rows.append({
+            "processes": p,
+            "opens": opens[p],
+            "native_s": round(n, 6),
+            "warden_s": round(w, 6),
+            "ratio": ratio(w, n),
+            "native_us_per_open": round(n * 1e6 / opens[p], 3),
+            "warden_us_per_open": round(w * 1e6 / opens[p], 3),
+            "native_samples_s": [round(x, 4) for x in samples[p]["native"]],
+            "warden_samples_s": [round(x, 4) for x in samples[p]["warden"]],
+        })
+    first, last = rows[0], rows[-1]
+    return {
+        "total_opens": scale_total,
+        "files": SCALE_FILES,
+        "reps": scale_reps,
+        "rows": rows,
+        "p100_ratio_over_p1_ratio": round(last["ratio"] / first["ratio"], 3),
+    }
+
+
+# --- gzip -d of ~30 MB (Ostia T3) --------------------------------------------------------------
+
+def gzip_data():
+    """The .gz file: gentext's deterministic text compressed with gzip -6, cached in
+    target/bench-data/ under a name that changes with gentext.c and the size."""
+    with open(os.path.join(root, "bench", "gentext.c"), "rb") as f:
+        tag = hashlib.sha256(f.read()).hexdigest()[:12]
+    cache_dir = os.path.join(root, "target", "bench-data")
+    cached = os.path.join(cache_dir, f"text-{GZIP_TEXT_BYTES}-{tag}.gz")
+    if not os.path.exists(cached):
+        progress(f"gzip: generating {cached}")
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = cached + ".tmp"
+        with open(tmp, "wb") as out:
+            gen = subprocess.Popen([os.path.join(bindir, "gentext"), str(GZIP_TEXT_BYTES)],
+                                   stdout=subprocess.PIPE)
+            gz = subprocess.run(["gzip", "-6", "-n", "-c"], stdin=gen.stdout, stdout=out)
+            gen.stdout.close()
+            if gen.wait() != 0 or gz.returncode != 0:
+                sys.exit("run.sh: could not generate the gzip benchmark's data")
+        os.rename(tmp, cached)
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    os.chmod(data, 0o755)
+    dest = os.path.join(data, "text.gz")
+    try:
+        os.link(cached, dest)
+    except OSError:
+        shutil.copyfile(cached, dest)
+    os.chmod(dest, 0o644)
+    return data, dest
+
+
+def bench_gzip():
+    data, gz = gzip_data()
+    gzip = shutil.which("gzip") or "/usr/bin/gzip"
+    args = [gzip, "-d", "-c", gz]
+    argv = {"native": args, "warden": sandboxed("--read", data) + args}
+    samples = {m: [] for m in argv}
+    for m in argv:  # warm-up: the file in the page cache
+        run_checked(f"gzip -d ({m})", argv[m], stdout="/dev/null")
+    for r in range(gzip_reps):
+        for m in orders(r):
+            ns, _ = run_checked(f"gzip -d ({m})", argv[m], stdout="/dev/null")
+            samples[m].append(ns / 1e9)
+    return macro_row("gzip", f"gzip -d of {os.path.getsize(gz) / 1e6:.1f} MB .gz (s)", samples,
+                     {"gz_bytes": os.path.getsize(gz), "text_bytes": GZIP_TEXT_BYTES})
+
+
+def macro_row(name, label, samples, extra):
+    n = statistics.median(samples["native"])
+    w = statistics.median(samples["warden"])
+    row = {
+        "name": name,
+        "label": label,
+        "native_s": round(n, 6),
+        "warden_s": round(w, 6),
+        "ratio": ratio(w, n),
+        "overhead_pct": round((w / n - 1) * 100, 1),
+        "runs": len(samples["native"]),
+        "native": {k: round(v, 4) for k, v in spread(samples["native"]).items()},
+        "warden": {k: round(v, 4) for k, v in spread(samples["warden"]).items()},
+        "native_samples_s": [round(x, 4) for x in samples["native"]],
+        "warden_samples_s": [round(x, 4) for x in samples["warden"]],
+    }
+    row.update(extra)
+    return row
+
+
+# --- configure + make of a C project (Ostia T3, jailer T3) --------------------------------------
+
+def make_project(dest):
+    """Writes the project: configure, Makefile, main.c, project.h from bench/cproject, and
+    mod_00.c .. from module.c.in, with modules.h listing them."""
+    src = os.path.join(root, "bench", "cproject")
+    os.mkdir(dest)
+    for name in ("configure", "Makefile", "main.c", "project.h"):
+        shutil.copy2(os.path.join(src, name), os.path.join(dest, name))
+    with open(os.path.join(src, "module.c.in")) as f:
+        template = f.read()
+    ids = [f"{i:02d}" for i in range(build_modules)]
+    for i, mid in enumerate(ids):
+        with open(os.path.join(dest, f"mod_{mid}.c"), "w") as f:
+            f.write(template.replace("@ID@", mid).replace("@N@", str(i)))
+    with open(os.path.join(dest, "modules.h"), "w") as f:
+        f.write("#define MODULES " + " ".join(f"X({mid})" for mid in ids) + "\n")
+
+
+def bench_build():
+    pristine = os.path.join(work, "cproject")
+    make_project(pristine)
+    script = f"./configure && make -j{build_jobs} && make check"
+    count = [0]
+
+    def once(mode):
+        count[0] += 1
+        tree = os.path.join(work, f"build-{mode}-{count[0]}")
+        shutil.copytree(pristine, tree)
+        os.chmod(tree, 0o755)
+        args = ["/bin/sh", "-c", f"cd {tree} && {script}"]
+        argv = args if mode == "native" else (
+            sandboxed("--read", tree, "--write", tree, "--unlink", tree, "--exec", tree) + args)
+        ns, ru = run_checked(f"the build ({mode})", argv)
+        with open(os.path.join(tree, "app.out")) as f:
+            if not f.read().startswith("ok "):
+                sys.exit(f"run.sh: the {mode} build's program did not print ok")
+        shutil.rmtree(tree)
+        return ns / 1e9, ru.ru_utime + ru.ru_stime
+
+    # Warm-up: the compiler and headers in the page cache, once each way.
+    for m in ("native", "warden"):
+        tree = os.path.join(work, f"warm-{m}")
+        shutil.copytree(pristine, tree)
+        args = ["/bin/sh", "-c", f"cd {tree} && ./configure && cc -c -O2 main.c mod_00.c"]
+        argv = args if m == "native" else (
+            sandboxed("--read", tree, "--write", tree, "--unlink", tree, "--exec", tree) + args)
+        run_checked(f"the build warm-up ({m})", argv)
+        shutil.rmtree(tree)
+    samples = {"native": [], "warden": []}
+    cpu = {"native": [], "warden": []}
+    for r in range(build_reps):
+        progress(f"build: run {r + 1}/{build_reps}")
+        for m in orders(r):
+            s, c = once(m)
+            samples[m].append(s)
+            cpu[m].append(c)
+    return macro_row("build", f"configure + make, {build_modules + 1} .c files (s)", samples, {
+        "modules": build_modules + 1,
+        "make_jobs": build_jobs,
+        "cpu_s": {m: round(statistics.median(v), 4) for m, v in cpu.items()},
+    })
+
+
+# --- reactive task over pipes (Merry) ----------------------------------------------------------
+
+def bench_reactive():
+    grader = os.path.join(bindir, "grader")
+    solution = os.path.join(bindir, "solution")
+    pin = ["-c", reactive_cpus] if reactive_cpus else []
+    argv = {
+        "native": [grader, *pin, "QUERIES", solution],
+        "warden": [grader, *pin, "QUERIES"] + sandboxed("--read", bindir, "--exec", bindir)
+                  + [solution],
+    }
+
+    def once(mode, q):
+        a = [str(q) if x == "QUERIES" else x for x in argv[mode]]
+        run_checked(f"the reactive task ({mode})", a)
+        wall_ns, total_us, main_us = (int(x) for x in read_out().split())
+        return wall_ns / 1e6, total_us / 1000, main_us / 1000
+
+    for m in argv:  # warm-up
+        once(m, min(queries, 10000))
+    cpu = {m: [] for m in argv}
+    cpu_main = {m: [] for m in argv}
+    wall = {m: [] for m in argv}
+    for r in range(reactive_runs):
+        for m in orders(r):
+            w, c, cm = once(m, queries)
+            wall[m].append(w)
+            cpu[m].append(c)
+            cpu_main[m].append(cm)
+    n = spread(cpu["native"])
+    w = spread(cpu["warden"])
+    return {
+        "name": "reactive",
+        "label": f"reactive: solution user+sys CPU, {queries} queries (ms)",
+        "queries": queries,
+        "runs": reactive_runs,
+        "cpus": reactive_cpus or "not pinned",
+        "native_cpu_ms": {k: round(v, 2) for k, v in n.items()},
+        "warden_cpu_ms": {k: round(v, 2) for k, v in w.items()},
+        "ratio": ratio(w["median"], n["median"]),
+        "overhead_pct": round((w["median"] / n["median"] - 1) * 100, 1),
+        "stdev_ratio": ratio(w["stdev"], n["stdev"]),
+        "native_cpu_in_main_ms": round(statistics.median(cpu_main["native"]), 2),
+        "warden_cpu_in_main_ms": round(statistics.median(cpu_main["warden"]), 2),
+        "native_wall_ms": round(statistics.median(wall["native"]), 2),
+        "warden_wall_ms": round(statistics.median(wall["warden"]), 2),
+        "native_cpu_samples_ms": cpu["native"],
+        "warden_cpu_samples_ms": cpu["warden"],
+    }
+
+
+# --- main --------------------------------------------------------------------------------------
+
+results = {}
+for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("scaling", bench_scaling),
+                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive)]:
+    if section in sections:
+        progress(f"{section}...")
+        results[section] = fn()
+
+elapsed = time.time() - float(env["BENCH_STARTED"])
+try:
+    version = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True).stdout.strip()
+except OSError:
+    version = ""
+machine = {
+    "cpus": os.cpu_count(),
+    "kernel": platform.release(),
+    "warden": warden,
+    "git": version,
+    "mode": "quick" if quick else "full",
+}
+settings = {
+    "reps": reps, "iterations": iterations, "startup_runs": startup_runs,
+    "scale_total": scale_total, "scale_reps": scale_reps, "gzip_reps": gzip_reps,
+    "build_reps": build_reps, "build_modules": build_modules, "build_jobs": build_jobs,
+    "queries": queries, "reactive_runs": reactive_runs, "reactive_cpus": reactive_cpus,
+}
+
+if as_json:
+    doc = {"machine": machine, "settings": settings}
+    if "micro" in results:
+        doc["benchmarks"] = results["micro"]
+    if "startup" in results:
+        doc["startup"] = results["startup"]
+    if "scaling" in results:
+        doc["scaling"] = results["scaling"]
+    macro = {k: results[k] for k in ("gzip", "build", "reactive") if k in results}
+    if macro:
+        doc["macro"] = macro
+    doc["elapsed_s"] = round(elapsed, 1)
+    print(json.dumps(doc, indent=2))
+    sys.exit(0)
+
+
+def table(title, header, rows):
+    print()
+    print(f"## {title}")
+    t = [header] + rows
+    widths = [max(len(r[i]) for r in t) for i in range(len(header))]
+    for i, row in enumerate(t):
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        print("| " + " | ".join(cells) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+
+def x(r):
+    return f"{r:.2f}x" if r is not None else "-"
+
+
+def pct(r):
+    return f"{(r - 1) * 100:+.1f}%"
+
+
+print(f"# warden benchmarks ({machine['mode']}): {machine['cpus']} CPUs, Linux {machine['kernel']}, "
+      f"warden {version or '?'}; native and warden interleaved in one run; "
+      f"ratio = warden / native; took {elapsed:.0f} s")
+if "micro" in results or "startup" in results:
+    rows = []
+    for r in results.get("micro", []):
+        rows.append((r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}",
+                     x(r["ratio"])))
+    if "startup" in results:
+        s = results["startup"]
+        rows.append((s["label"], f"{s['native_us']:.1f}", f"{s['warden_us']:.1f}", x(s["ratio"])))
+    what = []
+    if "micro" in results:
+        what.append(f"per call: medians of {reps} runs of {iterations} iterations (geteuid x50)")
+    if "startup" in results:
+        what.append(f"startup: median of {startup_runs} runs")
+    table("; ".join(what), ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
+if "scaling" in results:
+    s = results["scaling"]
+    rows = [(f"{r['processes']} process{'es' if r['processes'] > 1 else ''}",
+             f"{r['native_s']:.3f}", f"{r['warden_s']:.3f}", x(r["ratio"]))
+            for r in s["rows"]]
+    rows.append(("p100 ratio / p1 ratio", "", "", f"{s['p100_ratio_over_p1_ratio']:.2f}"))
+    table(f"scaling (Ostia T4): open+close of {s['total_opens']} files in total, split over N "
+          f"processes; wall s, median of {s['reps']}", ("processes", "native s", "warden s", "ratio"),
+          rows)
+macro_rows = []
+for k in ("gzip", "build"):
+    if k in results:
+        r = results[k]
+        macro_rows.append((r["label"], f"{r['native_s']:.3f}", f"{r['warden_s']:.3f}",
+                           f"{x(r['ratio'])} ({pct(r['ratio'])})"))
+        macro_rows.append(("  min .. max", f"{r['native']['min']:.3f} .. {r['native']['max']:.3f}",
+                           f"{r['warden']['min']:.3f} .. {r['warden']['max']:.3f}", ""))
+if "reactive" in results:
+    r = results["reactive"]
+    n, w = r["native_cpu_ms"], r["warden_cpu_ms"]
+    macro_rows.append((r["label"], f"{n['median']:.1f}", f"{w['median']:.1f}",
+                       f"{x(r['ratio'])} ({pct(r['ratio'])})"))
+    macro_rows.append(("  min .. max", f"{n['min']:.1f} .. {n['max']:.1f}",
+                       f"{w['min']:.1f} .. {w['max']:.1f}", ""))
+    macro_rows.append(("  stdev (ratio: warden / native)", f"{n['stdev']:.2f}", f"{w['stdev']:.2f}",
+                       x(r["stdev_ratio"])))
+    macro_rows.append(("  grader's wall time (ms)", f"{r['native_wall_ms']:.1f}",
+                       f"{r['warden_wall_ms']:.1f}",
+                       x(ratio(r["warden_wall_ms"], r["native_wall_ms"]))))
+if macro_rows:
+    runs = []
+    if "gzip" in results:
+        runs.append(f"gzip {gzip_reps}")
+    if "build" in results:
+        runs.append(f"build {build_reps} (make -j{build_jobs})")
+    if "reactive" in results:
+        runs.append(f"reactive {reactive_runs}, "
+                    + (f"grader, solution on CPUs {reactive_cpus}" if reactive_cpus else "not pinned"))
+    table(f"macro: medians (runs of each: {'; '.join(runs)})", ("benchmark", "native", "warden", "ratio"),
+          macro_rows)
