@@ -254,6 +254,17 @@ struct Snapshot {
     xattrs: Vec<String>,
 }
 
+/// Checked from outside after an attack: the secret is exactly as it was (content, inode,
+/// mode, owner, links, times, xattrs) and no file appeared or vanished in the fixture.
+fn assert_untouched(fx: &Fixture, before: &Snapshot, tree_before: &[String]) {
+    assert_eq!(&snapshot(&fx.secret), before, "the secret changed");
+    assert_eq!(
+        tree(&fx.dir),
+        tree_before,
+        "files appeared or vanished outside the sandbox"
+    );
+}
+
 fn snapshot(p: &Path) -> Snapshot {
     let content = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let m = std::fs::symlink_metadata(p).unwrap();
@@ -420,12 +431,7 @@ fn traversal(who: As) {
     ] {
         r.errno(name, "EACCES");
     }
-    assert_eq!(snapshot(&fx.secret), before, "the secret changed");
-    assert_eq!(
-        tree(&fx.dir),
-        tree_before,
-        "files appeared or vanished outside the sandbox"
-    );
+    assert_untouched(&fx, &before, &tree_before);
 }
 
 #[test]
@@ -493,12 +499,7 @@ fn symlinks(who: As) {
         "O_CREAT through a dangling symlink created {}",
         outside_new.display()
     );
-    assert_eq!(snapshot(&fx.secret), before, "the secret changed");
-    assert_eq!(
-        tree(&fx.dir),
-        tree_before,
-        "files appeared or vanished outside the sandbox"
-    );
+    assert_untouched(&fx, &before, &tree_before);
 }
 
 #[test]
@@ -744,12 +745,7 @@ fn proc_doors(who: As, stdin_kind: &str) {
         r.errno("openat_stdin_secret", "EACCES")
             .errno("proc_fd0_secret", "EACCES");
     }
-    assert_eq!(snapshot(&fx.secret), before, "the secret changed");
-    assert_eq!(
-        tree(&fx.dir),
-        tree_before,
-        "files appeared or vanished outside the sandbox"
-    );
+    assert_untouched(&fx, &before, &tree_before);
 }
 
 #[test]
@@ -837,12 +833,7 @@ fn abi(who: As) {
     for p in [&a, &b, &c] {
         assert!(!p.exists(), "{} was created", p.display());
     }
-    assert_eq!(snapshot(&fx.secret), before, "the secret changed");
-    assert_eq!(
-        tree(&fx.dir),
-        tree_before,
-        "files appeared or vanished outside the sandbox"
-    );
+    assert_untouched(&fx, &before, &tree_before);
 }
 
 #[test]
@@ -1591,12 +1582,7 @@ fn stat_leak(who: As) {
             r.dump()
         );
     }
-    assert_eq!(snapshot(&fx.secret), before, "the secret changed");
-    assert_eq!(
-        tree(&fx.dir),
-        tree_before,
-        "files appeared or vanished outside the sandbox"
-    );
+    assert_untouched(&fx, &before, &tree_before);
 }
 
 #[test]

@@ -106,9 +106,9 @@ fn rustix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// `warden ARGS...` as `who`, from `cwd`, with stdin closed. Returns the output.
-pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
-    let mut cmd = match who {
+/// The `warden` command as `who` would start it (through setpriv for [`As::Nobody`]).
+fn warden_command(who: As) -> Command {
+    match who {
         As::Me => Command::new(warden()),
         As::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
@@ -116,7 +116,12 @@ pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
                 .arg(warden());
             c
         }
-    };
+    }
+}
+
+/// `warden ARGS...` as `who`, from `cwd`, with stdin closed. Returns the output.
+pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
+    let mut cmd = warden_command(who);
     cmd.args(args).current_dir(cwd).stdin(Stdio::null());
     cmd.env("TMPDIR", std::env::temp_dir());
     cmd.output().expect("warden runs")
@@ -162,15 +167,7 @@ pub fn run_warden_with_stdin(
     let err_path = capture.join(format!("{n}.err"));
     let out_file = std::fs::File::create(&out_path).unwrap();
     let err_file = std::fs::File::create(&err_path).unwrap();
-    let mut cmd = match who {
-        As::Me => Command::new(warden()),
-        As::Nobody => {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(warden());
-            c
-        }
-    };
+    let mut cmd = warden_command(who);
     cmd.args(args)
         .current_dir(cwd)
         .stdin(stdin)
