@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Commands {
     /// Run PROGRAM inside a sandbox and exit with its status.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Check policy files: print errors as file:line:col, or the normalized policy.
     Check(check::CheckArgs),
 }
@@ -36,7 +36,7 @@ fn main() {
         }
     };
     let code = match cli.command {
-        Commands::Run(args) => run::main(args),
+        Commands::Run(args) => run::main(*args),
         Commands::Check(args) => check::main(args),
     };
     std::process::exit(code);

@@ -2,8 +2,10 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use warden::run::{RunConfig, EXIT_WARDEN};
-use warden_policy::{Access, PathPattern, Policy, Span};
+use warden::run::{EnvConfig, RunConfig, EXIT_WARDEN};
+use warden_policy::{
+    parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
+};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -34,6 +36,69 @@ pub struct RunArgs {
     /// Write every delegated decision (allowed and denied) as JSON lines to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+
+    /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
+    #[arg(long, value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::Time))]
+    time: Option<LimitValue>,
+    /// Wall-clock time limit (policy: limit-wall-time).
+    #[arg(long = "wall-time", value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::WallTime))]
+    wall_time: Option<LimitValue>,
+    /// Grace after a time limit before the sandbox is killed; a run over the limit is still
+    /// reported TO (policy: limit-extra-time).
+    #[arg(long = "extra-time", value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::ExtraTime))]
+    extra_time: Option<LimitValue>,
+    /// Memory of the whole sandbox, e.g. 256M (policy: limit-mem).
+    #[arg(long, value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Mem))]
+    mem: Option<LimitValue>,
+    /// Processes and threads of the sandbox (policy: limit-processes).
+    #[arg(long, value_name = "N", help_heading = "Limits", value_parser = limit(LimitKind::Processes))]
+    processes: Option<LimitValue>,
+    /// Largest file the program may write (policy: limit-fsize).
+    #[arg(long, value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Fsize))]
+    fsize: Option<LimitValue>,
+    /// Stack size (policy: limit-stack).
+    #[arg(long, value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Stack))]
+    stack: Option<LimitValue>,
+    /// Open descriptors per process (policy: limit-open-files).
+    #[arg(long = "open-files", value_name = "N", help_heading = "Limits", value_parser = limit(LimitKind::OpenFiles))]
+    open_files: Option<LimitValue>,
+    /// Bytes the program may write to stdout and stderr together; more kills the sandbox
+    /// (policy: limit-output).
+    #[arg(long = "output-limit", value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Output))]
+    output_limit: Option<LimitValue>,
+
+    /// Read the program's stdin from FILE (opened by warden, outside the policy).
+    #[arg(long, value_name = "FILE", help_heading = "Environment")]
+    stdin: Option<PathBuf>,
+    /// Write the program's stdout to FILE (created or truncated by warden).
+    #[arg(long, value_name = "FILE", help_heading = "Environment")]
+    stdout: Option<PathBuf>,
+    /// Write the program's stderr to FILE (created or truncated by warden).
+    #[arg(long, value_name = "FILE", help_heading = "Environment")]
+    stderr: Option<PathBuf>,
+    /// Set NAME to VALUE in the program's environment, or with no `=VALUE` copy warden's NAME.
+    #[arg(long = "env", value_name = "NAME[=VALUE]", help_heading = "Environment", value_parser = env_setting)]
+    env: Vec<(String, Option<String>)>,
+    /// Start from a minimal environment (PATH, HOME, TMPDIR) instead of warden's.
+    #[arg(long = "env-clear", help_heading = "Environment")]
+    env_clear: bool,
+    /// Start the program in DIR (overrides the policy's starting_dir).
+    #[arg(long, value_name = "DIR", help_heading = "Environment")]
+    chdir: Option<PathBuf>,
+    /// Run the sandbox on these CPUs only, e.g. 0 or 0,2-3.
+    #[arg(long, value_name = "LIST", help_heading = "Environment", value_parser = cpu_list)]
+    cpu: Option<CpuList>,
+    /// Keep warden's descriptor N open as N in the program (repeatable; by default only 0, 1 and
+    /// 2 are passed).
+    #[arg(long = "pass-fd", value_name = "N", help_heading = "Environment")]
+    pass_fd: Vec<i32>,
+
+    /// Write a report of the run as isolate-style key:value lines to FILE.
+    #[arg(long, alias = "meta", value_name = "FILE", help_heading = "Report")]
+    report: Option<PathBuf>,
+    /// Write the report of the run as JSON to FILE.
+    #[arg(long = "report-json", value_name = "FILE", help_heading = "Report")]
+    report_json: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -62,6 +127,16 @@ pub fn main(args: RunArgs) -> i32 {
         keep: args.keep,
         verbose: args.verbose,
         log: args.log,
+        stdio: [args.stdin, args.stdout, args.stderr],
+        env: EnvConfig {
+            clear: args.env_clear,
+            set: args.env,
+        },
+        chdir: args.chdir,
+        cpus: args.cpu.map(|c| c.0),
+        pass_fds: args.pass_fd,
+        report: args.report,
+        report_json: args.report_json,
     };
     match warden::run::run(cfg) {
         Ok(code) => code,
@@ -110,11 +185,69 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
             }
         }
     }
+    // Flags override the policy's limits.
+    let mut flags = Limits::default();
+    for (kind, value) in [
+        (LimitKind::Time, args.time),
+        (LimitKind::WallTime, args.wall_time),
+        (LimitKind::ExtraTime, args.extra_time),
+        (LimitKind::Mem, args.mem),
+        (LimitKind::Processes, args.processes),
+        (LimitKind::Fsize, args.fsize),
+        (LimitKind::Stack, args.stack),
+        (LimitKind::OpenFiles, args.open_files),
+        (LimitKind::Output, args.output_limit),
+    ] {
+        if let Some(v) = value {
+            flags.set(kind, v);
+        }
+    }
+    policy.limits.merge(&flags);
     if errors.is_empty() {
         Ok(policy)
     } else {
         Err(errors)
     }
+}
+
+/// A clap parser for one limit flag, accepting what the policy keyword accepts.
+fn limit(kind: LimitKind) -> impl Fn(&str) -> Result<LimitValue, String> + Clone {
+    move |text| parse_limit(kind, text)
+}
+
+/// `NAME=VALUE` or `NAME`.
+fn env_setting(text: &str) -> Result<(String, Option<String>), String> {
+    let (name, value) = match text.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_owned())),
+        None => (text, None),
+    };
+    if name.is_empty() || name.contains('\0') || value.as_deref().is_some_and(|v| v.contains('\0'))
+    {
+        return Err(format!("`{text}` is not NAME=VALUE or NAME"));
+    }
+    Ok((name.to_owned(), value))
+}
+
+/// The CPUs of `--cpu`, sorted, each once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CpuList(Vec<usize>);
+
+/// A CPU list such as `0`, `0,2` or `0-3,6`.
+fn cpu_list(text: &str) -> Result<CpuList, String> {
+    let bad = || format!("`{text}` is not a CPU list such as 0, 0,2 or 0-3");
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let lo: usize = lo.parse().map_err(|_| bad())?;
+        let hi: usize = hi.parse().map_err(|_| bad())?;
+        if lo > hi || hi >= 1024 {
+            return Err(bad());
+        }
+        out.extend(lo..=hi);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(CpuList(out))
 }
 
 /// A flag's path: made absolute against the current directory; an existing directory (given
@@ -146,4 +279,30 @@ fn flag_patterns(raw: &str) -> Result<Vec<PathPattern>, String> {
         ))?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list("0"), Ok(CpuList(vec![0])));
+        assert_eq!(cpu_list("2,0-1"), Ok(CpuList(vec![0, 1, 2])));
+        assert_eq!(cpu_list("1,1"), Ok(CpuList(vec![1])));
+        for bad in ["", "a", "1-0", "0,", "-1", "0-5000"] {
+            assert!(cpu_list(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn env_settings() {
+        assert_eq!(
+            env_setting("A=b=c"),
+            Ok(("A".to_owned(), Some("b=c".to_owned())))
+        );
+        assert_eq!(env_setting("A"), Ok(("A".to_owned(), None)));
+        assert_eq!(env_setting("A="), Ok(("A".to_owned(), Some(String::new()))));
+        assert!(env_setting("=x").is_err());
+    }
 }

@@ -15,6 +15,8 @@
 //! net-allow outgoing tcp 10.0.0.0/8 443
 //! net-allow outgoing tcp ::1 0/0           # IPv6 too
 //! net-allow incoming unix-domain $SCRATCH/*
+//! limit-time 2                             # CPU seconds of the whole sandbox
+//! limit-mem 256M
 //! ```
 //!
 //! # Why a crate of its own
@@ -81,12 +83,16 @@
 #![deny(missing_docs)]
 
 mod diag;
+mod limits;
 mod net;
 mod parse;
 mod pattern;
 mod policy;
 
 pub use diag::{Diagnostic, Span};
+pub use limits::{
+    parse_count, parse_limit, parse_seconds, parse_size, LimitKind, LimitValue, Limits, Unit,
+};
 pub use net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 pub use pattern::PathPattern;
 pub use policy::{

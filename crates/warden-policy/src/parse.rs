@@ -25,18 +25,28 @@
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, Span};
+use crate::limits::{parse_limit, LimitKind};
 use crate::net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 use crate::pattern::{quote, PathPattern};
 use crate::policy::{Access, Policy};
 
 /// The directives a line may start with.
-pub(crate) const DIRECTIVES: [&str; 6] = [
+pub(crate) const DIRECTIVES: [&str; 15] = [
     "starting_uid",
     "starting_gid",
     "starting_dir",
     "path-allow",
     "path-deny",
     "net-allow",
+    "limit-time",
+    "limit-wall-time",
+    "limit-extra-time",
+    "limit-mem",
+    "limit-processes",
+    "limit-fsize",
+    "limit-stack",
+    "limit-open-files",
+    "limit-output",
 ];
 
 /// The protocol words of `net-allow` (tcp, udp and unix-domain).
@@ -92,6 +102,7 @@ pub(crate) fn parse_policy(file: &str, text: &str) -> Result<Policy, Vec<Diagnos
         uid_line: None,
         gid_line: None,
         dir_line: None,
+        limit_lines: Vec::new(),
     };
     // An editor may have left a byte-order mark; it is not part of the text.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -126,6 +137,7 @@ struct Parser {
     uid_line: Option<u32>,
     gid_line: Option<u32>,
     dir_line: Option<u32>,
+    limit_lines: Vec<(LimitKind, u32)>,
 }
 
 impl Parser {
@@ -150,6 +162,11 @@ impl Parser {
             "path-allow" => self.path_allow(line, args, end),
             "path-deny" => self.path_deny(line, args, end),
             "net-allow" => self.net_allow(line, args, end),
+            other if LimitKind::from_keyword(other).is_some() => {
+                if let Some(kind) = LimitKind::from_keyword(other) {
+                    self.limit(line, kw, kind, args, end);
+                }
+            }
             other => {
                 let message = unknown_directive(other);
                 self.error(line, kw.col, message);
@@ -256,6 +273,39 @@ impl Parser {
         }
         self.dir_line = Some(line);
         self.policy.starting_dir = Some((dir, self.span(line, arg.col)));
+    }
+
+    fn limit(&mut self, line: u32, kw: Token<'_>, kind: LimitKind, args: &[Token<'_>], end: u32) {
+        let name = kind.keyword();
+        let Some(arg) = args.first() else {
+            let example = match kind.unit() {
+                crate::limits::Unit::Seconds => "a number of seconds such as 2 or 0.5",
+                crate::limits::Unit::Bytes => "a size such as 256M",
+                crate::limits::Unit::Count => "a count such as 16",
+            };
+            self.error(line, end, format!("`{name}` needs {example}"));
+            return;
+        };
+        self.extra_args(line, &format!("`{name}`"), args, 1);
+        let value = match parse_limit(kind, arg.text) {
+            Ok(v) => v,
+            Err(message) => {
+                self.error(line, arg.col, message);
+                return;
+            }
+        };
+        if let Some(&(_, first)) = self.limit_lines.iter().find(|(k, _)| *k == kind) {
+            self.error(
+                line,
+                kw.col,
+                format!(
+                    "`{name}` is already set on line {first}; a policy file may set it only once"
+                ),
+            );
+            return;
+        }
+        self.limit_lines.push((kind, line));
+        self.policy.limits.set(kind, value);
     }
 
     fn path_allow(&mut self, line: u32, args: &[Token<'_>], end: u32) {
@@ -497,7 +547,7 @@ fn unknown_directive(word: &str) -> String {
         Some(s) => format!("unknown directive {}; did you mean `{s}`?", quote(word)),
         None => format!(
             "unknown directive {}; a line must start with one of starting_uid, starting_gid, \
-             starting_dir, path-allow, path-deny or net-allow",
+             starting_dir, path-allow, path-deny, net-allow or a limit-* keyword",
             quote(word)
         ),
     }
@@ -603,6 +653,42 @@ mod tests {
             "expected {prefix}...{fragment}..., got {}",
             errs[0]
         );
+    }
+
+    #[test]
+    fn limits() {
+        let p = parse_policy(
+            "t",
+            "limit-time 1.5\nlimit-mem 256M\nlimit-processes 8\nlimit-output 0\n",
+        )
+        .unwrap();
+        assert_eq!(p.limits.time, Some(std::time::Duration::from_millis(1500)));
+        assert_eq!(p.limits.mem, Some(256 << 20));
+        assert_eq!(p.limits.processes, Some(8));
+        assert_eq!(p.limits.output, Some(0));
+        assert_eq!(p.limits.wall_time, None);
+        one_error("limit-mem 12Q", 1, 11, "`12Q` is not a size");
+        one_error(
+            "limit-time",
+            1,
+            11,
+            "`limit-time` needs a number of seconds",
+        );
+        one_error("limit-time -1", 1, 12, "not a number of seconds");
+        one_error("limit-processes 0", 1, 17, "above zero");
+        one_error("limit-stack 8M 9M", 1, 16, "takes exactly one value");
+        one_error(
+            "limit-time 1\nlimit-time 2",
+            2,
+            1,
+            "`limit-time` is already set on line 1",
+        );
+        one_error("limit-tme 1", 1, 1, "did you mean `limit-time`?");
+        let printed = p.to_normalized_string();
+        assert!(
+            printed.contains("limit-time 1.5\nlimit-mem 256M\nlimit-processes 8\nlimit-output 0\n")
+        );
+        assert!(parse_policy("t", &printed).unwrap().equivalent(&p));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use std::collections::HashSet;
 use std::fmt::{self, Write as _};
 
 use crate::diag::{Diagnostic, Span};
+use crate::limits::{LimitKind, Limits};
 use crate::net::{Direction, NetRule, NetTarget};
 use crate::pattern::{PathPattern, SCRATCH_VAR};
 
@@ -218,6 +219,8 @@ pub struct Policy {
     /// `starting_dir`: the normalized directory the program starts in (may
     /// begin with `$SCRATCH`), and where it was set.
     pub starting_dir: Option<(String, Span)>,
+    /// `limit-*`: resource limits of the run.
+    pub limits: Limits,
     pub(crate) path_rules: Vec<PathRule>,
     pub(crate) net_rules: Vec<NetRule>,
 }
@@ -251,6 +254,7 @@ impl Policy {
         if other.starting_dir.is_some() {
             self.starting_dir = other.starting_dir;
         }
+        self.limits.merge(&other.limits);
         self.path_rules.extend(other.path_rules);
         self.net_rules.extend(other.net_rules);
     }
@@ -317,6 +321,7 @@ impl Policy {
             starting_uid: self.starting_uid,
             starting_gid: self.starting_gid,
             starting_dir,
+            limits: self.limits,
             path_rules: self
                 .path_rules
                 .iter()
@@ -468,6 +473,11 @@ impl Policy {
         if let Some((dir, _)) = &self.starting_dir {
             let _ = writeln!(out, "starting_dir {dir}");
         }
+        for kind in LimitKind::ALL {
+            if let Some(v) = self.limits.get(kind) {
+                let _ = writeln!(out, "{} {v}", kind.keyword());
+            }
+        }
         let groups = Access::ALL
             .iter()
             .map(|&a| (Some(a), format!("path-allow {a}")))
@@ -518,6 +528,7 @@ impl Policy {
             && self.starting_gid == other.starting_gid
             && self.starting_dir.as_ref().map(|(d, _)| d)
                 == other.starting_dir.as_ref().map(|(d, _)| d)
+            && self.limits == other.limits
             && path_set(self) == path_set(other)
             && net_set(self) == net_set(other)
     }

@@ -23,10 +23,12 @@ use rustix::net::{
     recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
     RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
+use rustix::process::Resource;
+use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 /// What to run and as whom.
@@ -41,6 +43,15 @@ pub struct Command {
     pub cwd: PathBuf,
     /// Ids inside and outside.
     pub ids: IdMap,
+    /// Replacements for descriptors 0, 1 and 2 (`None`: warden's own is inherited).
+    pub stdio: [Option<OwnedFd>; 3],
+    /// Further descriptors of warden's that the program keeps, under the same numbers (3 and up;
+    /// everything else is closed at exec).
+    pub pass_fds: Vec<RawFd>,
+    /// Resource limits set on the program before exec (every process it starts inherits them).
+    pub rlimits: Vec<(Resource, u64)>,
+    /// CPUs the whole sandbox runs on (`None`: wherever warden may).
+    pub cpus: Option<CpuSet>,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -61,6 +72,8 @@ pub enum Stage {
     Exec = 6,
     /// Starting the program from init.
     Fork = 7,
+    /// Setting up descriptors, resource limits or CPU affinity.
+    Resources = 8,
 }
 
 impl Stage {
@@ -73,6 +86,7 @@ impl Stage {
             5 => Stage::Handoff,
             6 => Stage::Exec,
             7 => Stage::Fork,
+            8 => Stage::Resources,
             _ => return None,
         })
     }
@@ -90,6 +104,9 @@ pub enum LaunchError {
     /// The channel to the sandbox failed.
     #[error("lost contact with the sandbox while starting it: {0}")]
     Channel(#[source] io::Error),
+    /// Moving the sandbox into its cgroup failed.
+    #[error("cannot move the sandbox into its cgroup: {0}")]
+    Cgroup(#[source] io::Error),
     /// A step inside the sandbox failed before the program ran.
     #[error("{stage:?} failed inside the sandbox: {source}")]
     Setup {
@@ -141,11 +158,13 @@ const MSG_LISTENER: u8 = b'L';
 const MSG_FAILED: u8 = b'E';
 const MSG_STATUS: u8 = b'S';
 
-/// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks).
+/// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach` is
+/// called with init's pid before anything runs in the sandbox (to move it into a cgroup).
 pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
+    attach: &dyn Fn(i32) -> io::Result<()>,
 ) -> Result<Launched, LaunchError> {
     let (ours, theirs) = socketpair(
         AddressFamily::UNIX,
@@ -192,7 +211,7 @@ pub fn launch(
         Cloned::Parent { pid, pidfd } => {
             drop(theirs);
             drop(landlock);
-            parent_side(pid, pidfd, ours, cmd.ids)
+            parent_side(pid, pidfd, ours, cmd.ids, attach)
         }
     }
 }
@@ -202,6 +221,7 @@ fn parent_side(
     pidfd: OwnedFd,
     channel: OwnedFd,
     ids: IdMap,
+    attach: &dyn Fn(i32) -> io::Result<()>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
@@ -209,6 +229,10 @@ fn parent_side(
     if let Err(e) = write_id_maps(pid, ids) {
         kill(&pidfd);
         return Err(LaunchError::IdMap(e));
+    }
+    if let Err(e) = attach(pid) {
+        kill(&pidfd);
+        return Err(LaunchError::Cgroup(e));
     }
     send(channel.as_fd(), &[MSG_GO], None).map_err(LaunchError::Channel)?;
     let (msg, fd) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
@@ -281,17 +305,25 @@ impl Launched {
         self.channel.as_fd()
     }
 
+    /// Ends the sandbox in order: init kills every other process and reaps them, so their CPU
+    /// time is counted, then reports the program's status. Follow with [`Launched::kill`] after
+    /// a moment in case init cannot (it is stopped, say).
+    pub fn terminate(&self) {
+        let _ =
+            rustix::process::pidfd_send_signal(&self.init_pidfd, crate::sys::signals::TERMINATE);
+    }
+
     /// Kills the whole sandbox (init's death takes every process of the namespace with it).
     pub fn kill(&self) {
         let _ = rustix::process::pidfd_send_signal(&self.init_pidfd, rustix::process::Signal::KILL);
     }
 
-    /// Reaps init. Call after [`Launched::wait`] or [`Launched::kill`].
-    pub fn reap(&self) {
-        let _ = rustix::process::waitid(
-            rustix::process::WaitId::PidFd(self.init_pidfd.as_fd()),
-            rustix::process::WaitIdOptions::EXITED,
-        );
+    /// Reaps init, after [`Launched::wait`] or [`Launched::kill`]. Returns init's resource
+    /// usage, which covers every process of the sandbox: init reaps each of them (the program,
+    /// orphans, and on its own death the kernel reaps the rest for it), and a reaper's usage
+    /// includes its reaped children's.
+    pub fn reap(&self) -> Option<libc::rusage> {
+        process::wait_with_usage(self.init_pid).ok().map(|(_, u)| u)
     }
 }
 
@@ -318,6 +350,13 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // The private network namespace starts with loopback down; bring it up so processes of the
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
+    if let Some(cpus) = &child.cmd.cpus {
+        // Before the fork, so the program and everything it starts inherit it.
+        if let Err(e) = rustix::thread::sched_setaffinity(None, cpus) {
+            fail(channel.as_fd(), Stage::Resources, &e.into());
+            process::exit_now(1);
+        }
+    }
     let program = match process::fork() {
         Ok(None) => program_child(channel, child),
         Ok(Some(pid)) => pid,
@@ -329,18 +368,29 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     drop(child);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
+    // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.
+    crate::sys::signals::install_terminate_handler();
+    let mut program_status = None;
     loop {
         match process::wait_any() {
             Ok((pid, status)) if pid == program => {
-                let mut msg = [MSG_STATUS, 0, 0, 0, 0];
-                msg[1..].copy_from_slice(&status.to_ne_bytes());
-                let _ = send(channel.as_fd(), &msg, None);
-                process::exit_now(0);
+                program_status = Some(status);
+                // The program is done: so is the sandbox. Reaping the rest here, rather than
+                // leaving them to the kernel when init exits, counts their CPU time in init's
+                // (and so in warden's) resource usage.
+                crate::sys::signals::kill_all_others();
             }
             Ok(_) => continue,
-            Err(_) => process::exit_now(1),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(_) => break,
         }
     }
+    if let Some(status) = program_status {
+        let mut msg = [MSG_STATUS, 0, 0, 0, 0];
+        msg[1..].copy_from_slice(&status.to_ne_bytes());
+        let _ = send(channel.as_fd(), &msg, None);
+    }
+    process::exit_now(0)
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
@@ -350,8 +400,10 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         fail(channel.as_fd(), Stage::Chdir, &e.into());
         process::exit_now(125);
     }
-    // Every inherited descriptor but stdio closes at exec.
-    process::cloexec_from(3);
+    if let Err(e) = descriptors(child.cmd) {
+        fail(channel.as_fd(), Stage::Resources, &e);
+        process::exit_now(125);
+    }
     if let Err(e) = child.landlock.restrict_self() {
         fail(
             channel.as_fd(),
@@ -376,6 +428,10 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         process::exit_now(125);
     }
     drop(listener);
+    if let Err(e) = apply_rlimits(child.cmd) {
+        fail(channel.as_fd(), Stage::Resources, &e);
+        process::exit_now(125);
+    }
     crate::sys::signals::reset_dispositions();
     crate::sys::signals::unblock_all();
     let err = process::execve(&child.cmd.program, child.argv, child.envp);
@@ -385,6 +441,40 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     } else {
         126
     })
+}
+
+/// Puts the program's descriptors in place: stdio replacements, passed descriptors, everything
+/// else closed at exec.
+fn descriptors(cmd: &Command) -> io::Result<()> {
+    let dups = [
+        rustix::stdio::dup2_stdin::<BorrowedFd<'_>>,
+        rustix::stdio::dup2_stdout::<BorrowedFd<'_>>,
+        rustix::stdio::dup2_stderr::<BorrowedFd<'_>>,
+    ];
+    for (fd, dup) in cmd.stdio.iter().zip(dups) {
+        if let Some(fd) = fd {
+            dup(fd.as_fd())?;
+        }
+    }
+    // Every inherited descriptor but stdio and the passed ones closes at exec.
+    process::cloexec_from(3);
+    for &fd in &cmd.pass_fds {
+        process::keep_across_exec(fd)?;
+    }
+    Ok(())
+}
+
+/// Sets the program's resource limits. Last thing before exec, so the setup steps (which need a
+/// few descriptors of their own) are not bound by them.
+fn apply_rlimits(cmd: &Command) -> io::Result<()> {
+    for &(resource, value) in &cmd.rlimits {
+        let limit = rustix::process::Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        };
+        rustix::process::setrlimit(resource, limit)?;
+    }
+    Ok(())
 }
 
 fn fail(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error) {

@@ -8,6 +8,8 @@ pub mod agent;
 pub mod confine;
 pub mod filter;
 pub mod launch;
+pub mod limits;
+pub mod report;
 pub mod run;
 #[allow(unsafe_code)]
 pub mod sys;

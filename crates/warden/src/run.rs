@@ -5,11 +5,18 @@ use crate::confine::landlock;
 use crate::confine::namespaces::IdMap;
 use crate::filter;
 use crate::launch::{self, Command, LaunchError, Outcome, Stage};
+use crate::limits::cgroup::{self, Cgroup, CgroupLimits};
+use crate::limits::output::{Budget, Capture};
+use crate::limits::{self, CpuSource, Monitor, NamespaceCpu, Verdicts};
+use crate::report::{self, Accounting, Measured};
+use rustix::thread::CpuSet;
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use warden_policy::{Access, Policy};
+use std::time::{Duration, Instant};
+use warden_policy::{Access, Limits, Policy};
 
 /// Exit status for warden's own failures (bad usage, bad policy, no sandbox).
 pub const EXIT_WARDEN: i32 = 125;
@@ -19,8 +26,9 @@ pub const EXIT_CANNOT_EXEC: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 
 /// Everything `warden run` needs.
+#[derive(Default)]
 pub struct RunConfig {
-    /// The policy, `$SCRATCH` not yet expanded.
+    /// The policy, `$SCRATCH` not yet expanded; its `limits` are the run's limits.
     pub policy: Policy,
     /// The program as given (a name looked up on PATH, or a path).
     pub program: String,
@@ -32,7 +40,33 @@ pub struct RunConfig {
     pub verbose: bool,
     /// JSON-lines log of every decision.
     pub log: Option<PathBuf>,
+    /// Files for the program's stdin, stdout and stderr, opened by warden.
+    pub stdio: [Option<PathBuf>; 3],
+    /// The environment.
+    pub env: EnvConfig,
+    /// Starting directory (overrides the policy's `starting_dir`).
+    pub chdir: Option<PathBuf>,
+    /// CPUs to run the sandbox on.
+    pub cpus: Option<Vec<usize>>,
+    /// Descriptors of warden's the program keeps (3 and up).
+    pub pass_fds: Vec<i32>,
+    /// Where to write the `key:value` run report.
+    pub report: Option<PathBuf>,
+    /// Where to write the JSON run report.
+    pub report_json: Option<PathBuf>,
 }
+
+/// The program's environment.
+#[derive(Clone, Debug, Default)]
+pub struct EnvConfig {
+    /// Start from a minimal environment (PATH, HOME, TMPDIR) instead of warden's.
+    pub clear: bool,
+    /// Variables to set, in order: `(NAME, Some(VALUE))`, or `(NAME, None)` to copy warden's.
+    pub set: Vec<(String, Option<String>)>,
+}
+
+/// The PATH of a cleared environment.
+pub const MINIMAL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// A user-facing failure: one sentence and the exit status that goes with it.
 #[derive(Debug)]
@@ -50,8 +84,12 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
     }
 }
 
-/// Runs the program and returns its exit status (128+N for signal N).
+/// Runs the program and returns its exit status (128+N for signal N). Writes the run report if
+/// one was asked for, also when the program could not be run.
 pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
+    // Before warden opens anything itself, so a passed number is one warden inherited.
+    check_pass_fds(&cfg.pass_fds)?;
+    let reports = Reports::open(&cfg)?;
     let euid = rustix::process::geteuid().as_raw();
     let egid = rustix::process::getegid().as_raw();
     let root = euid == 0;
@@ -74,23 +112,77 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
             && cfg.policy.starting_uid.unwrap_or(0) == 0
             && cfg.policy.starting_gid.unwrap_or(0) == 0,
     };
-    let scratch = if cfg.policy.uses_scratch() {
-        Some(Scratch::create(ids)?)
-    } else {
-        None
+    let mut measured = Measured::default();
+    let result = match cfg.policy.uses_scratch() {
+        true => Scratch::create(ids).and_then(|s| {
+            let result = run_in(&cfg, ids, Some(&s), &mut measured);
+            if cfg.keep {
+                eprintln!("warden: kept the scratch directory {}", s.path.display());
+            } else {
+                s.remove();
+            }
+            result
+        }),
+        false => run_in(&cfg, ids, None, &mut measured),
     };
-    let result = run_in(&cfg, ids, scratch.as_ref());
-    if let Some(s) = scratch {
-        if cfg.keep {
-            eprintln!("warden: kept the scratch directory {}", s.path.display());
-        } else {
-            s.remove();
-        }
+    if let Err(f) = &result {
+        measured.failure = Some(f.message.clone());
     }
+    reports.write(&measured, &cfg.policy.limits)?;
     result
 }
 
-fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32, Failure> {
+/// The report files, created before the run so a bad path fails before the program runs.
+struct Reports {
+    meta: Option<(PathBuf, std::fs::File)>,
+    json: Option<(PathBuf, std::fs::File)>,
+}
+
+impl Reports {
+    fn open(cfg: &RunConfig) -> Result<Reports, Failure> {
+        let open = |p: &Option<PathBuf>| -> Result<Option<(PathBuf, std::fs::File)>, Failure> {
+            let Some(p) = p else { return Ok(None) };
+            std::fs::File::create(p)
+                .map(|f| Some((p.clone(), f)))
+                .map_err(|e| {
+                    failure(
+                        EXIT_WARDEN,
+                        format!("cannot create the report {}: {e}", p.display()),
+                    )
+                })
+        };
+        Ok(Reports {
+            meta: open(&cfg.report)?,
+            json: open(&cfg.report_json)?,
+        })
+    }
+
+    fn write(self, m: &Measured, limits: &Limits) -> Result<(), Failure> {
+        use std::io::Write;
+        let entries = report::entries(m, limits);
+        for (file, text) in [
+            (self.meta, report::to_meta(&entries)),
+            (self.json, report::to_json(&entries)),
+        ] {
+            if let Some((path, mut f)) = file {
+                f.write_all(text.as_bytes()).map_err(|e| {
+                    failure(
+                        EXIT_WARDEN,
+                        format!("cannot write the report {}: {e}", path.display()),
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_in(
+    cfg: &RunConfig,
+    ids: IdMap,
+    scratch: Option<&Scratch>,
+    measured: &mut Measured,
+) -> Result<i32, Failure> {
     let policy = match scratch {
         Some(s) => cfg.policy.expand_scratch(
             s.path
@@ -99,6 +191,7 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         ),
         None => cfg.policy.clone(),
     };
+    let limits = policy.limits;
     let program = find_program(&cfg.program)?;
     let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
     if let Some(real) = real.to_str() {
@@ -113,28 +206,17 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
             ));
         }
     }
-    let cwd = match &policy.starting_dir {
-        Some((dir, _)) => PathBuf::from(dir),
-        None => std::env::current_dir().map_err(|e| {
+    let cwd = match (&cfg.chdir, &policy.starting_dir) {
+        (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+        (None, Some((dir, _))) => PathBuf::from(dir),
+        (None, None) => std::env::current_dir().map_err(|e| {
             failure(
                 EXIT_WARDEN,
                 format!("cannot read the current directory: {e}"),
             )
         })?,
     };
-    let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(k, _)| scratch.is_none() || k != "TMPDIR")
-        .filter_map(|(k, v)| {
-            let mut kv = k.into_encoded_bytes();
-            kv.push(b'=');
-            kv.extend(v.into_encoded_bytes());
-            CString::new(kv).ok()
-        })
-        .collect();
-    if let Some(s) = scratch {
-        // Temporary files go to the scratch directory, the one place the program can write.
-        env.push(CString::new(format!("TMPDIR={}", s.path.display())).expect("no NUL"));
-    }
+    let env = environment(&cfg.env, scratch)?;
     let cstr = |s: &str| {
         CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"))
     };
@@ -142,13 +224,56 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
     for a in &cfg.args {
         argv.push(cstr(a)?);
     }
-    let command = Command {
+    let (stdio, mut captures) = stdio(cfg, limits.output)?;
+    let cpus = cfg.cpus.as_deref().map(cpu_set).transpose()?;
+
+    // The cgroup, when the run needs the whole sandbox counted or bounded.
+    let cgroup = if limits.mem.is_some()
+        || limits.processes.is_some()
+        || limits.time.is_some()
+        || cfg.report.is_some()
+        || cfg.report_json.is_some()
+    {
+        let wanted = CgroupLimits {
+            memory: limits.mem,
+            tasks: limits.processes.map(|n| n + 1),
+        };
+        Cgroup::create(wanted)
+            .map_err(|e| {
+                failure(
+                    EXIT_WARDEN,
+                    format!("cannot set up the sandbox's cgroup: {e}"),
+                )
+            })?
+            .map(Arc::new)
+    } else {
+        None
+    };
+    measured.accounting = match cgroup.as_ref().map(|c| c.version()) {
+        Some(cgroup::Version::V2) => Accounting::CgroupV2,
+        Some(cgroup::Version::V1) => Accounting::CgroupV1,
+        None => Accounting::Rusage,
+    };
+    if cgroup.is_none() && limits.processes.is_some() && ids.outside_uid == 0 {
+        // RLIMIT_NPROC does not bind uid 0, and without a pids cgroup nothing else would.
+        return Err(failure(
+            EXIT_WARDEN,
+            "--processes needs a pids cgroup when the sandbox runs as root, and none is usable \
+             here; run as another user (starting_uid) or give warden a cgroup",
+        ));
+    }
+
+    let mut command = Command {
         program: CString::new(program.as_os_str().as_encoded_bytes())
             .map_err(|_| failure(EXIT_WARDEN, "bad program path"))?,
         argv,
         env,
         cwd,
         ids,
+        stdio,
+        pass_fds: cfg.pass_fds.clone(),
+        rlimits: limits::rlimits(&limits, cgroup.is_some()),
+        cpus,
     };
     let log_file = match &cfg.log {
         Some(p) => Some(
@@ -188,9 +313,15 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
             )
         })?;
     }
-    let launched = launch::launch(&command, ruleset, &program_filter)
-        .map_err(|e| launch_failure(&e, &command))?;
-    let launched = Arc::new(launched);
+    let attach = |pid: i32| match &cgroup {
+        Some(cg) => cg.attach(pid),
+        None => Ok(()),
+    };
+    let started = Instant::now();
+    let launched = launch::launch(&command, ruleset, &program_filter, &attach);
+    // The program has its own copies of its stdio now; ours would keep captured pipes open.
+    command.stdio = Default::default();
+    let launched = Arc::new(launched.map_err(|e| launch_failure(&e, &command))?);
 
     let listener = launched
         .listener
@@ -199,6 +330,32 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
     let agent = Agent::new(listener, policy, ids, Log::new(cfg.verbose, log_file))
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
+
+    let verdicts = Arc::new(Verdicts::default());
+    let copiers = captures.start(&launched, &verdicts)?;
+    if limits.time.is_some() || limits.wall_time.is_some() {
+        let cpu = match &cgroup {
+            Some(cg) => CpuSource::Cgroup(Arc::clone(cg)),
+            None => match NamespaceCpu::new(launched.init_pid) {
+                Ok(ns) => CpuSource::Procfs(ns),
+                Err(e) => {
+                    launched.kill();
+                    launched.reap();
+                    return Err(failure(
+                        EXIT_WARDEN,
+                        format!("cannot watch the sandbox's CPU time: {e}"),
+                    ));
+                }
+            },
+        };
+        Monitor::start(
+            &limits,
+            cpu,
+            started,
+            Arc::clone(&launched),
+            Arc::clone(&verdicts),
+        );
+    }
 
     let caught = Arc::new(AtomicI32::new(0));
     {
@@ -210,8 +367,38 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
         });
     }
     let outcome = launched.wait();
+    measured.wall = started.elapsed();
+    measured.killed = verdicts.close();
+    // Killing init for a limit kills the program with it, by SIGKILL; init has no time to say so.
+    let outcome = match (outcome, measured.killed) {
+        (Outcome::Lost, Some(_)) => Outcome::Signaled(libc::SIGKILL),
+        (o, _) => o,
+    };
     launched.kill();
-    launched.reap();
+    let usage = launched.reap();
+    for c in copiers {
+        let _ = c.join();
+    }
+    measured.outcome = Some(outcome);
+    measured.output = captures.used();
+    if let Some(u) = usage {
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        measured.cpu = tv(u.ru_utime) + tv(u.ru_stime);
+        measured.max_rss_kib = u.ru_maxrss as u64;
+        measured.csw_voluntary = u.ru_nvcsw as u64;
+        measured.csw_forced = u.ru_nivcsw as u64;
+    }
+    if let Some(cg) = &cgroup {
+        if let Some(cpu) = cg.cpu_time() {
+            measured.cpu = cpu;
+        }
+        measured.cgroup_peak = cg.peak_memory();
+        measured.oom_kills = cg.oom_kills();
+        cg.remove();
+    }
+    measured.agent = agent.stats.snapshot();
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);
     }
@@ -248,6 +435,197 @@ fn run_in(cfg: &RunConfig, ids: IdMap, scratch: Option<&Scratch>) -> Result<i32,
             "the sandbox's init was killed from outside",
         )),
     }
+}
+
+/// The program's environment: warden's own (or a minimal one), `TMPDIR` pointing at the
+/// scratch directory, then the `--env` settings in order.
+fn environment(cfg: &EnvConfig, scratch: Option<&Scratch>) -> Result<Vec<CString>, Failure> {
+    use std::ffi::{OsStr, OsString};
+    let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
+        let home = scratch.map_or_else(|| OsString::from("/"), |s| s.path.clone().into());
+        vec![("PATH".into(), MINIMAL_PATH.into()), ("HOME".into(), home)]
+    } else {
+        std::env::vars_os().collect()
+    };
+    let put = |vars: &mut Vec<(OsString, OsString)>, k: &OsStr, v: Option<OsString>| {
+        vars.retain(|(name, _)| name != k);
+        if let Some(v) = v {
+            vars.push((k.to_owned(), v));
+        }
+    };
+    if let Some(s) = scratch {
+        // Temporary files go to the scratch directory, the one place the program can write.
+        put(&mut vars, OsStr::new("TMPDIR"), Some(s.path.clone().into()));
+    }
+    for (name, value) in &cfg.set {
+        let value = match value {
+            Some(v) => Some(OsString::from(v)),
+            None => std::env::var_os(name),
+        };
+        put(&mut vars, OsStr::new(name), value);
+    }
+    vars.into_iter()
+        .map(|(k, v)| {
+            let mut kv = k.into_encoded_bytes();
+            kv.push(b'=');
+            kv.extend(v.into_encoded_bytes());
+            CString::new(kv).map_err(|_| {
+                failure(
+                    EXIT_WARDEN,
+                    "environment variables may not contain NUL bytes",
+                )
+            })
+        })
+        .collect()
+}
+
+/// The program's stdout and stderr when `--output-limit` routes them through warden.
+struct Captures {
+    pipes: Vec<(Capture, std::fs::File)>,
+    budget: Option<Arc<Budget>>,
+}
+
+impl Captures {
+    /// Starts the copiers; join them once the sandbox is gone.
+    fn start(
+        &mut self,
+        launched: &Arc<launch::Launched>,
+        verdicts: &Arc<Verdicts>,
+    ) -> Result<Vec<std::thread::JoinHandle<()>>, Failure> {
+        let Some(budget) = &self.budget else {
+            return Ok(Vec::new());
+        };
+        std::mem::take(&mut self.pipes)
+            .into_iter()
+            .map(|(capture, dest)| {
+                capture
+                    .start(
+                        dest,
+                        Arc::clone(budget),
+                        Arc::clone(launched),
+                        Arc::clone(verdicts),
+                    )
+                    .map_err(|e| failure(EXIT_WARDEN, format!("cannot copy the output: {e}")))
+            })
+            .collect()
+    }
+
+    fn used(&self) -> Option<u64> {
+        self.budget.as_ref().map(|b| b.used())
+    }
+}
+
+/// Opens `--stdin`, `--stdout` and `--stderr` (as warden, outside the policy), and with an
+/// output limit puts pipes between the program and its stdout and stderr.
+fn stdio(
+    cfg: &RunConfig,
+    output_limit: Option<u64>,
+) -> Result<([Option<OwnedFd>; 3], Captures), Failure> {
+    use std::fs::{File, OpenOptions};
+    let cannot = |what: &str, p: &std::path::Path, e: std::io::Error| {
+        failure(
+            EXIT_WARDEN,
+            format!("cannot open {what} {}: {e}", p.display()),
+        )
+    };
+    let mut files: [Option<File>; 3] = [None, None, None];
+    if let Some(p) = &cfg.stdio[0] {
+        files[0] = Some(File::open(p).map_err(|e| cannot("--stdin", p, e))?);
+    }
+    for (i, what) in [(1, "--stdout"), (2, "--stderr")] {
+        let Some(p) = &cfg.stdio[i] else { continue };
+        // The same file for both: one open file, so the two streams do not overwrite each other.
+        if i == 2 && cfg.stdio[1].as_ref() == Some(p) {
+            if let Some(out) = &files[1] {
+                files[2] = Some(out.try_clone().map_err(|e| cannot(what, p, e))?);
+                continue;
+            }
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+            .map_err(|e| cannot(what, p, e))?;
+        files[i] = Some(f);
+    }
+    let mut captures = Captures {
+        pipes: Vec::new(),
+        budget: output_limit.map(Budget::new),
+    };
+    if captures.budget.is_some() {
+        for (i, slot) in files.iter_mut().enumerate().skip(1) {
+            let dest = match slot.take() {
+                Some(f) => f,
+                None => {
+                    let own = if i == 1 {
+                        rustix::io::dup(std::io::stdout())
+                    } else {
+                        rustix::io::dup(std::io::stderr())
+                    };
+                    std::fs::File::from(own.map_err(|e| {
+                        failure(EXIT_WARDEN, format!("cannot capture the output: {e}"))
+                    })?)
+                }
+            };
+            let (capture, program_end) = Capture::new()
+                .map_err(|e| failure(EXIT_WARDEN, format!("cannot capture the output: {e}")))?;
+            *slot = Some(File::from(program_end));
+            captures.pipes.push((capture, dest));
+        }
+    }
+    Ok((files.map(|f| f.map(OwnedFd::from)), captures))
+}
+
+/// `--pass-fd` numbers: 3 and up (0–2 have their own flags), each open in warden.
+fn check_pass_fds(fds: &[i32]) -> Result<(), Failure> {
+    for (i, &fd) in fds.iter().enumerate() {
+        if fd < 3 {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!(
+                    "--pass-fd {fd}: descriptors 0, 1 and 2 are always passed;                      use --stdin, --stdout or --stderr to redirect them"
+                ),
+            ));
+        }
+        if !crate::sys::process::fd_is_open(fd) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!("--pass-fd {fd}: descriptor {fd} is not open in warden"),
+            ));
+        }
+        if fds[..i].contains(&fd) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!("--pass-fd {fd} is given twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The CPU set for `--cpu`, each CPU one this process may run on.
+fn cpu_set(cpus: &[usize]) -> Result<CpuSet, Failure> {
+    let allowed = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| failure(EXIT_WARDEN, format!("cannot read the CPU affinity: {e}")))?;
+    let available: Vec<String> = (0..CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .map(|c| c.to_string())
+        .collect();
+    let mut set = CpuSet::new();
+    for &cpu in cpus {
+        if cpu >= CpuSet::MAX_CPU || !allowed.is_set(cpu) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!(
+                    "--cpu: CPU {cpu} is not available here; warden may use CPUs {}",
+                    available.join(",")
+                ),
+            ));
+        }
+        set.set(cpu);
+    }
+    Ok(set)
 }
 
 fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
@@ -365,7 +743,8 @@ impl Scratch {
     }
 }
 
-fn rand32() -> u32 {
+/// A random number, for unique names.
+pub fn rand32() -> u32 {
     let mut b = [0u8; 4];
     let _ = rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty());
     u32::from_ne_bytes(b)

@@ -67,6 +67,67 @@ pub enum Family {
     FdMetadata,
 }
 
+impl Family {
+    /// Every family, in a fixed order ([`Family::index`] indexes it).
+    pub const ALL: [Family; 22] = [
+        Family::Open,
+        Family::Stat,
+        Family::Access,
+        Family::Readlink,
+        Family::Mkdir,
+        Family::Mknod,
+        Family::Unlink,
+        Family::Rename,
+        Family::Link,
+        Family::Symlink,
+        Family::Chmod,
+        Family::Chown,
+        Family::Truncate,
+        Family::Utime,
+        Family::Chdir,
+        Family::Statfs,
+        Family::Xattr,
+        Family::InotifyAddWatch,
+        Family::Exec,
+        Family::SocketAddress,
+        Family::Memfd,
+        Family::FdMetadata,
+    ];
+
+    /// Position in [`Family::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A short lowercase name for reports, such as `open` or `socket-address`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Open => "open",
+            Family::Stat => "stat",
+            Family::Access => "access",
+            Family::Readlink => "readlink",
+            Family::Mkdir => "mkdir",
+            Family::Mknod => "mknod",
+            Family::Unlink => "unlink",
+            Family::Rename => "rename",
+            Family::Link => "link",
+            Family::Symlink => "symlink",
+            Family::Chmod => "chmod",
+            Family::Chown => "chown",
+            Family::Truncate => "truncate",
+            Family::Utime => "utime",
+            Family::Chdir => "chdir",
+            Family::Statfs => "statfs",
+            Family::Xattr => "xattr",
+            Family::InotifyAddWatch => "inotify-add-watch",
+            Family::Exec => "exec",
+            Family::SocketAddress => "socket-address",
+            Family::Memfd => "memfd",
+            Family::FdMetadata => "fd-metadata",
+        }
+    }
+}
+
 /// Argument-dependent verdicts decided in BPF (see [`crate::filter`] for the exact rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Guard {
@@ -500,6 +561,13 @@ pub fn lookup(nr: i64) -> Option<&'static Entry> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn family_index_matches_all() {
+        for (i, f) in Family::ALL.iter().enumerate() {
+            assert_eq!(f.index(), i, "{f:?}");
+        }
+    }
 
     #[test]
     fn every_number_is_classified_once() {

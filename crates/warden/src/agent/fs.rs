@@ -714,6 +714,11 @@ pub fn truncate(c: &Client) -> Handled {
         FileType::RegularFile => {}
         _ => return Err(libc::EINVAL),
     }
+    // The agent is not bound by the program's RLIMIT_FSIZE, so it applies the limit itself
+    // (as EFBIG; the kernel would also raise SIGXFSZ).
+    if c.policy().limits.fsize.is_some_and(|max| len as u64 > max) {
+        return Err(libc::EFBIG);
+    }
     let fd = rustix::fs::openat(
         &w.parent,
         w.at_name().as_c_str(),

@@ -1,6 +1,7 @@
 //! Reporting the agent's decisions: one line on stderr per denial with `-v`, and JSON lines
 //! with every delegated decision (allowed and denied) with `--log FILE`.
 
+use crate::syscalls::Family;
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,25 +104,58 @@ fn comm(pid: u32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// How many delegated decisions were made.
+/// What the agent did during a run, for the run report: calls per family, decisions, and the
+/// time spent serving them.
 #[derive(Default)]
-pub struct Counters {
+pub struct Stats {
+    calls: [AtomicU64; Family::ALL.len()],
     allowed: AtomicU64,
     denied: AtomicU64,
+    busy_ns: AtomicU64,
 }
 
-impl Counters {
-    /// Counts one decision.
+/// A copy of [`Stats`] at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Calls served per family, families with none left out, in [`Family::ALL`] order.
+    pub calls: Vec<(Family, u64)>,
+    /// Calls served in all.
+    pub total: u64,
+    /// Policy decisions that allowed.
+    pub allowed: u64,
+    /// Policy decisions that denied.
+    pub denied: u64,
+    /// Time from receiving each call to answering it, summed.
+    pub busy: std::time::Duration,
+}
+
+impl Stats {
+    /// Counts one policy decision.
     pub fn count(&self, allowed: bool) {
         let c = if allowed { &self.allowed } else { &self.denied };
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// (allowed, denied) so far.
-    pub fn get(&self) -> (u64, u64) {
-        (
-            self.allowed.load(Ordering::Relaxed),
-            self.denied.load(Ordering::Relaxed),
-        )
+    /// Counts one call served, and how long it took.
+    pub fn served(&self, family: Family, took: std::time::Duration) {
+        self.calls[family.index()].fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The figures so far.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let calls: Vec<(Family, u64)> = Family::ALL
+            .iter()
+            .map(|&f| (f, self.calls[f.index()].load(Ordering::Relaxed)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        StatsSnapshot {
+            total: calls.iter().map(|&(_, n)| n).sum(),
+            calls,
+            allowed: self.allowed.load(Ordering::Relaxed),
+            denied: self.denied.load(Ordering::Relaxed),
+            busy: std::time::Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
+        }
     }
 }

@@ -65,8 +65,8 @@ pub struct Agent {
     /// Requests being served, by notification id, and the worker serving each: the watchdog
     /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
     in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
-    /// Delegated calls answered, and how many of them were denials.
-    pub counters: log::Counters,
+    /// Calls served per family, decisions, and time spent (for the run report).
+    pub stats: log::Stats,
 }
 
 impl Agent {
@@ -88,7 +88,7 @@ impl Agent {
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
             in_flight: Mutex::new(HashMap::new()),
-            counters: log::Counters::default(),
+            stats: log::Stats::default(),
         }))
     }
 
@@ -168,11 +168,18 @@ impl Agent {
         // (under the lock the watchdog signals with) before the reply, because during
         // ADDFD|SEND the kernel already counts the request as answered while we wait for the
         // descriptor to be installed, and interrupting that wait would lose the reply.
+        let start = std::time::Instant::now();
         if let Ok(mut t) = self.in_flight.lock() {
             t.insert(notif.id, crate::sys::signals::current_thread());
         }
-        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(notif)))
-            .unwrap_or(Err(libc::EIO));
+        let family = delegated_family(&notif);
+        let answer = match family {
+            Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.handle(notif, family)
+            }))
+            .unwrap_or(Err(libc::EIO)),
+            None => Err(libc::ENOSYS),
+        };
         if let Ok(mut t) = self.in_flight.lock() {
             t.remove(&notif.id);
         }
@@ -195,22 +202,20 @@ impl Agent {
             }
             Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
         };
+        if let Some((family, _)) = family {
+            self.stats.served(family, start.elapsed());
+        }
     }
 
-    fn handle(&self, notif: unotify::Notification) -> Handled {
-        if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
-            return Err(libc::ENOSYS);
-        }
-        let Some(entry) = syscalls::lookup(notif.nr as i64) else {
-            return Err(libc::ENOSYS);
-        };
-        let Class::Delegated(family) = entry.class else {
-            return Err(libc::ENOSYS);
-        };
+    fn handle(
+        &self,
+        notif: unotify::Notification,
+        (family, name): (Family, &'static str),
+    ) -> Handled {
         let client = Client {
             agent: self,
             notif,
-            name: entry.name(),
+            name,
             ids: OnceCell::new(),
         };
         match family {
@@ -237,6 +242,19 @@ impl Agent {
             Family::FdMetadata => fs::fd_metadata(&client),
             Family::Memfd => fs::memfd_create(&client),
         }
+    }
+}
+
+/// The family and name of a notified call, if it is one the agent serves (a native x86_64 call
+/// the table delegates); anything else is answered ENOSYS.
+fn delegated_family(notif: &unotify::Notification) -> Option<(Family, &'static str)> {
+    if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
+        return None;
+    }
+    let entry = syscalls::lookup(notif.nr as i64)?;
+    match entry.class {
+        Class::Delegated(family) => Some((family, entry.name())),
+        _ => None,
     }
 }
 
@@ -459,7 +477,7 @@ impl Client<'_> {
 
     /// Records a denial that is not a plain policy check (a device node, EXDEV on rename).
     pub fn refuse(&self, path: &str, why: &str, errno: i32) -> i32 {
-        self.agent.counters.count(false);
+        self.agent.stats.count(false);
         self.agent.log.write(&Decision {
             pid: self.tid(),
             syscall: self.name,
@@ -475,7 +493,7 @@ impl Client<'_> {
 
     fn record(&self, path: &str, access: Access, verdict: &Verdict) {
         let allowed = verdict.is_allowed();
-        self.agent.counters.count(allowed);
+        self.agent.stats.count(allowed);
         if allowed && !self.agent.log.wants_allowed() {
             return;
         }

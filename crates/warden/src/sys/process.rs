@@ -82,7 +82,7 @@ pub fn wait_any() -> io::Result<(i32, i32)> {
     let mut status = 0;
     loop {
         // SAFETY: waitpid writes one int to `status`, a live local.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
         if pid >= 0 {
             return Ok((pid, status));
         }
@@ -170,6 +170,41 @@ pub fn cloexec_from(first: u32) {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag; it closes nothing and
     // touches no memory.
     unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+}
+
+/// Whether descriptor `fd` is open in this process.
+pub fn fd_is_open(fd: RawFd) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags; on a closed number it fails with EBADF.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+}
+
+/// Clears close-on-exec on descriptor `fd`, which the caller promises is open (`EBADF`
+/// otherwise), so the program inherits it.
+pub fn keep_across_exec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: the descriptor is only borrowed for one fcntl that changes its flags; if `fd` is
+    // not open the call fails with EBADF and nothing else is touched.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    Ok(())
+}
+
+/// The exit status and resource usage of child `pid` (and of every descendant it reaped),
+/// waiting for it to end.
+pub fn wait_with_usage(pid: i32) -> io::Result<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data for which all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes an int and a struct rusage through pointers to live locals.
+        let rc = unsafe { libc::wait4(pid, &mut status, libc::__WALL, &mut usage) };
+        if rc == pid {
+            return Ok((status, usage));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
 }
 
 /// `unshare(CLONE_FS)` for the calling thread: gives an agent worker a cwd of its own.

@@ -116,3 +116,34 @@ pub fn interrupt(thread: ThreadHandle) {
     // the signal's handler is installed before any worker starts.
     unsafe { libc::pthread_kill(thread.0, INTERRUPT) };
 }
+
+/// The signal warden sends the sandbox's init to end the sandbox in an orderly way (see
+/// [`install_terminate_handler`]). An init of a PID namespace receives from outside only the
+/// signals it has a handler for, so nothing else can deliver it by accident.
+pub const TERMINATE: Signal = Signal::TERM;
+
+extern "C" fn kill_everyone_else(_: libc::c_int) {
+    kill_all_others();
+}
+
+/// `kill(-1, SIGKILL)`: from a PID namespace's init, every other process of the namespace.
+pub fn kill_all_others() {
+    // SAFETY: kill takes two integers and touches no memory; it is async-signal-safe.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+}
+
+/// For the sandbox's init: on [`TERMINATE`], kill every other process of the namespace, and
+/// let init's wait loop reap them (so their CPU time is counted) and report. Also unblocks the
+/// signal, which init inherited blocked from warden.
+pub fn install_terminate_handler() {
+    // SAFETY: as in `install_interrupt_handler`; the handler only calls kill(2).
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = kill_everyone_else as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(TERMINATE.as_raw(), &act, std::ptr::null_mut());
+    }
+    let s = set(&[TERMINATE]);
+    // SAFETY: as in `block`.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &s, std::ptr::null_mut()) };
+}

@@ -1,0 +1,420 @@
+//! Control groups for one sandbox: memory and process limits for the whole tree, its CPU time and
+//! its peak memory.
+//!
+//! warden creates a group of its own under the group it runs in, puts the sandbox's init into it
+//! before the program starts (so everything the program starts is inside), reads the figures at
+//! the end, and removes the group. Two layouts are supported:
+//!
+//! * **cgroup v2** with the `memory` and `pids` controllers delegated to warden's group (a
+//!   systemd user slice, or root on a pure v2 host): `memory.max`, `memory.swap.max`,
+//!   `pids.max`, `cpu.stat`, `memory.peak`, `memory.events`.
+//! * **cgroup v1** with the `memory`, `pids` and `cpuacct` hierarchies mounted and writable (root
+//!   on a v1 or hybrid host): `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`,
+//!   `pids.max`, `cpuacct.usage`, `memory.max_usage_in_bytes`, `memory.oom_control`.
+//!
+//! Anything else (an unprivileged user without delegation) gets `None`, and the caller falls back
+//! to rlimits and rusage.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which cgroup layout is in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// The unified hierarchy.
+    V2,
+    /// Separate memory, pids and cpuacct hierarchies.
+    V1,
+}
+
+/// The sandbox's groups.
+#[derive(Debug)]
+pub struct Cgroup {
+    version: Version,
+    /// v2: one directory. v1: memory, pids, cpuacct, in that order.
+    dirs: Vec<PathBuf>,
+    /// Each directory's `cgroup.procs`, opened for writing when the group was made. The kernel
+    /// checks a migration against the opener's credentials, so warden can still move the
+    /// sandbox in after it has switched to `starting_uid`.
+    procs: Vec<fs::File>,
+}
+
+/// What limits to write into a new group.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CgroupLimits {
+    /// Bytes of memory (and no swap beyond it).
+    pub memory: Option<u64>,
+    /// Tasks (processes and threads), warden's init included.
+    pub tasks: Option<u64>,
+}
+
+/// One cgroup mount: its mount point, the part of the hierarchy it shows, and its type.
+struct Mount {
+    point: PathBuf,
+    root: String,
+    v2: bool,
+    options: String,
+}
+
+fn mounts() -> Vec<Mount> {
+    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            // id parent major:minor root mountpoint options [optional...] - fstype source super
+            let (pre, post) = line.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split(' ').collect();
+            let post: Vec<&str> = post.split(' ').collect();
+            let fstype = *post.first()?;
+            if fstype != "cgroup" && fstype != "cgroup2" {
+                return None;
+            }
+            Some(Mount {
+                point: PathBuf::from(unescape(pre.get(4)?)),
+                root: unescape(pre.get(3)?),
+                v2: fstype == "cgroup2",
+                options: post.get(2).copied().unwrap_or("").to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            let oct = std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(oct, 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// warden's own group in each hierarchy: (controllers or "" for v2, path).
+fn own_groups() -> Vec<(String, String)> {
+    let Ok(text) = fs::read_to_string("/proc/self/cgroup") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let _id = parts.next()?;
+            let controllers = parts.next()?.to_owned();
+            let path = parts.next()?.to_owned();
+            Some((controllers, path))
+        })
+        .collect()
+}
+
+/// The directory of warden's own group in the hierarchy mounted at `m`.
+fn own_dir(m: &Mount, group: &str) -> Option<PathBuf> {
+    let rel = if m.root == "/" {
+        group
+    } else {
+        group.strip_prefix(m.root.as_str())?
+    };
+    Some(m.point.join(rel.trim_start_matches('/')))
+}
+
+impl Cgroup {
+    /// Creates the sandbox's group with `limits`, trying v2 then v1. `Ok(None)`: no usable
+    /// cgroups here (not an error: the caller falls back). `Err`: cgroups exist and were
+    /// writable, but a limit could not be set.
+    pub fn create(limits: CgroupLimits) -> io::Result<Option<Cgroup>> {
+        let mounts = mounts();
+        let groups = own_groups();
+        let name = format!("warden-{}-{:08x}", std::process::id(), crate::run::rand32());
+        if let Some(cg) = Self::create_v2(&mounts, &groups, &name)? {
+            return cg.configure(limits).map(Some);
+        }
+        if let Some(cg) = Self::create_v1(&mounts, &groups, &name)? {
+            return cg.configure(limits).map(Some);
+        }
+        Ok(None)
+    }
+
+    fn create_v2(
+        mounts: &[Mount],
+        groups: &[(String, String)],
+        name: &str,
+    ) -> io::Result<Option<Cgroup>> {
+        let Some(m) = mounts.iter().find(|m| m.v2) else {
+            return Ok(None);
+        };
+        let Some((_, group)) = groups.iter().find(|(c, _)| c.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(parent) = own_dir(m, group) else {
+            return Ok(None);
+        };
+        // The controllers must already be enabled for our children: enabling them ourselves
+        // would need our own group to hold no process, which it does (us).
+        let enabled = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+        let has = |c: &str| enabled.split_whitespace().any(|w| w == c);
+        if !(has("memory") && has("pids")) {
+            return Ok(None);
+        }
+        remove_stale(&parent);
+        let dir = parent.join(name);
+        match fs::create_dir(&dir) {
+            Ok(()) => Ok(Some(Cgroup {
+                version: Version::V2,
+                dirs: vec![dir],
+                procs: Vec::new(),
+            })),
+            Err(e) if is_unavailable(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn create_v1(
+        mounts: &[Mount],
+        groups: &[(String, String)],
+        name: &str,
+    ) -> io::Result<Option<Cgroup>> {
+        let mut dirs = Vec::new();
+        for controller in ["memory", "pids", "cpuacct"] {
+            let has = |list: &str| list.split(',').any(|c| c == controller);
+            let Some(m) = mounts.iter().find(|m| !m.v2 && has(&m.options)) else {
+                return Ok(None);
+            };
+            let Some((_, group)) = groups.iter().find(|(c, _)| has(c)) else {
+                return Ok(None);
+            };
+            let Some(parent) = own_dir(m, group) else {
+                return Ok(None);
+            };
+            remove_stale(&parent);
+            let dir = parent.join(name);
+            match fs::create_dir(&dir) {
+                Ok(()) => dirs.push(dir),
+                Err(e) => {
+                    let cg = Cgroup {
+                        version: Version::V1,
+                        dirs,
+                        procs: Vec::new(),
+                    };
+                    cg.remove();
+                    return if is_unavailable(&e) { Ok(None) } else { Err(e) };
+                }
+            }
+        }
+        Ok(Some(Cgroup {
+            version: Version::V1,
+            dirs,
+            procs: Vec::new(),
+        }))
+    }
+
+    fn configure(mut self, limits: CgroupLimits) -> io::Result<Cgroup> {
+        let result = (|| {
+            for dir in &self.dirs {
+                let f = fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("cgroup.procs"))?;
+                self.procs.push(f);
+            }
+            match self.version {
+                Version::V2 => {
+                    if let Some(m) = limits.memory {
+                        write(&self.dirs[0], "memory.max", m)?;
+                        // Swap is memory too; without this a hog would page out and go on.
+                        let _ = write(&self.dirs[0], "memory.swap.max", 0);
+                    }
+                    if let Some(n) = limits.tasks {
+                        write(&self.dirs[0], "pids.max", n)?;
+                    }
+                }
+                Version::V1 => {
+                    if let Some(m) = limits.memory {
+                        write(&self.dirs[0], "memory.limit_in_bytes", m)?;
+                        // Absent when the kernel has no swap accounting; then there is no swap
+                        // to escape to either.
+                        let memsw = self.dirs[0].join("memory.memsw.limit_in_bytes");
+                        if memsw.exists() {
+                            fs::write(memsw, m.to_string())?;
+                        }
+                    }
+                    if let Some(n) = limits.tasks {
+                        write(&self.dirs[1], "pids.max", n)?;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => Ok(self),
+            Err(e) => {
+                self.remove();
+                Err(e)
+            }
+        }
+    }
+
+    /// Which layout is in use.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Moves process `pid` (with everything it starts later) into the group.
+    pub fn attach(&self, pid: i32) -> io::Result<()> {
+        use std::io::Write;
+        for mut f in &self.procs {
+            f.write_all(pid.to_string().as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// CPU time (user+sys) of everything that ran in the group.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        match self.version {
+            Version::V2 => {
+                let stat = fs::read_to_string(self.dirs[0].join("cpu.stat")).ok()?;
+                let usec = key_value(&stat, "usage_usec")?;
+                Some(Duration::from_micros(usec))
+            }
+            Version::V1 => {
+                let ns = read_u64(&self.dirs[2].join("cpuacct.usage"))?;
+                Some(Duration::from_nanos(ns))
+            }
+        }
+    }
+
+    /// The group's peak memory use, bytes.
+    pub fn peak_memory(&self) -> Option<u64> {
+        match self.version {
+            Version::V2 => read_u64(&self.dirs[0].join("memory.peak")),
+            Version::V1 => read_u64(&self.dirs[0].join("memory.max_usage_in_bytes")),
+        }
+    }
+
+    /// How many processes the kernel's OOM killer killed in the group.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let (file, key) = match self.version {
+            Version::V2 => ("memory.events", "oom_kill"),
+            Version::V1 => ("memory.oom_control", "oom_kill"),
+        };
+        let text = fs::read_to_string(self.dirs[0].join(file)).ok()?;
+        key_value(&text, key)
+    }
+
+    /// Removes the groups. Call after the sandbox's processes are gone; a group whose last task
+    /// is still being torn down is retried for a moment.
+    pub fn remove(&self) {
+        for dir in self.dirs.iter().rev() {
+            for _ in 0..50 {
+                match fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(Duration::from_millis(2))
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}
+
+fn write(dir: &Path, file: &str, value: u64) -> io::Result<()> {
+    fs::write(dir.join(file), value.to_string()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot set {}/{file}: {e}", dir.display()),
+        )
+    })
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The value of `key` in a "key value" per line file.
+fn key_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+/// Errors that mean "no cgroups for us here" rather than "something broke".
+fn is_unavailable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) | Some(libc::ENOENT)
+    )
+}
+
+/// Removes empty groups left by warden processes that were killed before cleaning up.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("warden-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            // Fails harmlessly (EBUSY) if processes are still inside.
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes() {
+        assert_eq!(unescape("/a\\040b"), "/a b");
+        assert_eq!(unescape("/plain"), "/plain");
+        assert_eq!(unescape("/trailing\\"), "/trailing\\");
+    }
+
+    #[test]
+    fn key_values() {
+        let t = "usage_usec 1234\nuser_usec 1000\noom_kill 2\n";
+        assert_eq!(key_value(t, "usage_usec"), Some(1234));
+        assert_eq!(key_value(t, "oom_kill"), Some(2));
+        assert_eq!(key_value(t, "missing"), None);
+    }
+
+    #[test]
+    fn own_dir_strips_the_mount_root() {
+        let m = Mount {
+            point: "/sys/fs/cgroup/memory".into(),
+            root: "/".into(),
+            v2: false,
+            options: "rw,memory".into(),
+        };
+        assert_eq!(
+            own_dir(&m, "/a/b"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/a/b"))
+        );
+        let m = Mount {
+            root: "/a".into(),
+            ..m
+        };
+        assert_eq!(
+            own_dir(&m, "/a/b"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/b"))
+        );
+        assert_eq!(own_dir(&m, "/c"), None);
+    }
+}
