@@ -554,13 +554,35 @@ pub static TABLE: &[Entry] = &[
 
 /// The entry for syscall number `nr`, if warden knows it.
 pub fn lookup(nr: i64) -> Option<&'static Entry> {
-    TABLE.iter().find(|e| e.nr == nr)
+    // Indexed by number (x86_64 numbers are dense below 512), built once: the agent looks up
+    // every notification.
+    static INDEX: std::sync::OnceLock<Vec<Option<&'static Entry>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let size = TABLE.iter().map(|e| e.nr).max().unwrap_or(0) as usize + 1;
+        let mut v = vec![None; size];
+        for e in TABLE {
+            v[e.nr as usize] = Some(e);
+        }
+        v
+    });
+    usize::try_from(nr)
+        .ok()
+        .and_then(|i| index.get(i).copied().flatten())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn lookup_agrees_with_the_table() {
+        for nr in -5..1024 {
+            let linear = TABLE.iter().find(|e| e.nr == nr);
+            assert_eq!(lookup(nr).map(|e| e.nr), linear.map(|e| e.nr), "{nr}");
+        }
+        assert!(lookup(i64::MAX).is_none());
+    }
 
     #[test]
     fn family_index_matches_all() {
