@@ -99,6 +99,19 @@ static __attribute__((unused)) void try_open_read(const char *attempt, int dirfd
     close(fd);
 }
 
+/* openat(path, O_WRONLY) and close without writing: ok=1 when the open succeeded. For host
+ * knobs (/proc/sys, /proc/sysrq-trigger) that the native controls also reach as root: opening
+ * them for writing is the boundary under test, and writing would change the host. */
+static __attribute__((unused)) void try_open_write_only(const char *attempt, const char *path) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        result(attempt, 0, errno);
+        return;
+    }
+    close(fd);
+    result(attempt, 1, 0);
+}
+
 /* openat(dirfd, path, flags) for writing and write a marker: ok=1 when the write landed. */
 static __attribute__((unused)) void try_open_write(const char *attempt, int dirfd, const char *path, int flags) {
     int fd = openat(dirfd, path, flags | O_CLOEXEC, 0644);

@@ -94,9 +94,10 @@ int main(int argc, char **argv) {
     try_open_read("benign_open_dev_null", AT_FDCWD, "/dev/null");
     try_open_read("benign_open_dev_urandom", AT_FDCWD, "/dev/urandom");
 
-    /* /proc and /sys knobs. */
-    try_open_write("write_proc_sys_core_pattern", AT_FDCWD, "/proc/sys/kernel/core_pattern", O_WRONLY);
-    try_open_write("write_proc_sysrq_trigger", AT_FDCWD, "/proc/sysrq-trigger", O_WRONLY);
+    /* /proc and /sys knobs: opened for writing only, never written (the native control runs
+     * this as root on the host). */
+    try_open_write_only("write_proc_sys_core_pattern", "/proc/sys/kernel/core_pattern");
+    try_open_write_only("write_proc_sysrq_trigger", "/proc/sysrq-trigger");
     try_open_read("read_proc_kcore", AT_FDCWD, "/proc/kcore");
     try_open_read("read_sys_kernel", AT_FDCWD, "/sys/kernel/notes");
 

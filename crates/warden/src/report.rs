@@ -11,7 +11,7 @@
 //! | `max-rss` | KiB, the largest resident size of any one process |
 //! | `csw-voluntary`, `csw-forced` | context switches of every process |
 //! | `exitcode` / `exitsig` | how the program ended (one of them) |
-//! | `killed` | `1` when warden killed the sandbox for a limit |
+//! | `killed` | `1` when warden's kill for a limit is what ended the program |
 //! | `status` | only when not OK, as isolate: `RE` nonzero exit, `SG` fatal signal, `TO` time limit, `ML` memory limit, `OL` output limit, `XX` warden could not run it (JSON: always, `OK` on success) |
 //! | `message` | a sentence when not OK |
 //! | `cg-mem`, `cg-oom-killed` | KiB peak of the sandbox's memory cgroup, and whether the OOM killer struck |
@@ -91,8 +91,11 @@ pub struct Measured {
     pub outcome: Option<Outcome>,
     /// warden's own failure, if any.
     pub failure: Option<String>,
-    /// Why warden killed the sandbox, if it did.
-    pub killed: Option<KillReason>,
+    /// The limit the run went over, as warden saw it while the program ran (the kill may have
+    /// come too late to matter: output over the limit from a program that had already exited).
+    pub exceeded: Option<KillReason>,
+    /// Whether warden's kill is what ended the program.
+    pub killed: bool,
     /// CPU time of the whole sandbox.
     pub cpu: Duration,
     /// Wall-clock time.
@@ -121,17 +124,17 @@ pub fn classify(m: &Measured, limits: &Limits) -> (Status, Option<String>) {
         return (Status::Internal, Some(f.clone()));
     }
     let over = |limit: Option<Duration>, used: Duration| limit.is_some_and(|l| used > l);
-    if m.killed == Some(KillReason::Output) {
+    if m.exceeded == Some(KillReason::Output) {
         let limit = limits.output.unwrap_or(0);
         return (
             Status::OutputLimit,
             Some(format!("Output limit exceeded ({limit} bytes)")),
         );
     }
-    if m.killed == Some(KillReason::CpuTime) || over(limits.time, m.cpu) {
+    if m.exceeded == Some(KillReason::CpuTime) || over(limits.time, m.cpu) {
         return (Status::Timeout, Some("Time limit exceeded".into()));
     }
-    if m.killed == Some(KillReason::WallTime) || over(limits.wall_time, m.wall) {
+    if m.exceeded == Some(KillReason::WallTime) || over(limits.wall_time, m.wall) {
         return (
             Status::Timeout,
             Some("Time limit exceeded (wall clock)".into()),
@@ -187,7 +190,7 @@ pub fn entries(m: &Measured, limits: &Limits) -> Vec<(String, Value)> {
         Some(Outcome::Signaled(sig)) if m.failure.is_none() => put("exitsig", sig.into()),
         _ => {}
     }
-    if m.killed.is_some() {
+    if m.killed {
         put("killed", 1.into());
     }
     put("status", status.code().into());
@@ -273,7 +276,8 @@ mod tests {
         Measured {
             outcome: Some(outcome),
             failure: None,
-            killed: None,
+            exceeded: None,
+            killed: false,
             cpu: Duration::from_millis(1234),
             wall: Duration::from_millis(1500),
             max_rss_kib: 2048,
@@ -332,9 +336,9 @@ mod tests {
         let mut m = measured(Outcome::Signaled(9));
         m.oom_kills = Some(1);
         assert_eq!(classify(&m, &none).0, Status::MemoryLimit);
-        m.killed = Some(KillReason::Output);
+        m.exceeded = Some(KillReason::Output);
         assert_eq!(classify(&m, &none).0, Status::OutputLimit);
-        m.killed = Some(KillReason::WallTime);
+        m.exceeded = Some(KillReason::WallTime);
         let (s, msg) = classify(&m, &none);
         assert_eq!(s, Status::Timeout);
         assert!(msg.unwrap().contains("wall"));

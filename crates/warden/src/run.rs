@@ -368,12 +368,14 @@ fn run_in(
     }
     let outcome = launched.wait();
     measured.wall = started.elapsed();
-    measured.killed = verdicts.close();
+    measured.exceeded = verdicts.close();
     // Killing init for a limit kills the program with it, by SIGKILL; init has no time to say so.
-    let outcome = match (outcome, measured.killed) {
+    let outcome = match (outcome, measured.exceeded) {
         (Outcome::Lost, Some(_)) => Outcome::Signaled(libc::SIGKILL),
         (o, _) => o,
     };
+    // A program that had ended on its own before the kill landed was not killed by it.
+    measured.killed = measured.exceeded.is_some() && outcome == Outcome::Signaled(libc::SIGKILL);
     launched.kill();
     let usage = launched.reap();
     for c in copiers {
