@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::As;
+use common::{program, As};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -319,19 +319,6 @@ fn tree(dir: &Path) -> Vec<String> {
 
 /// How long one sandboxed run may take before it counts as hung.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// The compiled program and the directory holding it.
-fn program(name: &str) -> (String, String) {
-    // common::c_program names its temporary file by process id only, so two test threads
-    // compiling the same program at once would collide: compile one at a time.
-    static COMPILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let p = {
-        let _guard = COMPILE.lock().unwrap_or_else(|e| e.into_inner());
-        common::c_program(name)
-    };
-    let bin = p.parent().unwrap().to_str().unwrap().to_owned();
-    (p.to_str().unwrap().to_owned(), bin)
-}
 
 /// `warden run --read BIN --exec BIN EXTRA... -- PROGRAM ARGS...` as `who`, stdin closed.
 fn run_under_warden(who: As, name: &str, extra: &[&str], args: &[&str]) -> Report {

@@ -8,72 +8,21 @@
 
 mod common;
 
-use common::As;
+use common::{capture_file, warden_cmd, As};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A PATH without the per-user shims of the machine running the tests (cargo, pyenv): commands
-/// resolve straight to the system's, as they would for a service.
-const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// `warden` as `who`, from the test work directory, with a plain environment and stdin closed.
-fn warden_cmd(who: As) -> Command {
-    let mut cmd = match who {
-        As::Me => Command::new(common::warden()),
-        As::Nobody => {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(common::warden());
-            c
-        }
-    };
-    cmd.current_dir(common::workdir())
-        .stdin(Stdio::null())
-        .env("PATH", SYSTEM_PATH)
-        .env("LC_ALL", "C")
-        .env("TZ", "UTC")
-        .env("TMPDIR", std::env::temp_dir());
-    cmd
-}
-
-/// A fresh file in the work directory to hold one stream of one run.
-fn capture_file(what: &str) -> (PathBuf, std::fs::File) {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = common::workdir().join("captured");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("{}.{what}", N.fetch_add(1, Ordering::Relaxed)));
-    let f = std::fs::File::create(&p).unwrap();
-    (p, f)
-}
-
-/// `warden ARGS...` as `who`; returns its output.
+/// `warden ARGS...` as `who`, from the work directory; returns its output.
 ///
 /// stdout and stderr go to files, not pipes: whether warden copes with pipes (and sockets) as
 /// the program's standard streams is the business of `stdio_may_be_pipes_and_sockets`, and this
 /// way every other test checks its own subject.
 fn warden(who: As, args: &[&str]) -> Output {
-    let (out_path, out) = capture_file("stdout");
-    let (err_path, err) = capture_file("stderr");
-    let status = warden_cmd(who)
-        .args(args)
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .expect("warden runs");
-    let o = Output {
-        status,
-        stdout: std::fs::read(&out_path).unwrap(),
-        stderr: std::fs::read(&err_path).unwrap(),
-    };
-    let _ = std::fs::remove_file(out_path);
-    let _ = std::fs::remove_file(err_path);
-    o
+    common::run_warden(who, common::workdir(), args)
 }
 
 /// `warden run ARGS...` as `who`.
@@ -142,14 +91,6 @@ fn chown_tree(dir: &Path, uid: u32) {
             std::os::unix::fs::lchown(&p, Some(uid), Some(uid)).unwrap();
         }
     }
-}
-
-/// `common::c_program`, serialised: tests run on several threads and the harness compiles to a
-/// temporary name shared by the whole test binary.
-fn c_program(name: &str) -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    common::c_program(name)
 }
 
 fn mode(p: &Path) -> u32 {
@@ -618,7 +559,7 @@ fn shell_scripts_as_nobody() {
 // --- a multithreaded C program ----------------------------------------------------------------
 
 fn threads(who: As) {
-    let bin = c_program("threads_open");
+    let bin = common::c_program("threads_open");
     let d = data_dir(
         "threads",
         who,
@@ -1354,12 +1295,8 @@ fn stdio_may_be_pipes_and_sockets() {
         .spawn()
         .unwrap();
     ours.write_all(b"ping\n").unwrap();
-    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("warden with socket stdio did not finish");
-    };
+    let (status, killed) = common::wait_deadline(&mut child, Duration::from_secs(10));
+    assert!(!killed, "warden with socket stdio did not finish");
     assert_eq!(status.code(), Some(0), "stderr:\n{}", read(&err_path));
     ours.shutdown(std::net::Shutdown::Write).unwrap();
     let mut reply = String::new();
@@ -1430,19 +1367,6 @@ fn start_sleepers(k: u32) -> (Child, PathBuf, [String; 2]) {
     (child, scratch, args)
 }
 
-fn wait_with_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let t = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return Some(st);
-        }
-        if t.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Asserts that no `sleep ARG` survives (allowing `grace` for the kernel to reap them); kills
 /// any survivor so a failing test leaves nothing behind.
 fn assert_sleepers_gone(args: &[String; 2], grace: Duration) {
@@ -1468,13 +1392,11 @@ fn signal_warden(sig: i32, k: u32, want_code: i32) {
     let sent = Instant::now();
     // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-    let status = wait_with_timeout(&mut child, Duration::from_secs(5));
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
+    let (status, killed) = common::wait_deadline(&mut child, Duration::from_secs(5));
+    if killed {
         assert_sleepers_gone(&args, Duration::ZERO);
         panic!("warden did not exit within 5 s of signal {sig}");
-    };
+    }
     assert!(sent.elapsed() < Duration::from_secs(5));
     assert_eq!(status.code(), Some(want_code), "status {status:?}");
     assert_sleepers_gone(&args, Duration::from_secs(1));

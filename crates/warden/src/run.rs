@@ -7,7 +7,7 @@ use crate::filter;
 use crate::launch::{self, Command, LaunchError, Outcome, Stage};
 use crate::limits::cgroup::{self, Cgroup, CgroupLimits};
 use crate::limits::output::{Budget, Capture};
-use crate::limits::{self, CpuSource, Monitor, NamespaceCpu, Verdicts};
+use crate::limits::{self, CpuSource, KillReason, Monitor, NamespaceCpu, Verdicts};
 use crate::report::{self, Accounting, Measured};
 use rustix::thread::CpuSet;
 use std::ffi::CString;
@@ -381,6 +381,9 @@ fn run_in(
     for c in copiers {
         let _ = c.join();
     }
+    if captures.exceeded() && measured.exceeded.is_none() {
+        measured.exceeded = Some(KillReason::Output);
+    }
     measured.outcome = Some(outcome);
     measured.output = captures.used();
     if let Some(u) = usage {
@@ -514,6 +517,10 @@ impl Captures {
 
     fn used(&self) -> Option<u64> {
         self.budget.as_ref().map(|b| b.used())
+    }
+
+    fn exceeded(&self) -> bool {
+        self.budget.as_ref().is_some_and(|b| b.exceeded())
     }
 }
 

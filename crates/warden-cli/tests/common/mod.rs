@@ -3,9 +3,12 @@
 //! per-run directory that an unprivileged user can read and execute too.
 #![allow(dead_code)]
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The warden binary cargo built for these tests.
 pub fn warden() -> &'static str {
@@ -48,7 +51,10 @@ fn repo_root() -> PathBuf {
 
 /// Compiles `tests/c/NAME.c` (once per test binary) and returns the executable's path, in a
 /// directory of its own (`<workdir>/bin`), so a test can allow exactly that directory.
+/// Compilations are serialised: test threads asking for the same program wait for the first.
 pub fn c_program(name: &str) -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let bin = workdir().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     chmod(&bin, 0o755);
@@ -57,10 +63,7 @@ pub fn c_program(name: &str) -> PathBuf {
         return out;
     }
     let src = repo_root().join("tests/c").join(format!("{name}.c"));
-    // Unique per call: test threads may compile the same program at once.
-    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = bin.join(format!("{name}.tmp{}-{seq}", std::process::id()));
+    let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
     let status = Command::new("cc")
         .args(["-O1", "-g", "-Wall", "-o"])
         .arg(&tmp)
@@ -72,6 +75,20 @@ pub fn c_program(name: &str) -> PathBuf {
     std::fs::rename(&tmp, &out).unwrap();
     chmod(&out, 0o755);
     out
+}
+
+/// [`c_program`] as text, with the directory that holds it (for `--read BIN --exec BIN`):
+/// `(program, directory)`.
+pub fn program(name: &str) -> (String, String) {
+    let p = c_program(name);
+    let bin = p.parent().unwrap().to_str().unwrap().to_owned();
+    (p.to_str().unwrap().to_owned(), bin)
+}
+
+/// Writes `contents` to the file `p` and gives it `mode`.
+pub fn write_file(p: &Path, contents: impl AsRef<[u8]>, mode: u32) {
+    std::fs::write(p, contents).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+    chmod(p, mode);
 }
 
 /// Who runs warden.
@@ -106,9 +123,18 @@ fn rustix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The `warden` command as `who` would start it (through setpriv for [`As::Nobody`]).
-fn warden_command(who: As) -> Command {
-    match who {
+/// A PATH without the per-user shims of the machine running the tests (cargo, pyenv): commands
+/// resolve straight to the system's, as they would for a service.
+pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How long [`run_warden`] lets one run take before it counts as hung.
+pub const RUN_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The one `warden` command builder: `warden` as `who` (through setpriv for [`As::Nobody`]),
+/// from [`workdir`], with stdin closed and a plain environment ([`SYSTEM_PATH`], `LC_ALL=C`,
+/// `TZ=UTC`, and the tests' own `TMPDIR`). Callers add the arguments and may change any of that.
+pub fn warden_cmd(who: As) -> Command {
+    let mut cmd = match who {
         As::Me => Command::new(warden()),
         As::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
@@ -116,15 +142,101 @@ fn warden_command(who: As) -> Command {
                 .arg(warden());
             c
         }
+    };
+    cmd.current_dir(workdir())
+        .stdin(Stdio::null())
+        .env("PATH", SYSTEM_PATH)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .env("TMPDIR", std::env::temp_dir());
+    cmd
+}
+
+/// A fresh file under [`workdir`] to hold one stream (`what`) of one run: its path and the file.
+pub fn capture_file(what: &str) -> (PathBuf, File) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = workdir().join("captured");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{}.{what}", N.fetch_add(1, Ordering::Relaxed)));
+    let f = File::create(&p).unwrap();
+    (p, f)
+}
+
+/// Waits for `child` for up to `timeout`, then kills (and reaps) it. Returns its status and
+/// whether it had to be killed.
+pub fn wait_deadline(child: &mut Child, timeout: Duration) -> (ExitStatus, bool) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = child.try_wait().expect("wait for warden") {
+            return (st, false);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            return (child.wait().expect("reap warden"), true);
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
-/// `warden ARGS...` as `who`, from `cwd`, with stdin closed. Returns the output.
+/// Runs `cmd` with its stdout and stderr captured through files (not pipes: nothing needs
+/// reading while we wait, and whether warden copes with pipes is a test's subject of its own)
+/// and a deadline: it is killed after `timeout` (a hung sandbox must fail a test, not hang the
+/// suite), and a TIMEOUT line is appended to its stderr. Returns its output and how long it took.
+pub fn finish(cmd: Command, timeout: Duration) -> (Output, Duration) {
+    finish_with(cmd, timeout, |_| {})
+}
+
+/// [`finish`], with `adjust` applied to the command last (it may replace the captured streams).
+pub fn finish_with(
+    mut cmd: Command,
+    timeout: Duration,
+    adjust: impl FnOnce(&mut Command),
+) -> (Output, Duration) {
+    let (out_path, out) = capture_file("stdout");
+    let (err_path, err) = capture_file("stderr");
+    cmd.stdout(out).stderr(err);
+    adjust(&mut cmd);
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("warden runs");
+    // Our copies of descriptors `adjust` handed to the child are closed here, not at the end.
+    drop(cmd);
+    let (status, timed_out) = wait_deadline(&mut child, timeout);
+    let elapsed = started.elapsed();
+    let stdout = std::fs::read(&out_path).unwrap_or_default();
+    let mut stderr = std::fs::read(&err_path).unwrap_or_default();
+    if timed_out {
+        stderr
+            .extend_from_slice(format!("\nTIMEOUT: warden killed after {timeout:?}\n").as_bytes());
+    }
+    let _ = std::fs::remove_file(out_path);
+    let _ = std::fs::remove_file(err_path);
+    (
+        Output {
+            status,
+            stdout,
+            stderr,
+        },
+        elapsed,
+    )
+}
+
+/// `warden ARGS...` as `who`, from `cwd`, with stdin closed, through [`finish`] with
+/// [`RUN_DEADLINE`]. Returns the output.
 pub fn run_warden(who: As, cwd: &Path, args: &[&str]) -> Output {
-    let mut cmd = warden_command(who);
-    cmd.args(args).current_dir(cwd).stdin(Stdio::null());
-    cmd.env("TMPDIR", std::env::temp_dir());
-    cmd.output().expect("warden runs")
+    run_warden_with_stdin(who, cwd, args, Stdio::null(), RUN_DEADLINE)
+}
+
+/// [`run_warden`], with `stdin` as given and the deadline `timeout`.
+pub fn run_warden_with_stdin(
+    who: As,
+    cwd: &Path,
+    args: &[&str],
+    stdin: Stdio,
+    timeout: Duration,
+) -> Output {
+    let mut cmd = warden_cmd(who);
+    cmd.args(args).current_dir(cwd).stdin(stdin);
+    finish(cmd, timeout).0
 }
 
 /// Shorthand: stdout as text.
@@ -146,59 +258,6 @@ pub fn assert_ok(o: &Output) {
         stdout(o),
         stderr(o)
     );
-}
-
-/// Like [`run_warden`], but with `stdin` as given, stdout/stderr captured through files (so
-/// nothing needs reading while we wait), and a deadline: warden is killed after `timeout` (a
-/// hung sandbox must fail a test, not hang the suite), and "TIMEOUT" is appended to its stderr.
-pub fn run_warden_with_stdin(
-    who: As,
-    cwd: &Path,
-    args: &[&str],
-    stdin: Stdio,
-    timeout: std::time::Duration,
-) -> Output {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static SEQ: AtomicUsize = AtomicUsize::new(0);
-    let n = SEQ.fetch_add(1, Ordering::SeqCst);
-    let capture = workdir().join("capture");
-    std::fs::create_dir_all(&capture).unwrap();
-    let out_path = capture.join(format!("{n}.out"));
-    let err_path = capture.join(format!("{n}.err"));
-    let out_file = std::fs::File::create(&out_path).unwrap();
-    let err_file = std::fs::File::create(&err_path).unwrap();
-    let mut cmd = warden_command(who);
-    cmd.args(args)
-        .current_dir(cwd)
-        .stdin(stdin)
-        .stdout(out_file)
-        .stderr(err_file);
-    cmd.env("TMPDIR", std::env::temp_dir());
-    let mut child = cmd.spawn().expect("warden runs");
-    let deadline = std::time::Instant::now() + timeout;
-    let (status, timed_out) = loop {
-        if let Some(status) = child.try_wait().expect("wait for warden") {
-            break (status, false);
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            break (child.wait().expect("reap warden"), true);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
-    let stdout = std::fs::read(&out_path).unwrap_or_default();
-    let mut stderr = std::fs::read(&err_path).unwrap_or_default();
-    if timed_out {
-        stderr
-            .extend_from_slice(format!("\nTIMEOUT: warden killed after {timeout:?}\n").as_bytes());
-    }
-    let _ = std::fs::remove_file(&out_path);
-    let _ = std::fs::remove_file(&err_path);
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
 }
 
 /// Whether the tests run as root; prints a SKIP line for `test` when they do not.

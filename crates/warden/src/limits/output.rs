@@ -10,7 +10,7 @@ use crate::launch::Launched;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -18,6 +18,10 @@ use std::thread::JoinHandle;
 pub struct Budget {
     limit: u64,
     used: AtomicU64,
+    /// Set when some output did not fit. Recorded here as well as through the kill, because a
+    /// program may write its last bytes and exit before warden reads them: the kill then comes
+    /// after the run is over and counts for nothing, but the limit was still exceeded.
+    over: AtomicBool,
 }
 
 impl Budget {
@@ -26,6 +30,7 @@ impl Budget {
         Arc::new(Budget {
             limit,
             used: AtomicU64::new(0),
+            over: AtomicBool::new(false),
         })
     }
 
@@ -49,6 +54,11 @@ impl Budget {
     /// Bytes passed on so far.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// Whether output was refused for want of budget.
+    pub fn exceeded(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
     }
 }
 
@@ -97,6 +107,7 @@ impl Capture {
                     let _ = dest.write_all(&buf[..fits]);
                     if fits < n {
                         over = true;
+                        budget.over.store(true, Ordering::Relaxed);
                         verdicts.kill(&launched, KillReason::Output);
                     }
                 }
@@ -113,6 +124,7 @@ mod tests {
         let b = Budget::new(10);
         assert_eq!(b.take(4), 4);
         assert_eq!(b.take(4), 4);
+        assert!(!b.exceeded());
         assert_eq!(b.take(4), 2);
         assert_eq!(b.take(4), 0);
         assert_eq!(b.used(), 10);
