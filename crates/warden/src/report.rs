@@ -18,7 +18,7 @@
 //! | `accounting` | `cgroup-v2`, `cgroup-v1` or `rusage`: where the figures come from |
 //! | `delegated`, `delegated-FAMILY` | calls the agent performed, in all and per family |
 //! | `denied` | policy decisions that refused a call |
-//! | `agent-time` | seconds the agent spent serving the calls, from receiving each to answering it |
+//! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;

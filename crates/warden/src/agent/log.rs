@@ -125,7 +125,8 @@ pub struct StatsSnapshot {
     pub allowed: u64,
     /// Policy decisions that denied.
     pub denied: u64,
-    /// Time from receiving each call to answering it, summed.
+    /// Time from receiving each call to having its answer ready (before the reply's own
+    /// wake-up of the caller), summed.
     pub busy: std::time::Duration,
 }
 

@@ -183,6 +183,9 @@ impl Agent {
         if let Ok(mut t) = self.in_flight.lock() {
             t.remove(&notif.id);
         }
+        // The agent's own work ends here; the reply below waits for the caller to wake (and, for
+        // ADDFD, to install the descriptor), which is interposition, not service.
+        let took = start.elapsed();
         let listener = self.listener.as_fd();
         // ENOENT from SEND or ADDFD means the caller is gone: nothing to answer, nothing leaked
         // (our descriptor is dropped here either way).
@@ -203,7 +206,7 @@ impl Agent {
             Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
         };
         if let Some((family, _)) = family {
-            self.stats.served(family, start.elapsed());
+            self.stats.served(family, took);
         }
     }
 
