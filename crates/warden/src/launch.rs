@@ -313,6 +313,15 @@ impl Launched {
             rustix::process::pidfd_send_signal(&self.init_pidfd, crate::sys::signals::TERMINATE);
     }
 
+    /// Waits until init has exited (its pidfd becomes readable), without reaping it.
+    pub fn wait_gone(&self) {
+        let mut fds = [rustix::event::PollFd::new(
+            &self.init_pidfd,
+            rustix::event::PollFlags::IN,
+        )];
+        while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut fds, None) {}
+    }
+
     /// Kills the whole sandbox (init's death takes every process of the namespace with it).
     pub fn kill(&self) {
         let _ = rustix::process::pidfd_send_signal(&self.init_pidfd, rustix::process::Signal::KILL);

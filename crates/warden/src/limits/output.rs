@@ -109,6 +109,9 @@ impl Capture {
                         over = true;
                         budget.over.store(true, Ordering::Relaxed);
                         verdicts.kill(&launched, KillReason::Output);
+                        // Read nothing more until the sandbox is gone: draining now would let a
+                        // writer blocked on the full pipe finish and exit before the kill lands.
+                        launched.wait_gone();
                     }
                 }
             })
