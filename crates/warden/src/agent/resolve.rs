@@ -213,6 +213,11 @@ impl Resolver {
         if flags.beneath && absolute {
             return Err(libc::EXDEV);
         }
+        if absolute && !flags.beneath {
+            if let Some(walked) = self.fast_walk(client, policy, path, flags)? {
+                return Ok(walked);
+            }
+        }
         let mut stack = self.start(client, policy, base, absolute)?;
         let floor = if flags.beneath { stack.len() } else { 1 };
         // A trailing slash means "a directory", and follows a final symlink.
@@ -245,6 +250,65 @@ impl Resolver {
             path: top.path,
             kind: Some(FileType::Directory),
         })
+    }
+
+    /// The common case in one call: an absolute path with no `..`, no symlink before its final
+    /// component and no mount crossing. The kernel walks the directories with
+    /// `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, which refuses
+    /// exactly what the component walk would treat specially (a symlink to read and check, a
+    /// mount that may be procfs), so the directory it returns is the one the component walk
+    /// would have reached by the same names, and the logical path is the text itself. The final
+    /// component then goes through [`Resolver::step`] as usual. `None`: take the component walk
+    /// (which also computes the masked errors, so a failure here is never reported as such).
+    fn fast_walk(
+        &self,
+        client: &Client,
+        policy: &Policy,
+        path: &[u8],
+        flags: WalkFlags,
+    ) -> Result<Option<Walked>, i32> {
+        if path.ends_with(b"/") {
+            return Ok(None);
+        }
+        let mut parts = components(path);
+        if parts.iter().any(|p| p == b"..") {
+            return Ok(None);
+        }
+        let Some(last) = parts.pop_back() else {
+            return Ok(None);
+        };
+        let dir = if parts.is_empty() {
+            self.root_dir()?
+        } else {
+            let rel: Vec<u8> = parts.iter().fold(Vec::new(), |mut acc, p| {
+                if !acc.is_empty() {
+                    acc.push(b'/');
+                }
+                acc.extend_from_slice(p);
+                acc
+            });
+            let how = rustix::fs::ResolveFlags::NO_SYMLINKS
+                | rustix::fs::ResolveFlags::NO_MAGICLINKS
+                | rustix::fs::ResolveFlags::NO_XDEV;
+            let Ok(fd) = rustix::fs::openat2(
+                &self.root,
+                rel.as_slice(),
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+                how,
+            ) else {
+                return Ok(None);
+            };
+            let logical = format!("/{}", String::from_utf8_lossy(&rel));
+            Dir { fd, path: logical }
+        };
+        let mut stack = vec![dir];
+        let (mut rest, mut hops) = (VecDeque::new(), 0);
+        // A final symlink to follow continues the walk from a stack we did not build (its
+        // target may use `..`): leave that to the component walk.
+        self.step(
+            client, policy, &mut stack, last, &mut rest, true, flags, &mut hops, 1,
+        )
     }
 
     /// One component. Returns `Some` when the walk ends here (the final component), `None` when
