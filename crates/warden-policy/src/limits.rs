@@ -81,21 +81,6 @@ impl LimitKind {
         }
     }
 
-    /// The `warden run` flag, such as `--mem`.
-    pub fn flag(self) -> &'static str {
-        match self {
-            LimitKind::Time => "--time",
-            LimitKind::WallTime => "--wall-time",
-            LimitKind::ExtraTime => "--extra-time",
-            LimitKind::Mem => "--mem",
-            LimitKind::Processes => "--processes",
-            LimitKind::Fsize => "--fsize",
-            LimitKind::Stack => "--stack",
-            LimitKind::OpenFiles => "--open-files",
-            LimitKind::Output => "--output-limit",
-        }
-    }
-
     /// Parses a policy keyword.
     pub fn from_keyword(s: &str) -> Option<LimitKind> {
         LimitKind::ALL.into_iter().find(|k| k.keyword() == s)
@@ -276,11 +261,6 @@ impl Limits {
             }
         }
     }
-
-    /// Whether no limit is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Limits::default()
-    }
 }
 
 impl fmt::Display for LimitValue {
@@ -403,7 +383,5 @@ mod tests {
         assert_eq!(a.time, Some(Duration::from_secs(3)));
         assert_eq!(a.mem, Some(1 << 20));
         assert_eq!(a.output, Some(10));
-        assert!(!a.is_empty());
-        assert!(Limits::default().is_empty());
     }
 }

@@ -7,7 +7,7 @@ use crate::filter;
 use crate::launch::{self, Command, LaunchError, Outcome, Stage};
 use crate::limits::cgroup::{self, Cgroup, CgroupLimits};
 use crate::limits::output::{Budget, Capture};
-use crate::limits::{self, CpuSource, KillReason, Monitor, NamespaceCpu, Verdicts};
+use crate::limits::{self, CpuSource, KillReason, NamespaceCpu, Verdicts};
 use crate::report::{self, Accounting, Measured};
 use rustix::thread::CpuSet;
 use std::ffi::CString;
@@ -348,7 +348,7 @@ fn run_in(
                 }
             },
         };
-        Monitor::start(
+        limits::watch_time(
             &limits,
             cpu,
             started,

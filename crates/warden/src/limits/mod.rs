@@ -5,7 +5,7 @@
 //! | limit | enforced by |
 //! | --- | --- |
 //! | `--mem`, `--processes` | the sandbox's cgroup ([`cgroup`]); without one, `RLIMIT_AS` and `RLIMIT_NPROC` (a fresh user namespace makes the latter count only the sandbox) |
-//! | `--time`, `--wall-time` | [`Monitor`]: warden samples the whole sandbox's CPU time and the clock and kills the sandbox at limit + grace; `RLIMIT_CPU` per process as a second lock |
+//! | `--time`, `--wall-time` | [`watch_time`]: warden samples the whole sandbox's CPU time and the clock and kills the sandbox at limit + grace; `RLIMIT_CPU` per process as a second lock |
 //! | `--fsize`, `--stack`, `--open-files` | rlimits set on the program before exec, inherited by all it starts |
 //! | `--output-limit` | [`output`]: stdout and stderr go through pipes that warden copies and counts |
 //!
@@ -158,47 +158,39 @@ fn stat_cpu_ticks(stat: &str) -> Option<u64> {
         .sum::<Option<u64>>()
 }
 
-/// Samples CPU and wall time every `period` and kills the sandbox at limit + grace.
-pub struct Monitor;
-
-impl Monitor {
-    /// Starts the monitor thread if `limits` has a time limit. It stops by itself once
-    /// `verdicts` is closed.
-    pub fn start(
-        limits: &Limits,
-        cpu: CpuSource,
-        started: Instant,
-        launched: Arc<Launched>,
-        verdicts: Arc<Verdicts>,
-    ) {
-        if limits.time.is_none() && limits.wall_time.is_none() {
-            return;
-        }
-        let grace = limits.extra_time.unwrap_or_default();
-        let cpu_limit = limits.time.map(|t| t + grace);
-        let wall_limit = limits.wall_time.map(|t| t + grace);
-        // /proc walks cost more than one cgroup read, so they are made less often.
-        let period = match cpu {
-            CpuSource::Cgroup(_) => Duration::from_millis(20),
-            CpuSource::Procfs(_) => Duration::from_millis(50),
-        };
-        let _ = std::thread::Builder::new()
-            .name("warden-limits".into())
-            .spawn(move || loop {
-                std::thread::sleep(period);
-                if verdicts.closed() {
-                    return;
-                }
-                if wall_limit.is_some_and(|w| started.elapsed() >= w) {
-                    verdicts.kill(&launched, KillReason::WallTime);
-                    return;
-                }
-                if cpu_limit.is_some_and(|c| cpu.sample() >= c) {
-                    verdicts.kill(&launched, KillReason::CpuTime);
-                    return;
-                }
-            });
-    }
+/// Starts a thread that samples CPU and wall time and kills the sandbox at limit + grace (call
+/// only when `limits` has a time limit). It stops by itself once `verdicts` is closed.
+pub fn watch_time(
+    limits: &Limits,
+    cpu: CpuSource,
+    started: Instant,
+    launched: Arc<Launched>,
+    verdicts: Arc<Verdicts>,
+) {
+    let grace = limits.extra_time.unwrap_or_default();
+    let cpu_limit = limits.time.map(|t| t + grace);
+    let wall_limit = limits.wall_time.map(|t| t + grace);
+    // /proc walks cost more than one cgroup read, so they are made less often.
+    let period = match cpu {
+        CpuSource::Cgroup(_) => Duration::from_millis(20),
+        CpuSource::Procfs(_) => Duration::from_millis(50),
+    };
+    let _ = std::thread::Builder::new()
+        .name("warden-limits".into())
+        .spawn(move || loop {
+            std::thread::sleep(period);
+            if verdicts.closed() {
+                return;
+            }
+            if wall_limit.is_some_and(|w| started.elapsed() >= w) {
+                verdicts.kill(&launched, KillReason::WallTime);
+                return;
+            }
+            if cpu_limit.is_some_and(|c| cpu.sample() >= c) {
+                verdicts.kill(&launched, KillReason::CpuTime);
+                return;
+            }
+        });
 }
 
 /// The rlimits the program gets (inherited by every process it starts). `counted` says whether a
