@@ -32,8 +32,9 @@ use std::fmt::{self, Write as _};
 
 use crate::diag::{Diagnostic, Span};
 use crate::limits::{LimitKind, Limits};
-use crate::net::{Direction, NetRule, NetTarget};
+use crate::net::{Direction, NetRule, NetTarget, Protocol};
 use crate::pattern::{PathPattern, SCRATCH_VAR};
+use std::net::{IpAddr, SocketAddr};
 
 /// The built-in default policy, as shipped (with its comments).
 pub const DEFAULT_POLICY: &str = include_str!("../default.policy");
@@ -587,3 +588,102 @@ fn write_line<'a>(out: &mut String, head: &str, patterns: impl Iterator<Item = &
 
 #[cfg(test)]
 mod tests;
+
+/// Which kinds of IP traffic a policy allows at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpUse {
+    /// Some `net-allow ... tcp` rule exists.
+    pub tcp: bool,
+    /// Some `net-allow ... udp` rule exists.
+    pub udp: bool,
+}
+
+impl IpUse {
+    /// Whether the policy allows any IP traffic (and so the host's network is reachable).
+    pub fn any(self) -> bool {
+        self.tcp || self.udp
+    }
+
+    /// Whether `proto` has rules.
+    pub fn allows(self, proto: Protocol) -> bool {
+        match proto {
+            Protocol::Tcp => self.tcp,
+            Protocol::Udp => self.udp,
+        }
+    }
+}
+
+impl Policy {
+    /// Which IP protocols have `net-allow` rules.
+    pub fn ip_use(&self) -> IpUse {
+        let mut u = IpUse::default();
+        for r in &self.net_rules {
+            if let NetTarget::Ip { protocol, .. } = r.target {
+                match protocol {
+                    Protocol::Tcp => u.tcp = true,
+                    Protocol::Udp => u.udp = true,
+                }
+            }
+        }
+        u
+    }
+
+    /// The first `net-allow` rule that lets `proto` traffic go `dir` with the endpoint
+    /// `ip`:`port` (the peer for `outgoing`; for `incoming`, the peer's address and the local
+    /// port). `myhost` lists the host's own addresses for `MYHOST_ADDR`.
+    pub fn check_ip(
+        &self,
+        dir: Direction,
+        proto: Protocol,
+        ip: IpAddr,
+        port: u16,
+        myhost: &[IpAddr],
+    ) -> Option<&NetRule> {
+        self.net_rules
+            .iter()
+            .find(|r| r.matches_ip(dir, proto, ip, port, myhost))
+    }
+
+    /// The first `net-allow incoming` rule of `proto` whose port range contains the local port
+    /// `port`, whatever its address: what binding that port needs (the peers are checked as
+    /// their packets arrive).
+    pub fn check_local_port(&self, proto: Protocol, port: u16) -> Option<&NetRule> {
+        self.net_rules.iter().find(|r| {
+            r.direction == Direction::Incoming
+                && matches!(&r.target, NetTarget::Ip { protocol, port: p, .. }
+                    if *protocol == proto && p.matches(port))
+        })
+    }
+
+    /// The first `net-allow DIR unix-domain` rule matching the socket path `path`.
+    pub fn check_unix(&self, dir: Direction, path: &str) -> Option<&NetRule> {
+        self.net_rules.iter().find(|r| r.matches_unix(dir, path))
+    }
+
+    /// Why IP traffic was denied, with the rule that would allow it.
+    pub fn explain_ip_denial(
+        &self,
+        dir: Direction,
+        proto: Protocol,
+        ip: IpAddr,
+        port: u16,
+    ) -> String {
+        let addr = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let whom = match dir {
+            Direction::Outgoing => format!("to {}", SocketAddr::new(addr, port)),
+            Direction::Incoming => format!("on local port {port} from {addr}"),
+        };
+        format!("no net-allow {dir} {proto} rule matches {whom}; add: net-allow {dir} {proto} {addr} {port}")
+    }
+
+    /// Why binding local port `port` was denied, with the rule that would allow it.
+    pub fn explain_bind_denial(&self, proto: Protocol, port: u16) -> String {
+        format!(
+            "no net-allow incoming {proto} rule covers local port {port}; add: \
+             net-allow incoming {proto} 0/0 {port} (or narrower peers)"
+        )
+    }
+}

@@ -10,7 +10,7 @@
 //! `SECCOMP_FILTER_FLAG_NEW_LISTENER` (see [`crate::sys::seccomp`]).
 
 use crate::sys::seccomp::{decode, Instruction};
-use crate::syscalls::{Class, Guard, TABLE};
+use crate::syscalls::{Class, Guard, Network, TABLE};
 use libseccomp::{
     ScmpAction, ScmpArch, ScmpArgCompare as Cmp, ScmpCompareOp as Op, ScmpFilterContext,
     ScmpSyscall,
@@ -122,9 +122,9 @@ const PRCTL_ALLOWED: &[i32] = &[
     66,          // PR_GET_MDWE
 ];
 
-/// Compiles the table into a BPF program.
-pub fn compile() -> Result<Vec<Instruction>, FilterError> {
-    let ctx = context()?;
+/// Compiles the table into a BPF program, for a sandbox whose network is `net`.
+pub fn compile(net: Network) -> Result<Vec<Instruction>, FilterError> {
+    let ctx = context(net)?;
     let mut file = memfd()?;
     ctx.export_bpf(&file).map_err(err("export"))?;
     let mut bytes = Vec::new();
@@ -134,8 +134,8 @@ pub fn compile() -> Result<Vec<Instruction>, FilterError> {
 }
 
 /// The pseudo-C listing of the filter (`warden check --filter`), for review.
-pub fn listing() -> Result<String, FilterError> {
-    let ctx = context()?;
+pub fn listing(net: Network) -> Result<String, FilterError> {
+    let ctx = context(net)?;
     let mut file = memfd()?;
     ctx.export_pfc(&file).map_err(err("export"))?;
     let mut text = String::new();
@@ -150,7 +150,7 @@ fn memfd() -> Result<std::fs::File, FilterError> {
     Ok(std::fs::File::from(fd))
 }
 
-fn context() -> Result<ScmpFilterContext, FilterError> {
+fn context(net: Network) -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Errno(libc::ENOSYS)).map_err(err("new"))?;
     // The native arch only (x86_64); libseccomp's x86_64 prologue also routes x32 numbers here.
     ctx.set_act_badarch(ScmpAction::Errno(libc::ENOSYS))
@@ -165,7 +165,7 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
     for entry in TABLE {
         let sys = ScmpSyscall::from(entry.nr as i32);
         let name = entry.name();
-        match entry.class {
+        match entry.class_in(net) {
             Class::Direct => {
                 ctx.add_rule(ScmpAction::Allow, sys).map_err(err(name))?;
             }
@@ -232,7 +232,7 @@ fn guard(
                 ctx.add_rule_conditional(allow, sys, &[eq32(0, option as u32 as u64)])?;
             }
         }
-        Guard::Socket | Guard::Socketpair => {
+        Guard::Socket | Guard::Socketpair | Guard::HostSocket => {
             let unix = libc::AF_UNIX as u64;
             let kind = |t: i32| Cmp::new(1, Op::MaskedEqual(0xf), t as u64);
             for t in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
@@ -243,11 +243,35 @@ fn guard(
                 sys,
                 &[eq32(0, unix), kind(libc::SOCK_DGRAM)],
             )?;
-            if g == Guard::Socket {
-                for family in [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK] {
-                    ctx.add_rule_conditional(allow, sys, &[eq32(0, family as u64)])?;
+            if g != Guard::Socketpair {
+                ctx.add_rule_conditional(allow, sys, &[eq32(0, libc::AF_NETLINK as u64)])?;
+                let inet = if g == Guard::HostSocket {
+                    ScmpAction::Notify
+                } else {
+                    allow
+                };
+                for family in [libc::AF_INET, libc::AF_INET6] {
+                    ctx.add_rule_conditional(inet, sys, &[eq32(0, family as u64)])?;
                 }
             }
+        }
+        Guard::NoFastOpen(flags) => {
+            let fastopen = libc::MSG_FASTOPEN as u32 as u64;
+            let bit = |v| Cmp::new(flags, Op::MaskedEqual(fastopen), v);
+            ctx.add_rule_conditional(allow, sys, &[bit(0)])?;
+            ctx.add_rule_conditional(ScmpAction::Errno(libc::EOPNOTSUPP), sys, &[bit(fastopen)])?;
+        }
+        Guard::SendTo => {
+            let fastopen = libc::MSG_FASTOPEN as u32 as u64;
+            let bit = |v| Cmp::new(3, Op::MaskedEqual(fastopen), v);
+            let no_addr = Cmp::new(4, Op::Equal, 0);
+            ctx.add_rule_conditional(allow, sys, &[no_addr, bit(0)])?;
+            ctx.add_rule_conditional(
+                ScmpAction::Errno(libc::EOPNOTSUPP),
+                sys,
+                &[no_addr, bit(fastopen)],
+            )?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[Cmp::new(4, Op::NotEqual, 0)])?;
         }
     }
     Ok(())
@@ -308,42 +332,52 @@ mod tests {
         }
     }
 
+    const ALLOW: u32 = 0x7fff_0000;
+    const NOTIFY: u32 = 0x7fc0_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    const NETWORKS: [Network; 3] = [
+        Network::Private,
+        Network::Host { udp: false },
+        Network::Host { udp: true },
+    ];
+
     #[test]
     fn every_call_gets_its_class_quickly() {
         // The compiled program, run instruction by instruction, gives every table entry the
         // action of its class, within a bound that keeps the filter's cost per call flat (a
         // linear list made late entries such as futex and openat walk 200+ instructions).
-        let prog = compile().unwrap();
-        const ALLOW: u32 = 0x7fff_0000;
-        const NOTIFY: u32 = 0x7fc0_0000;
-        const ERRNO: u32 = 0x0005_0000;
-        let mut worst = 0;
-        for e in TABLE {
-            let args = match e.class {
-                Class::Guarded(Guard::Prctl) => [libc::PR_GET_NAME as u64, 0, 0, 0, 0, 0],
-                Class::Guarded(Guard::Socket | Guard::Socketpair) => {
-                    [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0]
+        for net in NETWORKS {
+            let prog = compile(net).unwrap();
+            let mut worst = 0;
+            for e in TABLE {
+                let class = e.class_in(net);
+                let args = match class {
+                    Class::Guarded(Guard::Prctl) => [libc::PR_GET_NAME as u64, 0, 0, 0, 0, 0],
+                    Class::Guarded(Guard::Socket | Guard::Socketpair | Guard::HostSocket) => {
+                        [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0]
+                    }
+                    _ => [0; 6],
+                };
+                let (action, steps) = run_bpf(&prog, e.nr as u32, args);
+                let want = match class {
+                    Class::Direct => ALLOW,
+                    Class::Delegated(_) => NOTIFY,
+                    Class::Denied(errno) => ERRNO | errno as u32,
+                    // Argument-dependent: the arguments above are allowed by every guard; the
+                    // refusals have tests of their own (and a few below).
+                    Class::Guarded(_) => ALLOW,
+                };
+                assert_eq!(action, want, "{} ({}) in {net:?}", e.name(), e.nr);
+                if !matches!(class, Class::Guarded(_)) {
+                    worst = worst.max(steps);
                 }
-                _ => [0; 6],
-            };
-            let (action, steps) = run_bpf(&prog, e.nr as u32, args);
-            let want = match e.class {
-                Class::Direct => ALLOW,
-                Class::Delegated(_) => NOTIFY,
-                Class::Denied(errno) => ERRNO | errno as u32,
-                // Argument-dependent: the arguments above are allowed by every guard; the
-                // refusals have tests of their own (and a few below).
-                Class::Guarded(_) => ALLOW,
-            };
-            assert_eq!(action, want, "{} ({})", e.name(), e.nr);
-            if !matches!(e.class, Class::Guarded(_)) {
-                worst = worst.max(steps);
             }
+            assert!(
+                worst <= 24,
+                "a call took {worst} BPF instructions to decide in {net:?}"
+            );
         }
-        assert!(
-            worst <= 24,
-            "a call took {worst} BPF instructions to decide"
-        );
+        let prog = compile(Network::Private).unwrap();
         // A number the table does not know is refused, and so are a namespace clone and TIOCSTI.
         assert_eq!(run_bpf(&prog, 999, [0; 6]).0, ERRNO | libc::ENOSYS as u32);
         let clone_newuser = [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0];
@@ -358,7 +392,7 @@ mod tests {
 
     #[test]
     fn compiles_and_checks_arch_first() {
-        let prog = compile().expect("filter compiles");
+        let prog = compile(Network::Private).expect("filter compiles");
         assert!(prog.len() > 50);
         // First instruction loads seccomp_data.arch (offset 4).
         assert_eq!(
@@ -398,7 +432,7 @@ mod tests {
 
     #[test]
     fn other_abis_are_refused() {
-        let prog = compile().unwrap();
+        let prog = compile(Network::Host { udp: true }).unwrap();
         let enosys = 0x0005_0000 | libc::ENOSYS as u32;
         // x32: the x86_64 arch value with bit 30 set in the number.
         for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_execve] {
@@ -412,10 +446,96 @@ mod tests {
     #[test]
     fn ioctl_guard_survives_compilation() {
         // An unconditional allow would swallow the TIOCSTI refusal; the listing must show it.
-        let text = listing().unwrap();
+        let text = listing(Network::Private).unwrap();
         let ioctl = text.split("syscall \"ioctl\"").nth(1).unwrap();
         let ioctl = &ioctl[..ioctl.find("# filter for syscall").unwrap_or(ioctl.len())];
         assert!(ioctl.contains(&format!("== {}", libc::TIOCSTI)), "{ioctl}");
         assert!(ioctl.contains("ERRNO(1)"), "{ioctl}");
+    }
+
+    #[test]
+    fn network_guards_route_inet_sockets_and_addresses_to_the_agent() {
+        let eacces = ERRNO | libc::EACCES as u32;
+        let eopnotsupp = ERRNO | libc::EOPNOTSUPP as u32;
+        let socket = |net, family: i32, kind: i32| {
+            let prog = compile(net).unwrap();
+            run_bpf(
+                &prog,
+                libc::SYS_socket as u32,
+                [family as u64, kind as u64, 0, 0, 0, 0],
+            )
+            .0
+        };
+        let stream = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+        for net in NETWORKS {
+            let inet = if net == Network::Private {
+                ALLOW
+            } else {
+                NOTIFY
+            };
+            assert_eq!(socket(net, libc::AF_INET, stream), inet, "{net:?}");
+            assert_eq!(
+                socket(net, libc::AF_INET6, libc::SOCK_DGRAM),
+                inet,
+                "{net:?}"
+            );
+            assert_eq!(socket(net, libc::AF_UNIX, stream), ALLOW, "{net:?}");
+            assert_eq!(
+                socket(net, libc::AF_UNIX, libc::SOCK_DGRAM),
+                eacces,
+                "{net:?}"
+            );
+            assert_eq!(
+                socket(net, libc::AF_NETLINK, libc::SOCK_RAW),
+                ALLOW,
+                "{net:?}"
+            );
+            assert_eq!(
+                socket(net, libc::AF_PACKET, libc::SOCK_RAW),
+                ERRNO | libc::ENOSYS as u32
+            );
+        }
+        let fastopen = libc::MSG_FASTOPEN as u32 as u64;
+        let addr = 0x7fff_0000_1000u64;
+        let tcp = compile(Network::Host { udp: false }).unwrap();
+        let udp = compile(Network::Host { udp: true }).unwrap();
+        let private = compile(Network::Private).unwrap();
+        let sendto = libc::SYS_sendto as u32;
+        let sendmsg = libc::SYS_sendmsg as u32;
+        let sendmmsg = libc::SYS_sendmmsg as u32;
+        // TCP only: the kernel ignores a sendmsg address, so only fast open must be refused.
+        assert_eq!(run_bpf(&tcp, sendto, [3, 0, 0, 0, addr, 16]).0, ALLOW);
+        assert_eq!(
+            run_bpf(&tcp, sendto, [3, 0, 0, fastopen, addr, 16]).0,
+            eopnotsupp
+        );
+        assert_eq!(
+            run_bpf(&tcp, sendmsg, [3, 0, fastopen, 0, 0, 0]).0,
+            eopnotsupp
+        );
+        assert_eq!(
+            run_bpf(&tcp, sendmmsg, [3, 0, 1, fastopen | 0x40, 0, 0]).0,
+            eopnotsupp
+        );
+        assert_eq!(
+            run_bpf(&tcp, sendmsg, [3, 0, libc::MSG_NOSIGNAL as u64, 0, 0, 0]).0,
+            ALLOW
+        );
+        // UDP: an address goes to the agent, and so does every sendmsg.
+        assert_eq!(run_bpf(&udp, sendto, [3, 0, 0, 0, 0, 0]).0, ALLOW);
+        assert_eq!(run_bpf(&udp, sendto, [3, 0, 0, 0, addr, 16]).0, NOTIFY);
+        // A pointer whose low half is zero is still a pointer.
+        assert_eq!(run_bpf(&udp, sendto, [3, 0, 0, 0, 1 << 32, 16]).0, NOTIFY);
+        assert_eq!(
+            run_bpf(&udp, sendto, [3, 0, 0, fastopen, 0, 0]).0,
+            eopnotsupp
+        );
+        assert_eq!(run_bpf(&udp, sendmsg, [3, 0, 0, 0, 0, 0]).0, NOTIFY);
+        assert_eq!(run_bpf(&udp, sendmmsg, [3, 0, 1, 0, 0, 0]).0, NOTIFY);
+        // Private: the namespace confines everything.
+        assert_eq!(
+            run_bpf(&private, sendto, [3, 0, 0, fastopen, addr, 16]).0,
+            ALLOW
+        );
     }
 }

@@ -20,15 +20,15 @@ use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
 use crate::sys::process::{self, Cloned};
 use crate::sys::seccomp::{self, Instruction};
 use rustix::net::{
-    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
-    RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
+    SendFlags, SocketFlags, SocketType,
 };
 use rustix::process::Resource;
 use rustix::thread::CpuSet;
 use std::ffi::CString;
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io::{self, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 /// What to run and as whom.
@@ -234,9 +234,23 @@ fn parent_side(
         kill(&pidfd);
         return Err(LaunchError::Cgroup(e));
     }
-    send(channel.as_fd(), &[MSG_GO], None).map_err(LaunchError::Channel)?;
-    let (msg, fd) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
-    match (msg.first(), fd) {
+    // The kernel tells us who sent each message, so the listener can be fetched from the
+    // program's process.
+    rustix::net::sockopt::set_socket_passcred(&channel, true)
+        .map_err(|e| LaunchError::Channel(e.into()))?;
+    send(channel.as_fd(), &[MSG_GO]).map_err(LaunchError::Channel)?;
+    let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
+    let listener = match (msg.first(), sender) {
+        (Some(&MSG_LISTENER), Some(sender)) if msg.len() == 5 => {
+            let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+            Some(take_listener(pid, sender, fd).map_err(|e| {
+                kill(&pidfd);
+                LaunchError::Channel(e)
+            })?)
+        }
+        _ => None,
+    };
+    match (msg.first(), listener) {
         (Some(&MSG_LISTENER), Some(listener)) => Ok(Launched {
             init_pid: pid,
             init_pidfd: pidfd,
@@ -259,6 +273,25 @@ fn parent_side(
             )))
         }
     }
+}
+
+/// Duplicates descriptor `fd` of `sender`, which must be init's child (the program's process,
+/// still waiting for its exec to be answered).
+fn take_listener(init: i32, sender: i32, fd: RawFd) -> io::Result<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
+    // With the pidfd held, the pid cannot be reused: check it names init's child.
+    let stat = std::fs::read_to_string(format!("/proc/{sender}/stat"))?;
+    let ppid = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse::<i32>().ok());
+    if ppid != Some(init) {
+        return Err(io::Error::other(
+            "the listener came from a process that is not the program",
+        ));
+    }
+    crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)
 }
 
 fn decode_failure(msg: &[u8]) -> (Stage, i32) {
@@ -397,7 +430,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     if let Some(status) = program_status {
         let mut msg = [MSG_STATUS, 0, 0, 0, 0];
         msg[1..].copy_from_slice(&status.to_ne_bytes());
-        let _ = send(channel.as_fd(), &msg, None);
+        let _ = send(channel.as_fd(), &msg);
     }
     process::exit_now(0)
 }
@@ -432,11 +465,16 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(125);
         }
     };
-    if let Err(e) = send(channel.as_fd(), &[MSG_LISTENER], Some(listener.as_fd())) {
+    // warden takes the listener with pidfd_getfd (a sendmsg could be delegated to the agent
+    // that this very listener is for); it stays open here until exec closes it, and the exec
+    // itself waits for the agent.
+    let mut msg = [MSG_LISTENER, 0, 0, 0, 0];
+    msg[1..].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
+    if let Err(e) = send(channel.as_fd(), &msg) {
         fail(channel.as_fd(), Stage::Handoff, &e);
         process::exit_now(125);
     }
-    drop(listener);
+    std::mem::forget(listener);
     if let Err(e) = apply_rlimits(child.cmd) {
         fail(channel.as_fd(), Stage::Resources, &e);
         process::exit_now(125);
@@ -489,28 +527,20 @@ fn apply_rlimits(cmd: &Command) -> io::Result<()> {
 fn fail(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error) {
     let mut msg = [MSG_FAILED, stage as u8, 0, 0, 0, 0];
     msg[2..].copy_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes());
-    let _ = send(channel, &msg, None);
+    let _ = send(channel, &msg);
 }
 
-fn send(channel: BorrowedFd<'_>, msg: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    let fds;
-    if let Some(fd) = fd {
-        fds = [fd];
-        control.push(SendAncillaryMessage::ScmRights(&fds));
-    }
-    sendmsg(
-        channel,
-        &[IoSlice::new(msg)],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    )?;
+/// A plain send: never `sendmsg`, which the program's filter may delegate (with UDP rules),
+/// and there is no agent yet while the program sets itself up.
+fn send(channel: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
+    rustix::net::send(channel, msg, SendFlags::NOSIGNAL)?;
     Ok(())
 }
 
-fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+/// Receives one message, and the sender's pid in warden's namespace when the kernel attached
+/// it (`SO_PASSCRED` on warden's end).
+fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut buf = [0u8; 64];
     let got = recvmsg(
@@ -519,13 +549,11 @@ fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
         &mut control,
         RecvFlags::CMSG_CLOEXEC,
     )?;
-    let mut fd = None;
+    let mut pid = None;
     for message in control.drain() {
-        if let RecvAncillaryMessage::ScmRights(fds) = message {
-            for f in fds {
-                fd.get_or_insert(f);
-            }
+        if let RecvAncillaryMessage::ScmCredentials(cred) = message {
+            pid = Some(cred.pid.as_raw_nonzero().get());
         }
     }
-    Ok((buf[..got.bytes].to_vec(), fd))
+    Ok((buf[..got.bytes].to_vec(), pid))
 }

@@ -291,7 +291,10 @@ fn run_in(
         None => None,
     };
     let ruleset = landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    let program_filter = filter::compile().map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let net = crate::agent::net::Context::new(&policy)
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let program_filter =
+        filter::compile(net.mode).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.
@@ -327,7 +330,7 @@ fn run_in(
         .listener
         .try_clone()
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    let agent = Agent::new(listener, policy, ids, Log::new(cfg.verbose, log_file))
+    let agent = Agent::new(listener, policy, net, ids, Log::new(cfg.verbose, log_file))
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
 

@@ -65,11 +65,17 @@ pub enum Family {
     /// fchmod, fchown, fsetxattr, fremovexattr: metadata changes through a descriptor, which
     /// need `write` on the descriptor's path even when it was opened read-only.
     FdMetadata,
+    /// socket (inet and inet6, when the policy allows IP traffic): created by the agent in
+    /// warden's network namespace, with the policy's incoming filter attached and locked.
+    Socket,
+    /// sendto with an address, sendmsg, sendmmsg (when the policy allows UDP): performed by the
+    /// agent on its duplicate of the socket, with its own copy of the address and data.
+    Send,
 }
 
 impl Family {
     /// Every family, in a fixed order ([`Family::index`] indexes it).
-    pub const ALL: [Family; 22] = [
+    pub const ALL: [Family; 24] = [
         Family::Open,
         Family::Stat,
         Family::Access,
@@ -92,6 +98,8 @@ impl Family {
         Family::SocketAddress,
         Family::Memfd,
         Family::FdMetadata,
+        Family::Socket,
+        Family::Send,
     ];
 
     /// Position in [`Family::ALL`].
@@ -124,6 +132,8 @@ impl Family {
             Family::SocketAddress => "socket-address",
             Family::Memfd => "memfd",
             Family::FdMetadata => "fd-metadata",
+            Family::Socket => "socket",
+            Family::Send => "send",
         }
     }
 }
@@ -147,6 +157,32 @@ pub enum Guard {
     Socket,
     /// socketpair: unix stream and seqpacket only.
     Socketpair,
+    /// socket when the policy allows IP traffic: as [`Guard::Socket`], but inet and inet6
+    /// sockets are made by the agent ([`Family::Socket`]).
+    HostSocket,
+    /// sendto, sendmsg, sendmmsg when the policy allows TCP only: allowed without
+    /// `MSG_FASTOPEN` in the flags (argument `.0`), which would connect without `connect`.
+    NoFastOpen(u32),
+    /// sendto when the policy allows UDP: allowed without an address (and without
+    /// `MSG_FASTOPEN`), delegated ([`Family::Send`]) with one.
+    SendTo,
+}
+
+/// Whether the sandbox reaches the host's network; it changes how a few calls are classed
+/// ([`Entry::class_in`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Network {
+    /// No IP rule in the policy: inet sockets are made in the sandbox's private network
+    /// namespace, whose only interface is its own loopback, so they need no checks.
+    #[default]
+    Private,
+    /// IP rules: the agent makes inet sockets in warden's namespace and checks every address
+    /// given to them. `udp`: the policy allows UDP, whose `sendmsg` can name any peer, so those
+    /// calls are delegated too (with TCP only, the kernel ignores a `sendmsg` address).
+    Host {
+        /// The policy has UDP rules.
+        udp: bool,
+    },
 }
 
 /// What warden does with one system call.
@@ -196,6 +232,35 @@ impl Entry {
     /// The call's name as in `syscalls(2)`.
     pub fn name(&self) -> &'static str {
         self.sys.trim_start_matches("SYS_")
+    }
+
+    /// The call's class when the sandbox's network is `net` ([`Entry::class`] is the class for
+    /// [`Network::Private`]).
+    pub fn class_in(&self, net: Network) -> Class {
+        let Network::Host { udp } = net else {
+            return self.class;
+        };
+        match self.nr {
+            libc::SYS_socket => G(Guard::HostSocket),
+            libc::SYS_sendto if udp => G(Guard::SendTo),
+            libc::SYS_sendmsg | libc::SYS_sendmmsg if udp => D(F::Send),
+            libc::SYS_sendto | libc::SYS_sendmmsg => G(Guard::NoFastOpen(3)),
+            libc::SYS_sendmsg => G(Guard::NoFastOpen(2)),
+            _ => self.class,
+        }
+    }
+
+    /// Why, when the sandbox's network is `net`.
+    pub fn note_in(&self, net: Network) -> &'static str {
+        if self.class_in(net) == self.class {
+            return self.note;
+        }
+        match self.nr {
+            libc::SYS_socket => "inet and inet6 sockets are made by the agent in warden's network namespace, with the policy's incoming filter locked on; unix stream and seqpacket, netlink direct",
+            libc::SYS_sendto => "without an address, direct; with one, performed by the agent after checking it",
+            _ if net == (Network::Host { udp: true }) => "performed by the agent on its duplicate of the socket, with its own copy of the address and data (a UDP message may name any peer)",
+            _ => "direct, but not with MSG_FASTOPEN (a connect the agent would not see)",
+        }
     }
 }
 

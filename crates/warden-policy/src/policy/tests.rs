@@ -489,3 +489,146 @@ fn default_policy_parses_and_decides() {
     assert_eq!(d.subtree_rights("/usr"), Some(set(&[Read, Exec])));
     assert_eq!(d.subtree_rights("/etc"), None);
 }
+
+#[test]
+fn ip_use_reports_the_protocols_with_rules() {
+    assert!(!parse("path-allow read /usr/*\n").ip_use().any());
+    assert!(!parse("net-allow outgoing unix-domain /run/x.sock\n")
+        .ip_use()
+        .any());
+    let p = parse("net-allow outgoing tcp 10.0.0.0/8 443\n");
+    assert_eq!(
+        p.ip_use(),
+        IpUse {
+            tcp: true,
+            udp: false
+        }
+    );
+    let p = parse("net-allow outgoing udp 1.1.1.1 53\nnet-allow incoming tcp 0/0 80\n");
+    assert_eq!(
+        p.ip_use(),
+        IpUse {
+            tcp: true,
+            udp: true
+        }
+    );
+}
+
+#[test]
+fn check_ip_finds_the_first_matching_rule() {
+    let p = parse(
+        "net-allow outgoing tcp 10.0.0.0/8 443\n\
+         net-allow outgoing tcp ::1 8080\n\
+         net-allow incoming tcp 192.168.0.0/16 8000\n",
+    );
+    let v4 = |s: &str| s.parse::<IpAddr>().unwrap();
+    let out = Direction::Outgoing;
+    let inc = Direction::Incoming;
+    assert!(p
+        .check_ip(out, Protocol::Tcp, v4("10.9.8.7"), 443, &[])
+        .is_some());
+    assert!(p
+        .check_ip(out, Protocol::Tcp, v4("10.9.8.7"), 444, &[])
+        .is_none());
+    assert!(p
+        .check_ip(out, Protocol::Udp, v4("10.9.8.7"), 443, &[])
+        .is_none());
+    // The mapped spelling of an IPv4 address is the same endpoint.
+    assert!(p
+        .check_ip(out, Protocol::Tcp, v4("::ffff:10.1.1.1"), 443, &[])
+        .is_some());
+    assert!(p
+        .check_ip(out, Protocol::Tcp, v4("::1"), 8080, &[])
+        .is_some());
+    assert!(p
+        .check_ip(out, Protocol::Tcp, v4("127.0.0.1"), 8080, &[])
+        .is_none());
+    // Directions do not mix.
+    assert!(p
+        .check_ip(inc, Protocol::Tcp, v4("10.9.8.7"), 443, &[])
+        .is_none());
+    assert!(p
+        .check_ip(inc, Protocol::Tcp, v4("192.168.3.4"), 8000, &[])
+        .is_some());
+    assert!(p
+        .check_ip(inc, Protocol::Tcp, v4("172.16.0.1"), 8000, &[])
+        .is_none());
+    let rule = p
+        .check_ip(out, Protocol::Tcp, v4("10.0.0.1"), 443, &[])
+        .unwrap();
+    assert_eq!(rule.span.line, 1);
+}
+
+#[test]
+fn check_local_port_ignores_the_peer_address() {
+    let p = parse(
+        "net-allow incoming tcp 192.168.0.0/16 8000\n\
+         net-allow incoming udp 0/0 5000/65520\n\
+         net-allow outgoing tcp 0/0 9000\n",
+    );
+    assert!(p.check_local_port(Protocol::Tcp, 8000).is_some());
+    assert!(p.check_local_port(Protocol::Tcp, 8001).is_none());
+    // Outgoing rules never let a port be bound.
+    assert!(p.check_local_port(Protocol::Tcp, 9000).is_none());
+    assert!(p.check_local_port(Protocol::Udp, 5000 & 0xfff0).is_some());
+    assert!(p
+        .check_local_port(Protocol::Udp, (5000 & 0xfff0) + 15)
+        .is_some());
+    assert!(p
+        .check_local_port(Protocol::Udp, (5000 & 0xfff0) + 16)
+        .is_none());
+}
+
+#[test]
+fn check_unix_matches_patterns_by_direction() {
+    let p = parse(
+        "net-allow outgoing unix-domain /run/app/*\n\
+         net-allow incoming unix-domain /tmp/srv.sock\n",
+    );
+    assert!(p
+        .check_unix(Direction::Outgoing, "/run/app/x.sock")
+        .is_some());
+    assert!(p
+        .check_unix(Direction::Incoming, "/run/app/x.sock")
+        .is_none());
+    assert!(p.check_unix(Direction::Incoming, "/tmp/srv.sock").is_some());
+    assert!(p
+        .check_unix(Direction::Outgoing, "/run/other.sock")
+        .is_none());
+}
+
+#[test]
+fn ip_denials_suggest_the_rule_to_add() {
+    let p = Policy::default();
+    let ip: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+    let why = p.explain_ip_denial(Direction::Outgoing, Protocol::Tcp, ip, 80);
+    assert_eq!(
+        why,
+        "no net-allow outgoing tcp rule matches to 127.0.0.1:80; \
+         add: net-allow outgoing tcp 127.0.0.1 80"
+    );
+    // The suggestion parses and allows exactly the denied endpoint.
+    let line = why.split("add: ").nth(1).unwrap();
+    let fixed = parse(&format!("{line}\n"));
+    assert!(fixed
+        .check_ip(Direction::Outgoing, Protocol::Tcp, ip, 80, &[])
+        .is_some());
+    let why = p.explain_ip_denial(
+        Direction::Incoming,
+        Protocol::Udp,
+        "::1".parse().unwrap(),
+        53,
+    );
+    assert!(why.ends_with("add: net-allow incoming udp ::1 53"), "{why}");
+    let why = p.explain_bind_denial(Protocol::Tcp, 8080);
+    let line = why
+        .split("add: ")
+        .nth(1)
+        .unwrap()
+        .split(" (")
+        .next()
+        .unwrap();
+    assert!(parse(&format!("{line}\n"))
+        .check_local_port(Protocol::Tcp, 8080)
+        .is_some());
+}

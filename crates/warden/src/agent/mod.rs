@@ -18,6 +18,7 @@
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
 pub mod fs;
+pub mod incoming;
 pub mod log;
 pub mod net;
 pub mod resolve;
@@ -57,6 +58,7 @@ pub fn value(v: i64) -> Handled {
 pub struct Agent {
     listener: OwnedFd,
     policy: Policy,
+    net: net::Context,
     resolver: Resolver,
     ids: IdMap,
     log: Log,
@@ -70,10 +72,12 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`.
+    /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`, with the network
+    /// context `net` made from the same policy.
     pub fn new(
         listener: OwnedFd,
         policy: Policy,
+        net: net::Context,
         ids: IdMap,
         log: Log,
     ) -> std::io::Result<Arc<Agent>> {
@@ -82,6 +86,7 @@ impl Agent {
         Ok(Arc::new(Agent {
             listener,
             policy,
+            net,
             resolver: Resolver::new()?,
             ids,
             log,
@@ -172,7 +177,7 @@ impl Agent {
         if let Ok(mut t) = self.in_flight.lock() {
             t.insert(notif.id, crate::sys::signals::current_thread());
         }
-        let family = delegated_family(&notif);
+        let family = delegated_family(&notif, self.net.mode);
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.handle(notif, family)
@@ -244,19 +249,27 @@ impl Agent {
             Family::SocketAddress => net::socket_address(&client),
             Family::FdMetadata => fs::fd_metadata(&client),
             Family::Memfd => fs::memfd_create(&client),
+            Family::Socket => net::socket(&client),
+            Family::Send => net::send(&client),
         }
     }
 }
 
 /// The family and name of a notified call, if it is one the agent serves (a native x86_64 call
 /// the table delegates); anything else is answered ENOSYS.
-fn delegated_family(notif: &unotify::Notification) -> Option<(Family, &'static str)> {
+fn delegated_family(
+    notif: &unotify::Notification,
+    net: syscalls::Network,
+) -> Option<(Family, &'static str)> {
     if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
         return None;
     }
     let entry = syscalls::lookup(notif.nr as i64)?;
-    match entry.class {
+    match entry.class_in(net) {
         Class::Delegated(family) => Some((family, entry.name())),
+        // Guards that notify for some arguments (an inet socket, a send with an address).
+        Class::Guarded(syscalls::Guard::HostSocket) => Some((Family::Socket, entry.name())),
+        Class::Guarded(syscalls::Guard::SendTo) => Some((Family::Send, entry.name())),
         _ => None,
     }
 }
@@ -309,6 +322,11 @@ impl Client<'_> {
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.agent.policy
+    }
+
+    /// The network context.
+    pub fn net(&self) -> &net::Context {
+        &self.agent.net
     }
 
     /// The id map of the sandbox.
@@ -492,6 +510,24 @@ impl Client<'_> {
             errno: Some(errno),
         });
         errno
+    }
+
+    /// Records an allowed network use (`what`, such as `tcp 10.0.0.1:443`) and its rule.
+    pub fn allow_net(&self, what: &str, rule: String) {
+        self.agent.stats.count(true);
+        if !self.agent.log.wants_allowed() {
+            return;
+        }
+        self.agent.log.write(&Decision {
+            pid: self.tid(),
+            syscall: self.name,
+            path: what,
+            access: None,
+            allowed: true,
+            rule: Some(rule),
+            reason: String::new(),
+            errno: None,
+        });
     }
 
     fn record(&self, path: &str, access: Access, verdict: &Verdict) {

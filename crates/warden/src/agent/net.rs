@@ -1,19 +1,171 @@
-//! connect(2) and bind(2), performed by the agent on its own duplicate of the caller's socket
-//! with its own copy of the address, so no address can change after it was checked.
+//! Sockets: `socket`, `connect`, `bind`, and the sends that name a peer, each performed by the
+//! agent on its own duplicate of the caller's socket with its own copy of the address (and
+//! data), so nothing can change after it was checked.
 //!
-//! The sandbox has a private network namespace, and a socket keeps the namespace it was created
-//! in, so inet addresses reach only the sandbox's own loopback whoever connects. Path-named unix
-//! sockets are looked up in the file system, so they are resolved like any path: connecting
-//! needs `write` on the socket's path (sockets the sandbox created in its own writable
-//! directories), binding needs `write` on the new name. Enforcing `net-allow` rules to reach
-//! the outside network comes with the network issue.
+//! Where a socket lives decides what it can reach, so that is what the agent looks at first:
+//! - The sandbox has a private network namespace whose only interface is its own loopback.
+//!   Sockets there (every inet socket when the policy has no IP rule) reach only the sandbox,
+//!   so their addresses need no rule.
+//! - When the policy has `net-allow` IP rules ([`Network::Host`]), `socket(AF_INET*)` is
+//!   delegated: the agent makes the socket in warden's namespace, attaches the policy's
+//!   incoming filter ([`super::incoming`]) and locks it, and hands it over. Every address given
+//!   to such a socket is checked: `connect` and sends against `outgoing` rules, `bind` against
+//!   the local ports of `incoming` rules. Packets from peers no rule allows are dropped by the
+//!   filter in the kernel, so `listen`, `accept` and the receives stay direct calls.
+//! - The agent tells the two apart by the socket's namespace cookie (`SO_NETNS_COOKIE`), so a
+//!   socket that came from anywhere else (`--pass-fd`) is checked like the agent's own.
+//!
+//! Path-named unix sockets are looked up in the file system, so they are resolved like any
+//! path: connecting needs `net-allow outgoing unix-domain` or `write` on the socket's path,
+//! binding needs `net-allow incoming unix-domain` or `write` on the new name. Abstract unix
+//! sockets belong to a network namespace too, and Landlock's scope confines them besides.
 
 use super::resolve::{Base, WalkFlags};
-use super::{value, Client, Handled};
-use warden_policy::Access;
+use super::{incoming, value, Answer, Client, Handled};
+use crate::sys::seccomp::Instruction;
+use crate::syscalls::Network;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::OwnedFd;
+use warden_policy::{Access, Direction, IpUse, NetAddr, NetTarget, Policy, Protocol};
 
 /// Longest `sockaddr` the agent copies (`sizeof(struct sockaddr_storage)`).
 const SOCKADDR_MAX: usize = 128;
+/// Most data the agent copies for one message. A stream send of more is sent in part (as the
+/// kernel may do); a datagram this large could not be sent anyway.
+const SEND_MAX: usize = 256 * 1024;
+/// Most data the agent copies for one `sendmmsg`; later messages are left unsent, and the call
+/// returns how many were sent, as the kernel may.
+const SENDMMSG_MAX: usize = 1024 * 1024;
+/// Most control data of one message (the kernel's own default bound is smaller).
+const CONTROL_MAX: usize = 64 * 1024;
+/// `UIO_MAXIOV`: most iovecs per message and messages per `sendmmsg`.
+const IOV_MAX: usize = 1024;
+
+/// What the agent knows about the sandbox's network, fixed for the run.
+pub struct Context {
+    /// Whether inet sockets reach the host's network.
+    pub mode: Network,
+    ip: IpUse,
+    myhost: Vec<IpAddr>,
+    host_cookie: Option<u64>,
+    tcp_filter: Vec<Instruction>,
+    udp_filter: Vec<Instruction>,
+}
+
+impl Context {
+    /// The context for `policy`; fails if its rules do not fit in a socket filter.
+    pub fn new(policy: &Policy) -> Result<Context, incoming::TooLarge> {
+        let ip = policy.ip_use();
+        let uses_myhost = policy.net_rules().iter().any(|r| {
+            matches!(
+                r.target,
+                NetTarget::Ip {
+                    addr: NetAddr::MyHost,
+                    ..
+                }
+            )
+        });
+        let myhost = if uses_myhost {
+            crate::sys::net::host_addresses()
+        } else {
+            Vec::new()
+        };
+        // warden's own namespace, as the cookie of a socket of ours.
+        let host_cookie = rustix::net::socket(
+            rustix::net::AddressFamily::UNIX,
+            rustix::net::SocketType::STREAM,
+            None,
+        )
+        .ok()
+        .and_then(|s| crate::sys::net::netns_cookie(&s).ok());
+        let (tcp_filter, udp_filter) = if ip.any() {
+            (
+                incoming::compile(policy, Protocol::Tcp, &myhost)?,
+                incoming::compile(policy, Protocol::Udp, &myhost)?,
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Context {
+            mode: if ip.any() {
+                Network::Host { udp: ip.udp }
+            } else {
+                Network::Private
+            },
+            ip,
+            myhost,
+            host_cookie,
+            tcp_filter,
+            udp_filter,
+        })
+    }
+
+    /// Whether `sock` belongs to warden's own network namespace, so its addresses reach the
+    /// host's network (when unsure: yes). The sandbox's private namespace has another cookie.
+    fn reaches_out(&self, sock: &OwnedFd) -> bool {
+        match (crate::sys::net::netns_cookie(sock), self.host_cookie) {
+            (Ok(cookie), Some(host)) => cookie == host,
+            _ => true,
+        }
+    }
+}
+
+/// How an address is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Connect,
+    Bind,
+    Send,
+}
+
+/// Implements socket(2) for inet and inet6 when the policy allows IP traffic.
+pub fn socket(c: &Client) -> Handled {
+    let (domain, ty) = (c.int(0), c.int(1));
+    let (kind, flags) = (ty & 0xf, ty & !0xf);
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let proto =
+        match (kind, c.int(2)) {
+            (libc::SOCK_STREAM, 0 | libc::IPPROTO_TCP) => Protocol::Tcp,
+            (libc::SOCK_DGRAM, 0 | libc::IPPROTO_UDP) => Protocol::Udp,
+            _ => return Err(c.refuse(
+                "socket",
+                "only TCP and UDP sockets reach the network (raw, ICMP and other protocols do not)",
+                libc::EACCES,
+            )),
+        };
+    let net = c.net();
+    if !net.ip.allows(proto) {
+        return Err(c.refuse(
+            &format!("{proto} socket"),
+            &format!(
+                "the policy has no net-allow {proto} rule; add one such as: \
+                 net-allow outgoing {proto} ADDRESS PORT"
+            ),
+            libc::EACCES,
+        ));
+    }
+    c.live()?;
+    let mut sflags = rustix::net::SocketFlags::CLOEXEC;
+    if ty & libc::SOCK_NONBLOCK != 0 {
+        sflags |= rustix::net::SocketFlags::NONBLOCK;
+    }
+    let sock = rustix::net::socket_with(
+        rustix::net::AddressFamily::from_raw(domain as u16),
+        rustix::net::SocketType::from_raw(kind as u32),
+        sflags,
+        None,
+    )
+    .map_err(|e| e.raw_os_error())?;
+    let filter = match proto {
+        Protocol::Tcp => &net.tcp_filter,
+        Protocol::Udp => &net.udp_filter,
+    };
+    crate::sys::net::attach_locked_filter(&sock, filter)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    Ok(Answer::Fd(sock, ty & libc::SOCK_CLOEXEC != 0))
+}
 
 /// Implements connect(2) and bind(2).
 pub fn socket_address(c: &Client) -> Handled {
@@ -23,19 +175,24 @@ pub fn socket_address(c: &Client) -> Handled {
     }
     let mut addr = vec![0u8; len];
     c.read(c.arg(1), &mut addr)?;
-    c.live()?;
     let sock = c.fd(c.int(0))?;
     let is_connect = c.nr() == libc::SYS_connect;
-    let family = if len >= 2 {
-        u16::from_ne_bytes([addr[0], addr[1]]) as i32
-    } else {
-        libc::AF_UNSPEC
-    };
-    let path = &addr[2.min(len)..];
-    let named_unix = family == libc::AF_UNIX && path.first().is_some_and(|&b| b != 0);
-    if !named_unix {
-        // inet (private namespace), abstract and unnamed unix: the socket's own namespace decides.
-        return raw_call(&sock, &addr, is_connect);
+    let how = if is_connect { Use::Connect } else { Use::Bind };
+    if family(&addr) == libc::AF_UNIX {
+        return unix_address(c, &sock, &addr, is_connect);
+    }
+    if c.net().reaches_out(&sock) {
+        check_address(c, &sock, &addr, how)?;
+    }
+    raw_call(&sock, &addr, is_connect)
+}
+
+/// A path-named unix socket is resolved like any path; abstract and unnamed ones are left to
+/// the socket's own namespace (and Landlock's scope).
+fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Handled {
+    let path = &addr[2..];
+    if path.first().is_none_or(|&b| b == 0) {
+        return raw_call(sock, addr, is_connect);
     }
     let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
     let w = c.resolver().walk(
@@ -48,7 +205,15 @@ pub fn socket_address(c: &Client) -> Handled {
             ..WalkFlags::default()
         },
     )?;
-    c.decide(&w.path, Access::Write)?;
+    let dir = if is_connect {
+        Direction::Outgoing
+    } else {
+        Direction::Incoming
+    };
+    match c.policy().check_unix(dir, &w.path) {
+        Some(rule) => c.allow_net(&format!("unix {}", w.path), rule.span.to_string()),
+        None => c.decide(&w.path, Access::Write)?,
+    }
     let name = w.name.as_deref().ok_or(libc::EISDIR)?.to_bytes();
     if name.len() >= 108 {
         return Err(libc::ENAMETOOLONG);
@@ -59,13 +224,301 @@ pub fn socket_address(c: &Client) -> Handled {
     let mut local = vec![0u8; 2 + name.len() + 1];
     local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
     local[2..2 + name.len()].copy_from_slice(name);
-    let result = raw_call(&sock, &local, is_connect);
+    let result = raw_call(sock, &local, is_connect);
     let _ = rustix::process::chdir("/");
     result
 }
 
-fn raw_call(sock: &std::os::fd::OwnedFd, addr: &[u8], connect: bool) -> Handled {
+/// Checks an address given to a socket outside the sandbox's namespace. Anything that is not
+/// an inet address the policy allows is refused: such a socket never gets an address the
+/// agent did not check.
+fn check_address(c: &Client, sock: &OwnedFd, addr: &[u8], how: Use) -> Result<(), i32> {
+    let v4_layout = || endpoint(libc::AF_INET, addr);
+    let (ip, port) = match family(addr) {
+        libc::AF_INET | libc::AF_INET6 => endpoint(family(addr), addr)?,
+        // AF_UNSPEC dissolves a connection ...
+        libc::AF_UNSPEC if how == Use::Connect => return Ok(()),
+        // ... but an inet bind or a UDP send reads it as AF_INET (an IPv6 send, as "no
+        // address": the connected peer, which was checked).
+        libc::AF_UNSPEC => match rustix::net::sockopt::socket_domain(sock) {
+            Ok(rustix::net::AddressFamily::INET6) if how == Use::Send => return Ok(()),
+            _ => v4_layout()?,
+        },
+        _ => return Err(libc::EAFNOSUPPORT),
+    };
+    let proto = protocol(c, sock)?;
+    let policy = c.policy();
+    let what = format!("{proto} {}", std::net::SocketAddr::new(plain(ip), port));
+    let rule = match how {
+        Use::Bind if port == 0 => return Ok(()),
+        Use::Bind => policy.check_local_port(proto, port),
+        Use::Connect | Use::Send => {
+            policy.check_ip(Direction::Outgoing, proto, ip, port, &c.net().myhost)
+        }
+    };
+    match rule {
+        Some(rule) => {
+            c.allow_net(&what, rule.span.to_string());
+            Ok(())
+        }
+        None => {
+            let why = match how {
+                Use::Bind => policy.explain_bind_denial(proto, port),
+                _ => policy.explain_ip_denial(Direction::Outgoing, proto, ip, port),
+            };
+            Err(c.refuse(&what, &why, libc::EACCES))
+        }
+    }
+}
+
+/// The transport protocol of a socket outside the sandbox.
+fn protocol(c: &Client, sock: &OwnedFd) -> Result<Protocol, i32> {
+    match rustix::net::sockopt::socket_type(sock) {
+        Ok(rustix::net::SocketType::STREAM) => Ok(Protocol::Tcp),
+        Ok(rustix::net::SocketType::DGRAM) => Ok(Protocol::Udp),
+        _ => Err(c.refuse(
+            "socket",
+            "only TCP and UDP sockets reach the network",
+            libc::EACCES,
+        )),
+    }
+}
+
+fn family(addr: &[u8]) -> i32 {
+    match addr {
+        [a, b, ..] => i32::from(u16::from_ne_bytes([*a, *b])),
+        _ => libc::AF_UNSPEC,
+    }
+}
+
+/// The address and port of a `sockaddr_in` or `sockaddr_in6` laid out in `addr`.
+fn endpoint(family: i32, addr: &[u8]) -> Result<(IpAddr, u16), i32> {
+    let port = |a: &[u8]| u16::from_be_bytes([a[2], a[3]]);
+    match family {
+        libc::AF_INET if addr.len() >= 16 => {
+            let o: [u8; 4] = addr[4..8].try_into().expect("4 bytes");
+            Ok((IpAddr::V4(Ipv4Addr::from(o)), port(addr)))
+        }
+        // The kernel accepts the old 24-byte sockaddr_in6 (no scope id).
+        libc::AF_INET6 if addr.len() >= 24 => {
+            let o: [u8; 16] = addr[8..24].try_into().expect("16 bytes");
+            Ok((IpAddr::V6(Ipv6Addr::from(o)), port(addr)))
+        }
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// An IPv4-mapped IPv6 address in its IPv4 spelling, for messages.
+fn plain(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn raw_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> Handled {
     crate::sys::net::address_call(sock, addr, connect)
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     value(0)
+}
+
+/// One message to send, copied out of the caller.
+struct Message {
+    name: Option<Vec<u8>>,
+    data: Vec<u8>,
+    /// The data the caller meant to send (more than `data` when over the copy bound).
+    declared: usize,
+    control: Vec<u8>,
+}
+
+/// Implements sendto(2) with an address, sendmsg(2) and sendmmsg(2) (when the policy allows
+/// UDP, whose messages may each name a peer).
+pub fn send(c: &Client) -> Handled {
+    match c.nr() {
+        libc::SYS_sendto => {
+            let declared = c.arg(2) as usize;
+            let mut data = vec![0u8; declared.min(SEND_MAX)];
+            c.read(c.arg(1), &mut data)?;
+            let name = copy_name(c, c.arg(4), c.arg(5) as u32 as usize)?;
+            let msg = Message {
+                name,
+                data,
+                declared,
+                control: Vec::new(),
+            };
+            let sock = c.fd(c.int(0))?;
+            value(send_one(c, &sock, msg, c.int(3))? as i64)
+        }
+        libc::SYS_sendmsg => {
+            let msg = copy_message(c, c.arg(1), SEND_MAX)?;
+            let sock = c.fd(c.int(0))?;
+            value(send_one(c, &sock, msg, c.int(2))? as i64)
+        }
+        libc::SYS_sendmmsg => {
+            // struct mmsghdr: a msghdr (56 bytes) and the count sent (4, padded to 8).
+            const MMSGHDR: u64 = 64;
+            let (vec, vlen) = (c.arg(1), (c.arg(2) as u32 as usize).min(IOV_MAX));
+            let mut msgs = Vec::new();
+            let mut budget = SENDMMSG_MAX;
+            for i in 0..vlen as u64 {
+                if budget == 0 {
+                    break;
+                }
+                let m = copy_message(c, vec + i * MMSGHDR, budget.min(SEND_MAX))?;
+                budget -= m.data.len().min(budget);
+                msgs.push(m);
+            }
+            let sock = c.fd(c.int(0))?;
+            let mut sent = 0u64;
+            for m in msgs {
+                match send_one(c, &sock, m, c.int(3)) {
+                    Ok(n) => {
+                        c.write(vec + sent * MMSGHDR + 56, &(n as u32).to_ne_bytes())?;
+                        sent += 1;
+                    }
+                    Err(e) if sent == 0 => return Err(e),
+                    Err(_) => break,
+                }
+            }
+            value(sent as i64)
+        }
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+fn copy_name(c: &Client, ptr: u64, len: usize) -> Result<Option<Vec<u8>>, i32> {
+    if ptr == 0 || len == 0 {
+        return Ok(None);
+    }
+    if len > SOCKADDR_MAX {
+        return Err(libc::EINVAL);
+    }
+    let mut name = vec![0u8; len];
+    c.read(ptr, &mut name)?;
+    Ok(Some(name))
+}
+
+/// Copies a `struct msghdr` at `at` and everything it points to, data up to `cap` bytes.
+fn copy_message(c: &Client, at: u64, cap: usize) -> Result<Message, i32> {
+    let mut hdr = [0u8; 56];
+    c.read(at, &mut hdr)?;
+    let word = |o: usize| u64::from_ne_bytes(hdr[o..o + 8].try_into().expect("8 bytes"));
+    let half = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().expect("4 bytes"));
+    let name = copy_name(c, word(0), half(8) as usize)?;
+    let (iov, iovlen) = (word(16), word(24) as usize);
+    if iovlen > IOV_MAX {
+        return Err(libc::EMSGSIZE);
+    }
+    let mut vecs = vec![0u8; iovlen * 16];
+    c.read(iov, &mut vecs)?;
+    let mut data = Vec::new();
+    let mut declared = 0usize;
+    for v in vecs.chunks_exact(16) {
+        let base = u64::from_ne_bytes(v[..8].try_into().expect("8 bytes"));
+        let len = u64::from_ne_bytes(v[8..].try_into().expect("8 bytes")) as usize;
+        declared = declared.saturating_add(len);
+        let take = len.min(cap - data.len());
+        if take > 0 {
+            let start = data.len();
+            data.resize(start + take, 0);
+            c.read(base, &mut data[start..])?;
+        }
+    }
+    let (control_at, control_len) = (word(32), word(40) as usize);
+    if control_len > CONTROL_MAX {
+        return Err(libc::ENOBUFS);
+    }
+    let mut control = vec![0u8; if control_at == 0 { 0 } else { control_len }];
+    c.read(control_at, &mut control)?;
+    Ok(Message {
+        name,
+        data,
+        declared,
+        control,
+    })
+}
+
+/// Sends one copied message on the agent's duplicate `sock`, after checking its address.
+fn send_one(c: &Client, sock: &OwnedFd, mut msg: Message, flags: i32) -> Result<usize, i32> {
+    if flags & libc::MSG_FASTOPEN != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let stream = matches!(
+        rustix::net::sockopt::socket_type(sock),
+        Ok(rustix::net::SocketType::STREAM)
+    );
+    if msg.declared > msg.data.len() && !stream {
+        return Err(libc::EMSGSIZE);
+    }
+    if let Some(name) = &msg.name {
+        if family(name) == libc::AF_UNIX {
+            // Unix datagram sockets cannot be made in the sandbox; a stream socket refuses an
+            // address itself.
+            if !stream {
+                return Err(c.refuse(
+                    "unix datagram",
+                    "unix datagram sockets are not delegated",
+                    libc::EACCES,
+                ));
+            }
+        } else if c.net().reaches_out(sock) {
+            check_address(c, sock, name, Use::Send)?;
+        }
+    }
+    // Descriptors passed along are the caller's numbers: send our duplicates of them.
+    let _held = translate_rights(c, &mut msg.control)?;
+    let result = crate::sys::net::send_message(
+        sock,
+        msg.name.as_deref(),
+        &msg.data,
+        &msg.control,
+        flags | libc::MSG_NOSIGNAL,
+    );
+    match result {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            if errno == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 {
+                // The kernel would have raised SIGPIPE in the sender.
+                let tgid = c.ids()?.tgid;
+                crate::sys::signals::thread_kill(tgid, c.tid(), libc::SIGPIPE);
+            }
+            Err(errno)
+        }
+    }
+}
+
+/// Rewrites the `SCM_RIGHTS` descriptors in `control` (the caller's numbers) into duplicates
+/// the agent holds, returned so they stay open until the message is sent. Credentials cannot
+/// be forwarded: the kernel would check them against the agent.
+fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32> {
+    use std::os::fd::AsRawFd;
+    const HDR: usize = 16; // struct cmsghdr: size_t len, int level, int type
+    let mut held = Vec::new();
+    let mut at = 0;
+    while at + HDR <= control.len() {
+        let len = u64::from_ne_bytes(control[at..at + 8].try_into().expect("8 bytes")) as usize;
+        let level = i32::from_ne_bytes(control[at + 8..at + 12].try_into().expect("4 bytes"));
+        let kind = i32::from_ne_bytes(control[at + 12..at + 16].try_into().expect("4 bytes"));
+        if len < HDR || at + len > control.len() {
+            return Err(libc::EINVAL);
+        }
+        if level == libc::SOL_SOCKET && kind == libc::SCM_CREDENTIALS {
+            return Err(c.refuse(
+                "SCM_CREDENTIALS",
+                "explicit credentials cannot be forwarded by the agent",
+                libc::EOPNOTSUPP,
+            ));
+        }
+        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+            for slot in control[at + HDR..at + len].chunks_exact_mut(4) {
+                let theirs = i32::from_ne_bytes(slot.try_into().expect("4 bytes"));
+                let ours = c.fd(theirs)?;
+                slot.copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
+                held.push(ours);
+            }
+        }
+        at += (len + 7) & !7;
+    }
+    Ok(held)
 }

@@ -147,3 +147,18 @@ pub fn install_terminate_handler() {
     // SAFETY: as in `block`.
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &s, std::ptr::null_mut()) };
 }
+
+/// Sends `sig` to thread `tid` of process `tgid` (ids in warden's PID namespace), as the kernel
+/// would have sent it to the thread that made a call the agent performed (SIGPIPE).
+pub fn thread_kill(tgid: u32, tid: u32, sig: libc::c_int) {
+    // SAFETY: tgkill takes plain integers; a thread that is gone makes it fail with ESRCH, and
+    // the tgid check keeps a recycled tid of another process from receiving it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            tgid as libc::c_int,
+            tid as libc::c_int,
+            sig,
+        )
+    };
+}
