@@ -36,6 +36,7 @@ build_jobs = int(env["BENCH_BUILD_JOBS"])
 queries = int(env["BENCH_QUERIES"])
 reactive_runs = int(env["BENCH_REACTIVE_RUNS"])
 reactive_cpus = env["BENCH_REACTIVE_CPUS"]  # "" (not pinned) or "G,S"
+connections = int(env["BENCH_CONNECTIONS"])
 
 SCALE_PROCS = [1, 10, 25, 50, 100]
 SCALE_FILES = 100
@@ -190,6 +191,98 @@ def bench_startup():
         "native_samples_us": [round(x, 1) for x in samples["native"]],
         "warden_samples_us": [round(x, 1) for x in samples["warden"]],
     }
+
+
+# --- net: loopback connect and accept (jailer T1) ------------------------------------------------
+
+NET = [
+    # (key, label)
+    ("connect", "connect, loopback (the call)"),
+    ("connect_cycle", "socket+connect+close, loopback"),
+    ("accept", "accept+close per connection, loopback"),
+]
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_net():
+    import signal
+    netbench = os.path.join(bindir, "netbench")
+    n = str(connections)
+
+    def policy(direction, port):
+        path = os.path.join(work, f"net-{direction}-{port}.policy")
+        with open(path, "w") as f:
+            f.write(f"net-allow {direction} tcp 127.0.0.1 {port}\n")
+        return ["--policy", path, "--read", bindir, "--exec", bindir]
+
+    def measured(mode, argv):
+        run_checked(f"the {mode} network benchmark", argv)
+        result = {}
+        for line in read_out().splitlines():
+            name, ns, err = line.split()
+            if int(err) != 0:
+                sys.exit(f"run.sh: netbench {name} failed with errno {err}")
+            result[name] = float(ns)
+        return result
+
+    def connect_once(mode):
+        port = free_port()
+        server = subprocess.Popen([netbench, "serve", str(port), n], stdout=subprocess.PIPE,
+                                  stdin=subprocess.DEVNULL)
+        server.stdout.readline()  # "ready"
+        try:
+            argv = [netbench, "connect", str(port), n]
+            if mode == "warden":
+                argv = sandboxed(*policy("outgoing", port)) + argv
+            return measured(mode, argv)
+        finally:
+            server.send_signal(signal.SIGKILL)
+            server.wait()
+
+    def accept_once(mode):
+        port = free_port()
+        argv = [netbench, "accept", str(port), n]
+        if mode == "warden":
+            argv = sandboxed(*policy("incoming", port)) + argv
+        client = subprocess.Popen([netbench, "dial", str(port), n], stdin=subprocess.DEVNULL)
+        try:
+            return measured(mode, argv)
+        finally:
+            if client.wait(timeout=60) != 0:
+                sys.exit("run.sh: the network benchmark's client failed")
+
+    def once(mode):
+        r = connect_once(mode)
+        r.update(accept_once(mode))
+        return r
+
+    samples = {m: {k: [] for k, _ in NET} for m in ("native", "warden")}
+    for m in samples:
+        once(m)
+    for r in range(reps):
+        for m in orders(r):
+            for k, v in once(m).items():
+                samples[m][k].append(v)
+    rows = []
+    for key, label in NET:
+        nat = statistics.median(samples["native"][key])
+        w = statistics.median(samples["warden"][key])
+        rows.append({
+            "name": key,
+            "label": label,
+            "native_ns_per_op": round(nat, 1),
+            "warden_ns_per_op": round(w, 1),
+            "ratio": ratio(w, nat),
+            "native_samples": samples["native"][key],
+            "warden_samples": samples["warden"][key],
+        })
+    return rows
 
 
 # --- scaling: open+close over 1..100 processes (Ostia T4) ----------------------------------------
@@ -432,8 +525,9 @@ def bench_reactive():
 # --- main --------------------------------------------------------------------------------------
 
 results = {}
-for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("scaling", bench_scaling),
-                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive)]:
+for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("net", bench_net),
+                   ("scaling", bench_scaling),
+                   ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive)]:
     if section in sections:
         progress(f"{section}...")
         results[section] = fn()
@@ -456,6 +550,7 @@ settings = {
     "scale_total": scale_total, "scale_reps": scale_reps, "gzip_reps": gzip_reps,
     "build_reps": build_reps, "build_modules": build_modules, "build_jobs": build_jobs,
     "queries": queries, "reactive_runs": reactive_runs, "reactive_cpus": reactive_cpus,
+    "connections": connections,
 }
 
 if as_json:
@@ -464,6 +559,8 @@ if as_json:
         doc["benchmarks"] = results["micro"]
     if "startup" in results:
         doc["startup"] = results["startup"]
+    if "net" in results:
+        doc["net"] = results["net"]
     if "scaling" in results:
         doc["scaling"] = results["scaling"]
     macro = {k: results[k] for k in ("gzip", "build", "reactive") if k in results}
@@ -511,6 +608,11 @@ if "micro" in results or "startup" in results:
     if "startup" in results:
         what.append(f"startup: median of {startup_runs} runs")
     table("; ".join(what), ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
+if "net" in results:
+    rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}", x(r["ratio"]))
+            for r in results["net"]]
+    table(f"network (jailer T1): {connections} connections per run, medians of {reps} runs; "
+          "the peer runs natively", ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
 if "scaling" in results:
     s = results["scaling"]
     rows = [(f"{r['processes']} process{'es' if r['processes'] > 1 else ''}",

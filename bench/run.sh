@@ -14,6 +14,9 @@
 #   gzip      gzip -d of a 30 MB .gz of deterministic text (bench/gentext.c) to /dev/null
 #   build     ./configure && make && make check of a C project (bench/cproject/) in a fresh
 #             directory granted with --read/--write/--unlink/--exec
+#   net       loopback TCP, bench/netbench.c (jailer T1): the connect call to a native server,
+#             and accept of connections from a native client, 1,000 connections per run, with
+#             one net-allow rule for the port
 #   reactive  a grader outside and a solution inside the sandbox, over pipes, one write+read per
 #             query (bench/grader.c, bench/solution.c; Merry): the solution's own user+sys CPU
 #             time, median and spread
@@ -22,11 +25,13 @@
 # Options:
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
-#   --only LIST           comma-separated sections from: micro,startup,scaling,gzip,build,reactive
+#   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
+#                         reactive
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --reps N              micro: interleaved runs (7; quick 5; at least 5)
 #   --iterations N        micro: iterations per call (20000; quick 5000)
 #   --startup-runs N      startup: runs of each (30; quick 10)
+#   --connections N       net: connections per run (1000; quick 300)
 #   --scale-total N       scaling: total open+close pairs per run (1000000; quick 30000)
 #   --scale-reps N        scaling: runs per process count (3; quick 3)
 #   --gzip-reps N         gzip: runs of each (7; quick 3)
@@ -42,10 +47,10 @@ set -eu
 started=$(date +%s.%N)
 json=0
 quick=0
-only=micro,startup,scaling,gzip,build,reactive
+only=micro,startup,net,scaling,gzip,build,reactive
 warden=
 reps= iterations= startup_runs= scale_total= scale_reps= gzip_reps= build_reps= build_modules=
-build_jobs=1 queries= reactive_runs= reactive_cpus=
+build_jobs=1 queries= reactive_runs= reactive_cpus= connections=
 num() {
     case "$2" in
         ''|*[!0-9]*) echo "run.sh: $1 needs a positive number, not '$2'" >&2; exit 2 ;;
@@ -58,7 +63,8 @@ while [ $# -gt 0 ]; do
         --quick) quick=1 ;;
         -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --only|--warden|--reps|--iterations|--startup-runs|--scale-total|--scale-reps|--gzip-reps|\
-        --build-reps|--build-modules|--build-jobs|--queries|--reactive-runs|--reactive-cpus)
+        --build-reps|--build-modules|--build-jobs|--queries|--reactive-runs|--reactive-cpus|\
+        --connections)
             [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
             case "$1" in
                 --only) only=$2 ;;
@@ -73,6 +79,7 @@ while [ $# -gt 0 ]; do
                        --reps) reps=$2 ;;
                        --iterations) iterations=$2 ;;
                        --startup-runs) startup_runs=$2 ;;
+                       --connections) connections=$2 ;;
                        --scale-total) scale_total=$2 ;;
                        --scale-reps) scale_reps=$2 ;;
                        --gzip-reps) gzip_reps=$2 ;;
@@ -91,11 +98,11 @@ done
 if [ "$quick" = 1 ]; then
     : "${reps:=5}" "${iterations:=5000}" "${startup_runs:=10}" "${scale_total:=30000}" \
       "${scale_reps:=3}" "${gzip_reps:=3}" "${build_reps:=3}" "${build_modules:=8}" \
-      "${queries:=50000}" "${reactive_runs:=5}"
+      "${queries:=50000}" "${reactive_runs:=5}" "${connections:=300}"
 else
     : "${reps:=7}" "${iterations:=20000}" "${startup_runs:=30}" "${scale_total:=1000000}" \
       "${scale_reps:=3}" "${gzip_reps:=7}" "${build_reps:=5}" "${build_modules:=24}" \
-      "${queries:=200000}" "${reactive_runs:=20}"
+      "${queries:=200000}" "${reactive_runs:=20}" "${connections:=1000}"
 fi
 if [ "$reps" -lt 5 ]; then
     echo "run.sh: --reps must be at least 5" >&2
@@ -111,8 +118,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|scaling|gzip|build|reactive) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,scaling,gzip,build,reactive)" >&2
+        micro|startup|net|scaling|gzip|build|reactive) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive)" >&2
            exit 2 ;;
     esac
 done
@@ -130,7 +137,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
-for p in microbench scale grader solution gentext; do
+for p in microbench netbench scale grader solution gentext; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 echo "allowed data" > "$work/allowed/data.txt"
@@ -144,4 +151,5 @@ BENCH_ITERATIONS="$iterations" BENCH_STARTUP_RUNS="$startup_runs" BENCH_SCALE_TO
 BENCH_SCALE_REPS="$scale_reps" BENCH_GZIP_REPS="$gzip_reps" BENCH_BUILD_REPS="$build_reps" \
 BENCH_BUILD_MODULES="$build_modules" BENCH_BUILD_JOBS="$build_jobs" BENCH_QUERIES="$queries" \
 BENCH_REACTIVE_RUNS="$reactive_runs" BENCH_REACTIVE_CPUS="$reactive_cpus" \
+BENCH_CONNECTIONS="$connections" \
 /usr/bin/python3 "$root/bench/harness.py"

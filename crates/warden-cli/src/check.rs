@@ -22,6 +22,7 @@ pub fn main(args: CheckArgs) -> i32 {
         return 0;
     }
     if args.syscalls {
+        use warden::syscalls::Network;
         for e in warden::syscalls::TABLE {
             println!(
                 "{:<24} {:<28} {}",
@@ -29,6 +30,23 @@ pub fn main(args: CheckArgs) -> i32 {
                 format!("{:?}", e.class),
                 e.note
             );
+            // Policies with IP rules (and UDP rules) class a few calls differently.
+            let mut shown = vec![e.class];
+            for (net, when) in [
+                (Network::Host { udp: false }, "with tcp rules"),
+                (Network::Host { udp: true }, "with udp rules"),
+            ] {
+                let class = e.class_in(net);
+                if !shown.contains(&class) {
+                    shown.push(class);
+                    println!(
+                        "{:<24} {:<28} {when}: {}",
+                        "",
+                        format!("{class:?}"),
+                        e.note_in(net)
+                    );
+                }
+            }
         }
         return 0;
     }

@@ -71,11 +71,14 @@ pub enum Family {
     /// sendto with an address, sendmsg, sendmmsg (when the policy allows UDP): performed by the
     /// agent on its duplicate of the socket, with its own copy of the address and data.
     Send,
+    /// accept, accept4 (when the policy allows IP traffic): performed by the agent, which
+    /// closes connections from peers no `incoming` rule allows.
+    Accept,
 }
 
 impl Family {
     /// Every family, in a fixed order ([`Family::index`] indexes it).
-    pub const ALL: [Family; 24] = [
+    pub const ALL: [Family; 25] = [
         Family::Open,
         Family::Stat,
         Family::Access,
@@ -100,6 +103,7 @@ impl Family {
         Family::FdMetadata,
         Family::Socket,
         Family::Send,
+        Family::Accept,
     ];
 
     /// Position in [`Family::ALL`].
@@ -134,6 +138,7 @@ impl Family {
             Family::FdMetadata => "fd-metadata",
             Family::Socket => "socket",
             Family::Send => "send",
+            Family::Accept => "accept",
         }
     }
 }
@@ -242,6 +247,7 @@ impl Entry {
         };
         match self.nr {
             libc::SYS_socket => G(Guard::HostSocket),
+            libc::SYS_accept | libc::SYS_accept4 => D(F::Accept),
             libc::SYS_sendto if udp => G(Guard::SendTo),
             libc::SYS_sendmsg | libc::SYS_sendmmsg if udp => D(F::Send),
             libc::SYS_sendto | libc::SYS_sendmmsg => G(Guard::NoFastOpen(3)),
@@ -255,11 +261,12 @@ impl Entry {
         if self.class_in(net) == self.class {
             return self.note;
         }
-        match self.nr {
-            libc::SYS_socket => "inet and inet6 sockets are made by the agent in warden's network namespace, with the policy's incoming filter locked on; unix stream and seqpacket, netlink direct",
-            libc::SYS_sendto => "without an address, direct; with one, performed by the agent after checking it",
-            _ if net == (Network::Host { udp: true }) => "performed by the agent on its duplicate of the socket, with its own copy of the address and data (a UDP message may name any peer)",
-            _ => "direct, but not with MSG_FASTOPEN (a connect the agent would not see)",
+        match self.class_in(net) {
+            G(Guard::HostSocket) => "inet and inet6 sockets are made by the agent in warden's network namespace, with the policy's incoming filter locked on; unix stream and seqpacket, netlink direct",
+            G(Guard::SendTo) => "without an address, direct; with one, performed by the agent after checking it",
+            G(Guard::NoFastOpen(_)) => "direct (the kernel ignores an address on TCP), but not with MSG_FASTOPEN, a connect the agent would not see",
+            D(F::Accept) => "performed by the agent, which closes connections from peers no net-allow incoming rule allows",
+            _ => "performed by the agent on its duplicate of the socket, with its own copy of the address and data (a UDP message may name any peer)",
         }
     }
 }

@@ -251,6 +251,7 @@ impl Agent {
             Family::Memfd => fs::memfd_create(&client),
             Family::Socket => net::socket(&client),
             Family::Send => net::send(&client),
+            Family::Accept => net::accept(&client),
         }
     }
 }

@@ -7,11 +7,15 @@
 //!   Sockets there (every inet socket when the policy has no IP rule) reach only the sandbox,
 //!   so their addresses need no rule.
 //! - When the policy has `net-allow` IP rules ([`Network::Host`]), `socket(AF_INET*)` is
-//!   delegated: the agent makes the socket in warden's namespace, attaches the policy's
-//!   incoming filter ([`super::incoming`]) and locks it, and hands it over. Every address given
-//!   to such a socket is checked: `connect` and sends against `outgoing` rules, `bind` against
-//!   the local ports of `incoming` rules. Packets from peers no rule allows are dropped by the
-//!   filter in the kernel, so `listen`, `accept` and the receives stay direct calls.
+//!   delegated: the agent makes the socket in warden's namespace and hands it over. Every
+//!   address given to such a socket is checked: `connect` and sends against `outgoing` rules
+//!   (a UDP server may also answer a peer an `incoming` rule lets in), `bind` against the local
+//!   ports of `incoming` rules. `accept` is performed by the agent, which closes connections
+//!   from peers no `incoming` rule allows before the program sees them. UDP sockets get the
+//!   policy's incoming filter ([`super::incoming`]), locked, so datagrams from other peers are
+//!   dropped in the kernel and the receives stay direct calls. (TCP sockets cannot: since Linux
+//!   6.17 a socket filter on TCP needs `CAP_NET_ADMIN`, which an unprivileged warden lacks, and
+//!   a connected TCP socket hears only its peer anyway.)
 //! - The agent tells the two apart by the socket's namespace cookie (`SO_NETNS_COOKIE`), so a
 //!   socket that came from anywhere else (`--pass-fd`) is checked like the agent's own.
 //!
@@ -48,7 +52,6 @@ pub struct Context {
     ip: IpUse,
     myhost: Vec<IpAddr>,
     host_cookie: Option<u64>,
-    tcp_filter: Vec<Instruction>,
     udp_filter: Vec<Instruction>,
 }
 
@@ -78,13 +81,10 @@ impl Context {
         )
         .ok()
         .and_then(|s| crate::sys::net::netns_cookie(&s).ok());
-        let (tcp_filter, udp_filter) = if ip.any() {
-            (
-                incoming::compile(policy, Protocol::Tcp, &myhost)?,
-                incoming::compile(policy, Protocol::Udp, &myhost)?,
-            )
+        let udp_filter = if ip.udp {
+            incoming::compile(policy, Protocol::Udp, &myhost)?
         } else {
-            (Vec::new(), Vec::new())
+            Vec::new()
         };
         Ok(Context {
             mode: if ip.any() {
@@ -95,7 +95,6 @@ impl Context {
             ip,
             myhost,
             host_cookie,
-            tcp_filter,
             udp_filter,
         })
     }
@@ -158,12 +157,10 @@ pub fn socket(c: &Client) -> Handled {
         None,
     )
     .map_err(|e| e.raw_os_error())?;
-    let filter = match proto {
-        Protocol::Tcp => &net.tcp_filter,
-        Protocol::Udp => &net.udp_filter,
-    };
-    crate::sys::net::attach_locked_filter(&sock, filter)
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    if proto == Protocol::Udp {
+        crate::sys::net::attach_locked_filter(&sock, &net.udp_filter)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    }
     Ok(Answer::Fd(sock, ty & libc::SOCK_CLOEXEC != 0))
 }
 
@@ -248,13 +245,28 @@ fn check_address(c: &Client, sock: &OwnedFd, addr: &[u8], how: Use) -> Result<()
     };
     let proto = protocol(c, sock)?;
     let policy = c.policy();
+    let myhost = &c.net().myhost;
+    // The unspecified address, as a destination, is this host (the kernel routes it to
+    // loopback): check it as that, so `0.0.0.0/8`-style rules cannot let loopback in.
+    let ip = if how == Use::Bind {
+        ip
+    } else {
+        destination(ip)
+    };
     let what = format!("{proto} {}", std::net::SocketAddr::new(plain(ip), port));
     let rule = match how {
         Use::Bind if port == 0 => return Ok(()),
         Use::Bind => policy.check_local_port(proto, port),
-        Use::Connect | Use::Send => {
-            policy.check_ip(Direction::Outgoing, proto, ip, port, &c.net().myhost)
-        }
+        Use::Connect | Use::Send => policy
+            .check_ip(Direction::Outgoing, proto, ip, port, myhost)
+            .or_else(|| {
+                // A UDP server answers (or connects to) a client an incoming rule let in: the
+                // peer's address and our local port, as the incoming filter checked them.
+                let local = local_port(sock)?;
+                (proto == Protocol::Udp)
+                    .then(|| policy.check_ip(Direction::Incoming, proto, ip, local, myhost))
+                    .flatten()
+            }),
     };
     match rule {
         Some(rule) => {
@@ -306,6 +318,24 @@ fn endpoint(family: i32, addr: &[u8]) -> Result<(IpAddr, u16), i32> {
         }
         _ => Err(libc::EINVAL),
     }
+}
+
+/// Where a packet sent to `ip` goes: the unspecified address means this host.
+fn destination(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified()) => {
+            IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())
+        }
+        other => other,
+    }
+}
+
+/// The local port `sock` is bound to, if any.
+fn local_port(sock: &OwnedFd) -> Option<u16> {
+    let name = crate::sys::net::local_address(sock).ok()?;
+    endpoint(family(&name), &name).ok().map(|(_, p)| p)
 }
 
 /// An IPv4-mapped IPv6 address in its IPv4 spelling, for messages.
@@ -521,4 +551,76 @@ fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
         at += (len + 7) & !7;
     }
     Ok(held)
+}
+
+/// Implements accept(2) and accept4(2) when the policy allows IP traffic: the agent accepts on
+/// its duplicate of the listening socket, and a connection from an inet peer no `incoming`
+/// rule allows is closed there (and the next one taken), so the program never holds it.
+pub fn accept(c: &Client) -> Handled {
+    let (addr_at, len_at) = (c.arg(1), c.arg(2));
+    let flags = if c.nr() == libc::SYS_accept4 {
+        c.int(3)
+    } else {
+        0
+    };
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let room = if addr_at == 0 {
+        0
+    } else {
+        let mut len = [0u8; 4];
+        c.read(len_at, &mut len)?;
+        i32::from_ne_bytes(len)
+    };
+    if room < 0 {
+        return Err(libc::EINVAL);
+    }
+    let listener = c.fd(c.int(0))?;
+    let checked = c.net().reaches_out(&listener);
+    loop {
+        let (conn, peer) = crate::sys::net::accept(&listener, flags & libc::SOCK_NONBLOCK != 0)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        if checked && !incoming_allowed(c, &conn, &peer) {
+            // Closed here: the peer sees its connection reset, the program sees nothing.
+            continue;
+        }
+        if addr_at != 0 {
+            let n = peer.len().min(room as usize);
+            c.write(addr_at, &peer[..n])?;
+            c.write(len_at, &(peer.len() as u32).to_ne_bytes())?;
+        }
+        return Ok(Answer::Fd(conn, flags & libc::SOCK_CLOEXEC != 0));
+    }
+}
+
+/// Whether an accepted connection from `peer` may reach the program (logged either way).
+fn incoming_allowed(c: &Client, conn: &OwnedFd, peer: &[u8]) -> bool {
+    let (Ok((ip, peer_port)), Some(local)) = (endpoint(family(peer), peer), local_port(conn))
+    else {
+        // Not an inet connection (a unix socket's): nothing to check.
+        return !matches!(family(peer), libc::AF_INET | libc::AF_INET6);
+    };
+    let policy = c.policy();
+    let what = format!(
+        "tcp {} to local port {local}",
+        std::net::SocketAddr::new(plain(ip), peer_port)
+    );
+    match policy.check_ip(
+        Direction::Incoming,
+        Protocol::Tcp,
+        ip,
+        local,
+        &c.net().myhost,
+    ) {
+        Some(rule) => {
+            c.allow_net(&what, rule.span.to_string());
+            true
+        }
+        None => {
+            let why = policy.explain_ip_denial(Direction::Incoming, Protocol::Tcp, ip, local);
+            c.refuse(&what, &why, libc::ECONNABORTED);
+            false
+        }
+    }
 }

@@ -154,3 +154,58 @@ pub fn host_addresses() -> Vec<std::net::IpAddr> {
     unsafe { libc::freeifaddrs(list) };
     out
 }
+
+/// The local address of `sock` (`getsockname`), as raw sockaddr bytes.
+pub fn local_address(sock: &impl AsRawFd) -> io::Result<Vec<u8>> {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `storage`, a live sockaddr_storage,
+    // and stores the address's length in `len`.
+    let rc = unsafe {
+        libc::getsockname(
+            sock.as_raw_fd(),
+            (&mut storage as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bytes_of(&storage, len))
+}
+
+/// `accept4(sock)` with a close-on-exec result (and `O_NONBLOCK` if asked): the connection and
+/// the peer's address as raw sockaddr bytes.
+pub fn accept(sock: &impl AsRawFd, nonblock: bool) -> io::Result<(OwnedFd, Vec<u8>)> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let flags = libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
+    // SAFETY: as getsockname above; on success the kernel returns a new descriptor nothing else
+    // owns.
+    let fd = unsafe {
+        libc::accept4(
+            sock.as_raw_fd(),
+            (&mut storage as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+            flags,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by accept4 and is owned by no one else.
+    let conn = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((conn, bytes_of(&storage, len)))
+}
+
+fn bytes_of(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> Vec<u8> {
+    let len = (len as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
+    // SAFETY: `storage` is a live sockaddr_storage of at least `len` bytes (clamped above).
+    let raw = unsafe {
+        std::slice::from_raw_parts((storage as *const libc::sockaddr_storage).cast::<u8>(), len)
+    };
+    raw.to_vec()
+}
