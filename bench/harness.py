@@ -70,7 +70,9 @@ def spawn(argv, stdout=None):
 def fail(what, argv, code):
     with open(err_path, errors="replace") as f:
         err = f.read()[-4000:]
-    sys.exit(f"run.sh: {what} failed (exit {code}): {' '.join(argv)}\n{err}")
+    with open(out_path, errors="replace") as f:
+        out = f.read()[-2000:]
+    sys.exit(f"run.sh: {what} failed (exit {code}): {' '.join(argv)}\n{out}{err}")
 
 
 def run_checked(what, argv, stdout=None):
