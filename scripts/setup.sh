@@ -12,6 +12,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/python3 ] || need+=(python3)
 [ -x /usr/bin/curl ] || need+=(curl)
+[ -x /usr/bin/strace ] || need+=(strace)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2

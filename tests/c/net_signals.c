@@ -80,7 +80,18 @@ int main(int argc, char **argv) {
         if (self >= 0)
             close((int)self);
     }
-    result_rc("ptrace_traceme", ptrace(PTRACE_TRACEME, 0, NULL, NULL));
+    /* In a child that exits at once: a traced process whose tracer (init) never resumes it
+     * would stop at its next signal. */
+    {
+        pid_t c = fork();
+        if (c == 0)
+            _exit(ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 ? 0 : errno);
+        int st = 0;
+        waitpid(c, &st, 0);
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
+        errno = code;
+        result("ptrace_traceme", code == 0, code);
+    }
 
     /* Benign: the program may signal its own children. */
     {

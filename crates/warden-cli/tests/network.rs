@@ -256,7 +256,9 @@ fn s(p: &Path) -> &str {
 fn have(path: &str, test: &str) -> bool {
     let there = Path::new(path).exists();
     if !there {
-        eprintln!("SKIP {test}: {path} is not installed (scripts/setup.sh installs python3 and curl)");
+        eprintln!(
+            "SKIP {test}: {path} is not installed (scripts/setup.sh installs python3 and curl)"
+        );
     }
     there
 }
@@ -1563,6 +1565,18 @@ fn proc_status(pid: u32, key: &str) -> Option<String> {
 }
 
 fn signals(who: As) {
+    signals_under(who, &[], false);
+}
+
+/// The same attempts with `ptrace-allow inside`: tracing inside the sandbox is allowed, and the
+/// process outside is still out of reach (its pid does not exist in the sandbox).
+fn signals_with_ptrace_inside(who: As) {
+    let dir = common::fresh_dir(&format!("net-ptrace-{}", who_tag(who)));
+    let pol = policy(&dir, "ptrace-allow inside\n");
+    signals_under(who, &["--policy", &pol], true);
+}
+
+fn signals_under(who: As, opts: &[&str], ptrace_inside: bool) {
     // The victim belongs to the same user as the sandbox, and leads its own process group, so
     // that natively every attempt below would reach it.
     let mut cmd = match who {
@@ -1587,8 +1601,8 @@ fn signals(who: As) {
         .expect("sleep runs");
     let pid = victim.id();
     let r = run(
-        c_cmd(who, "net_signals", &[], &strings(&[&pid])),
-        &format!("net_signals as {who:?}"),
+        c_cmd(who, "net_signals", opts, &strings(&[&pid])),
+        &format!("net_signals as {who:?} (ptrace inside: {ptrace_inside})"),
     );
     // SAFETY: kill(2) with signal 0 only checks that the process exists.
     let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
@@ -1597,33 +1611,37 @@ fn signals(who: As) {
     let _ = victim.kill();
     let _ = victim.wait();
 
-    r.finished()
-        .benign_ok_rest_denied()
-        .errnos(
-            &[
-                "kill0_outside",
-                "kill_outside",
-                "kill_group_outside",
-                "tgkill_outside",
-                "tkill_outside",
-                "rt_sigqueueinfo_outside",
-                "pidfd_open_outside",
-                "setpriority_outside",
-            ],
-            "ESRCH",
-        )
-        .errnos(
-            &[
-                "ptrace_attach_outside",
-                "ptrace_seize_outside",
-                "process_vm_readv_outside",
-                "process_vm_writev_outside",
-                "pidfd_getfd_self",
-                "ptrace_traceme",
-            ],
-            "EPERM",
-        )
-        .denied("proc_status_outside");
+    r.finished();
+    let signals = [
+        "kill0_outside",
+        "kill_outside",
+        "kill_group_outside",
+        "tgkill_outside",
+        "tkill_outside",
+        "rt_sigqueueinfo_outside",
+        "pidfd_open_outside",
+        "setpriority_outside",
+    ];
+    let tracing = [
+        "ptrace_attach_outside",
+        "ptrace_seize_outside",
+        "process_vm_readv_outside",
+        "process_vm_writev_outside",
+    ];
+    if ptrace_inside {
+        // Tracing calls pass the filter, and find no such process.
+        r.errnos(&signals, "ESRCH")
+            .errnos(&tracing, "ESRCH")
+            .errnos(&["pidfd_getfd_self"], "EPERM")
+            .ok("ptrace_traceme");
+    } else {
+        let mut eperm = tracing.to_vec();
+        eperm.extend(["pidfd_getfd_self", "ptrace_traceme"]);
+        r.benign_ok_rest_denied()
+            .errnos(&signals, "ESRCH")
+            .errnos(&eperm, "EPERM");
+    }
+    r.denied("proc_status_outside");
     assert!(
         alive && exited.is_none(),
         "ESCAPE: the process outside (pid {pid}) died: {exited:?}\n{}",
@@ -1640,6 +1658,57 @@ fn signals(who: As) {
 #[test]
 fn signals_and_ptrace_stay_inside() {
     each_user("signals_and_ptrace_stay_inside", signals);
+}
+
+#[test]
+fn ptrace_inside_reaches_nothing_outside() {
+    each_user(
+        "ptrace_inside_reaches_nothing_outside",
+        signals_with_ptrace_inside,
+    );
+}
+
+/// A real debugger: strace works inside the sandbox with `ptrace-allow inside` (and sees the
+/// program's calls), and is refused without it.
+fn strace_inside(who: As) {
+    const STRACE: &str = "/usr/bin/strace";
+    if !Path::new(STRACE).exists() {
+        eprintln!("SKIP strace_inside: {STRACE} is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = common::fresh_dir(&format!("net-strace-{}", who_tag(who)));
+    let pol = policy(&dir, "ptrace-allow inside\n");
+    let argv = [
+        STRACE,
+        "-f",
+        "-e",
+        "trace=openat",
+        "/bin/cat",
+        "/etc/hostname",
+    ];
+    let with = run(
+        warden_run(who, &["--policy", &pol], &argv),
+        &format!("strace with ptrace-allow as {who:?}"),
+    );
+    assert!(
+        with.out.status.success() && with.stderr().contains("\"/etc/hostname\""),
+        "strace did not trace the program inside the sandbox\n{}",
+        with.dump()
+    );
+    let without = run(
+        warden_run(who, &[], &argv),
+        &format!("strace without ptrace-allow as {who:?}"),
+    );
+    assert!(
+        !without.out.status.success() && without.stderr().contains("Operation not permitted"),
+        "strace ran without ptrace-allow\n{}",
+        without.dump()
+    );
+}
+
+#[test]
+fn strace_works_inside_only_with_ptrace_allow() {
+    each_user("strace_works_inside_only_with_ptrace_allow", strace_inside);
 }
 
 // ---- 8. System V and POSIX IPC -----------------------------------------------------------------------------

@@ -31,13 +31,14 @@ use crate::pattern::{quote, PathPattern};
 use crate::policy::{Access, Policy};
 
 /// The directives a line may start with.
-pub(crate) const DIRECTIVES: [&str; 15] = [
+pub(crate) const DIRECTIVES: [&str; 16] = [
     "starting_uid",
     "starting_gid",
     "starting_dir",
     "path-allow",
     "path-deny",
     "net-allow",
+    "ptrace-allow",
     "limit-time",
     "limit-wall-time",
     "limit-extra-time",
@@ -162,6 +163,7 @@ impl Parser {
             "path-allow" => self.path_allow(line, args, end),
             "path-deny" => self.path_deny(line, args, end),
             "net-allow" => self.net_allow(line, args, end),
+            "ptrace-allow" => self.ptrace_allow(line, kw, args, end),
             other if LimitKind::from_keyword(other).is_some() => {
                 if let Some(kind) = LimitKind::from_keyword(other) {
                     self.limit(line, kw, kind, args, end);
@@ -230,6 +232,33 @@ impl Parser {
         match kind {
             IdKind::Uid => self.policy.starting_uid = Some(value),
             IdKind::Gid => self.policy.starting_gid = Some(value),
+        }
+    }
+
+    /// `ptrace-allow inside`: the sandbox's processes may debug each other (the PID namespace
+    /// and Landlock keep everything outside out of reach either way).
+    fn ptrace_allow(&mut self, line: u32, kw: Token<'_>, args: &[Token<'_>], end: u32) {
+        match args.first() {
+            Some(arg) if arg.text == "inside" => {
+                if !self.extra_args(line, "`ptrace-allow`", args, 1) {
+                    self.policy.ptrace_inside = Some(self.span(line, kw.col));
+                }
+            }
+            Some(arg) => self.error(
+                line,
+                arg.col,
+                format!(
+                    "{}: `ptrace-allow` takes only `inside` (processes of the sandbox may trace \
+                     each other; nothing outside can ever be traced)",
+                    quote(arg.text)
+                ),
+            ),
+            None => self.error(
+                line,
+                end,
+                "`ptrace-allow` needs `inside`: `ptrace-allow inside` lets processes of the \
+                 sandbox trace each other (debuggers, strace)",
+            ),
         }
     }
 
@@ -547,7 +576,7 @@ fn unknown_directive(word: &str) -> String {
         Some(s) => format!("unknown directive {}; did you mean `{s}`?", quote(word)),
         None => format!(
             "unknown directive {}; a line must start with one of starting_uid, starting_gid, \
-             starting_dir, path-allow, path-deny, net-allow or a limit-* keyword",
+             starting_dir, path-allow, path-deny, net-allow, ptrace-allow or a limit-* keyword",
             quote(word)
         ),
     }
@@ -653,6 +682,29 @@ mod tests {
             "expected {prefix}...{fragment}..., got {}",
             errs[0]
         );
+    }
+
+    #[test]
+    fn ptrace_allow_inside() {
+        let p = Policy::parse("t", "ptrace-allow inside\n").unwrap();
+        assert_eq!(
+            p.ptrace_inside.as_ref().map(|s| (s.line, s.col)),
+            Some((1, 1))
+        );
+        assert!(p.to_normalized_string().contains("ptrace-allow inside\n"));
+        assert!(Policy::parse("t", "path-allow read /a\n")
+            .unwrap()
+            .ptrace_inside
+            .is_none());
+        one_error("ptrace-allow outside", 1, 14, "takes only `inside`");
+        one_error("ptrace-allow", 1, 13, "needs `inside`");
+        one_error("ptrace-allow inside now", 1, 21, "unexpected `now`");
+        one_error("ptrace-alow inside", 1, 1, "did you mean `ptrace-allow`?");
+        // Merging keeps it, and a policy saying it differs from one that does not.
+        let mut merged = Policy::default();
+        merged.merge(p.clone());
+        assert!(merged.ptrace_inside.is_some() && merged.equivalent(&p));
+        assert!(!Policy::default().equivalent(&p));
     }
 
     #[test]

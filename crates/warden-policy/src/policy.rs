@@ -222,6 +222,9 @@ pub struct Policy {
     pub starting_dir: Option<(String, Span)>,
     /// `limit-*`: resource limits of the run.
     pub limits: Limits,
+    /// `ptrace-allow inside`: processes of the sandbox may trace (debug) each other; where it
+    /// was said.
+    pub ptrace_inside: Option<Span>,
     pub(crate) path_rules: Vec<PathRule>,
     pub(crate) net_rules: Vec<NetRule>,
 }
@@ -256,6 +259,9 @@ impl Policy {
             self.starting_dir = other.starting_dir;
         }
         self.limits.merge(&other.limits);
+        if other.ptrace_inside.is_some() {
+            self.ptrace_inside = other.ptrace_inside;
+        }
         self.path_rules.extend(other.path_rules);
         self.net_rules.extend(other.net_rules);
     }
@@ -323,6 +329,7 @@ impl Policy {
             starting_gid: self.starting_gid,
             starting_dir,
             limits: self.limits,
+            ptrace_inside: self.ptrace_inside.clone(),
             path_rules: self
                 .path_rules
                 .iter()
@@ -479,6 +486,9 @@ impl Policy {
                 let _ = writeln!(out, "{} {v}", kind.keyword());
             }
         }
+        if self.ptrace_inside.is_some() {
+            out.push_str("ptrace-allow inside\n");
+        }
         let groups = Access::ALL
             .iter()
             .map(|&a| (Some(a), format!("path-allow {a}")))
@@ -530,6 +540,7 @@ impl Policy {
             && self.starting_dir.as_ref().map(|(d, _)| d)
                 == other.starting_dir.as_ref().map(|(d, _)| d)
             && self.limits == other.limits
+            && self.ptrace_inside.is_some() == other.ptrace_inside.is_some()
             && path_set(self) == path_set(other)
             && net_set(self) == net_set(other)
     }

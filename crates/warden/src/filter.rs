@@ -10,7 +10,7 @@
 //! `SECCOMP_FILTER_FLAG_NEW_LISTENER` (see [`crate::sys::seccomp`]).
 
 use crate::sys::seccomp::{decode, Instruction};
-use crate::syscalls::{Class, Guard, Network, TABLE};
+use crate::syscalls::{Class, Guard, Profile, TABLE};
 use libseccomp::{
     ScmpAction, ScmpArch, ScmpArgCompare as Cmp, ScmpCompareOp as Op, ScmpFilterContext,
     ScmpSyscall,
@@ -122,9 +122,9 @@ const PRCTL_ALLOWED: &[i32] = &[
     66,          // PR_GET_MDWE
 ];
 
-/// Compiles the table into a BPF program, for a sandbox whose network is `net`.
-pub fn compile(net: Network) -> Result<Vec<Instruction>, FilterError> {
-    let ctx = context(net)?;
+/// Compiles the table into a BPF program, for a policy of profile `profile`.
+pub fn compile(profile: Profile) -> Result<Vec<Instruction>, FilterError> {
+    let ctx = context(profile)?;
     let mut file = memfd()?;
     ctx.export_bpf(&file).map_err(err("export"))?;
     let mut bytes = Vec::new();
@@ -134,8 +134,8 @@ pub fn compile(net: Network) -> Result<Vec<Instruction>, FilterError> {
 }
 
 /// The pseudo-C listing of the filter (`warden check --filter`), for review.
-pub fn listing(net: Network) -> Result<String, FilterError> {
-    let ctx = context(net)?;
+pub fn listing(profile: Profile) -> Result<String, FilterError> {
+    let ctx = context(profile)?;
     let mut file = memfd()?;
     ctx.export_pfc(&file).map_err(err("export"))?;
     let mut text = String::new();
@@ -150,7 +150,7 @@ fn memfd() -> Result<std::fs::File, FilterError> {
     Ok(std::fs::File::from(fd))
 }
 
-fn context(net: Network) -> Result<ScmpFilterContext, FilterError> {
+fn context(profile: Profile) -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Errno(libc::ENOSYS)).map_err(err("new"))?;
     // The native arch only (x86_64); libseccomp's x86_64 prologue also routes x32 numbers here.
     ctx.set_act_badarch(ScmpAction::Errno(libc::ENOSYS))
@@ -165,7 +165,7 @@ fn context(net: Network) -> Result<ScmpFilterContext, FilterError> {
     for entry in TABLE {
         let sys = ScmpSyscall::from(entry.nr as i32);
         let name = entry.name();
-        match entry.class_in(net) {
+        match profile.class(entry) {
             Class::Direct => {
                 ctx.add_rule(ScmpAction::Allow, sys).map_err(err(name))?;
             }
@@ -280,6 +280,7 @@ fn guard(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syscalls::Network;
 
     /// Runs `prog` on a seccomp_data of (`nr`, x86_64, `args`); returns the action and how many
     /// instructions ran. Implements the classic-BPF subset libseccomp emits.
@@ -341,16 +342,27 @@ mod tests {
         Network::Host { udp: true },
     ];
 
+    fn net(network: Network) -> Profile {
+        Profile {
+            network,
+            ptrace_inside: false,
+        }
+    }
+
     #[test]
     fn every_call_gets_its_class_quickly() {
         // The compiled program, run instruction by instruction, gives every table entry the
         // action of its class, within a bound that keeps the filter's cost per call flat (a
         // linear list made late entries such as futex and openat walk 200+ instructions).
-        for net in NETWORKS {
-            let prog = compile(net).unwrap();
+        let profiles = NETWORKS.map(net).into_iter().chain([Profile {
+            network: Network::Private,
+            ptrace_inside: true,
+        }]);
+        for profile in profiles {
+            let prog = compile(profile).unwrap();
             let mut worst = 0;
             for e in TABLE {
-                let class = e.class_in(net);
+                let class = profile.class(e);
                 let args = match class {
                     Class::Guarded(Guard::Prctl) => [libc::PR_GET_NAME as u64, 0, 0, 0, 0, 0],
                     Class::Guarded(Guard::Socket | Guard::Socketpair | Guard::HostSocket) => {
@@ -367,17 +379,17 @@ mod tests {
                     // refusals have tests of their own (and a few below).
                     Class::Guarded(_) => ALLOW,
                 };
-                assert_eq!(action, want, "{} ({}) in {net:?}", e.name(), e.nr);
+                assert_eq!(action, want, "{} ({}) in {profile:?}", e.name(), e.nr);
                 if !matches!(class, Class::Guarded(_)) {
                     worst = worst.max(steps);
                 }
             }
             assert!(
                 worst <= 24,
-                "a call took {worst} BPF instructions to decide in {net:?}"
+                "a call took {worst} BPF instructions to decide in {profile:?}"
             );
         }
-        let prog = compile(Network::Private).unwrap();
+        let prog = compile(Profile::default()).unwrap();
         // A number the table does not know is refused, and so are a namespace clone and TIOCSTI.
         assert_eq!(run_bpf(&prog, 999, [0; 6]).0, ERRNO | libc::ENOSYS as u32);
         let clone_newuser = [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0];
@@ -392,7 +404,7 @@ mod tests {
 
     #[test]
     fn compiles_and_checks_arch_first() {
-        let prog = compile(Network::Private).expect("filter compiles");
+        let prog = compile(Profile::default()).expect("filter compiles");
         assert!(prog.len() > 50);
         // First instruction loads seccomp_data.arch (offset 4).
         assert_eq!(
@@ -432,7 +444,7 @@ mod tests {
 
     #[test]
     fn other_abis_are_refused() {
-        let prog = compile(Network::Host { udp: true }).unwrap();
+        let prog = compile(net(Network::Host { udp: true })).unwrap();
         let enosys = 0x0005_0000 | libc::ENOSYS as u32;
         // x32: the x86_64 arch value with bit 30 set in the number.
         for nr in [libc::SYS_read, libc::SYS_openat, libc::SYS_execve] {
@@ -446,7 +458,7 @@ mod tests {
     #[test]
     fn ioctl_guard_survives_compilation() {
         // An unconditional allow would swallow the TIOCSTI refusal; the listing must show it.
-        let text = listing(Network::Private).unwrap();
+        let text = listing(Profile::default()).unwrap();
         let ioctl = text.split("syscall \"ioctl\"").nth(1).unwrap();
         let ioctl = &ioctl[..ioctl.find("# filter for syscall").unwrap_or(ioctl.len())];
         assert!(ioctl.contains(&format!("== {}", libc::TIOCSTI)), "{ioctl}");
@@ -457,8 +469,8 @@ mod tests {
     fn network_guards_route_inet_sockets_and_addresses_to_the_agent() {
         let eacces = ERRNO | libc::EACCES as u32;
         let eopnotsupp = ERRNO | libc::EOPNOTSUPP as u32;
-        let socket = |net, family: i32, kind: i32| {
-            let prog = compile(net).unwrap();
+        let socket = |network, family: i32, kind: i32| {
+            let prog = compile(net(network)).unwrap();
             run_bpf(
                 &prog,
                 libc::SYS_socket as u32,
@@ -497,9 +509,9 @@ mod tests {
         }
         let fastopen = libc::MSG_FASTOPEN as u32 as u64;
         let addr = 0x7fff_0000_1000u64;
-        let tcp = compile(Network::Host { udp: false }).unwrap();
-        let udp = compile(Network::Host { udp: true }).unwrap();
-        let private = compile(Network::Private).unwrap();
+        let tcp = compile(net(Network::Host { udp: false })).unwrap();
+        let udp = compile(net(Network::Host { udp: true })).unwrap();
+        let private = compile(Profile::default()).unwrap();
         let sendto = libc::SYS_sendto as u32;
         let sendmsg = libc::SYS_sendmsg as u32;
         let sendmmsg = libc::SYS_sendmmsg as u32;
@@ -536,6 +548,30 @@ mod tests {
         assert_eq!(
             run_bpf(&private, sendto, [3, 0, 0, fastopen, addr, 16]).0,
             ALLOW
+        );
+    }
+
+    #[test]
+    fn ptrace_inside_opens_only_the_tracing_calls() {
+        let eperm = ERRNO | libc::EPERM as u32;
+        let plain = compile(Profile::default()).unwrap();
+        let debug = compile(Profile {
+            network: Network::Private,
+            ptrace_inside: true,
+        })
+        .unwrap();
+        for nr in [
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_process_vm_writev,
+        ] {
+            assert_eq!(run_bpf(&plain, nr as u32, [0; 6]).0, eperm);
+            assert_eq!(run_bpf(&debug, nr as u32, [0; 6]).0, ALLOW);
+        }
+        // Taking another process's descriptors stays refused.
+        assert_eq!(
+            run_bpf(&debug, libc::SYS_pidfd_getfd as u32, [0; 6]).0,
+            eperm
         );
     }
 }

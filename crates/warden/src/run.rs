@@ -293,8 +293,12 @@ fn run_in(
     let ruleset = landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let net = crate::agent::net::Context::new(&policy)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let profile = crate::syscalls::Profile {
+        network: net.mode,
+        ptrace_inside: policy.ptrace_inside.is_some(),
+    };
     let program_filter =
-        filter::compile(net.mode).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+        filter::compile(profile).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.

@@ -233,6 +233,32 @@ macro_rules! e {
     };
 }
 
+/// Everything in a policy that changes how calls are classed: the filter is compiled for one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Whether the sandbox reaches the host's network.
+    pub network: Network,
+    /// `ptrace-allow inside`: `ptrace` and `process_vm_*` are direct. The sandbox's PID namespace
+    /// names only its own processes, and Landlock refuses tracing across domains, so a tracer
+    /// reaches nothing outside; since Linux 4.8 seccomp re-checks a call a tracer rewrote.
+    pub ptrace_inside: bool,
+}
+
+impl Profile {
+    /// The class of `entry` under this profile.
+    pub fn class(&self, entry: &Entry) -> Class {
+        const TRACING: [c_long; 3] = [
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_process_vm_writev,
+        ];
+        if self.ptrace_inside && TRACING.contains(&entry.nr) {
+            return Class::Direct;
+        }
+        entry.class_in(self.network)
+    }
+}
+
 impl Entry {
     /// The call's name as in `syscalls(2)`.
     pub fn name(&self) -> &'static str {
