@@ -1149,7 +1149,7 @@ fn log_file_holds_json_lines_with_allow_and_deny() {
     );
     let allowed = entries
         .iter()
-        .find(|e| e["decision"] == "allow" && e["path"] == s(&ok));
+        .find(|e| e["decision"] == "allow" && e["target"] == s(&ok));
     assert!(
         allowed.is_some(),
         "no allow entry for {}:\n{text}",
@@ -1157,10 +1157,22 @@ fn log_file_holds_json_lines_with_allow_and_deny() {
     );
     let denied = entries
         .iter()
-        .find(|e| e["decision"] == "deny" && e["path"] == "/etc/shadow");
+        .find(|e| e["decision"] == "deny" && e["target"] == "/etc/shadow");
     let denied = denied.unwrap_or_else(|| panic!("no deny entry for /etc/shadow:\n{text}"));
     assert_eq!(denied["errno"], 13, "{denied}");
+    assert_eq!(denied["errno_name"], "EACCES", "{denied}");
     assert_eq!(denied["access"], "read", "{denied}");
+    assert_eq!(denied["v"], 1, "{denied}");
+    assert!(
+        denied["flags"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("O_RDONLY")),
+        "{denied}"
+    );
+    // One sandbox id for the whole run.
+    let ids: std::collections::HashSet<String> =
+        entries.iter().map(|e| e["sandbox"].to_string()).collect();
+    assert_eq!(ids.len(), 1, "{text}");
 }
 
 #[test]
@@ -1176,6 +1188,13 @@ fn verbose_names_the_denied_path_and_the_rule_to_add() {
         .unwrap_or_else(|| panic!("no `warden: denied` line naming {}:\n{err}", f.display()));
     assert!(
         line.contains(&format!("path-allow read {}", s(&f))),
+        "{line}"
+    );
+    // The call as C would spell it, and who made it.
+    assert!(
+        line.starts_with(&format!("warden: denied openat(\"{}\", O_RDONLY", s(&f)))
+            && line.contains(" for pid ")
+            && line.contains(" (cat): no path-allow read rule matches; add: "),
         "{line}"
     );
     // Without -v the program's own message is all there is.

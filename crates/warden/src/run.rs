@@ -334,7 +334,9 @@ fn run_in(
         .listener
         .try_clone()
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    let agent = Agent::new(listener, policy, net, ids, Log::new(cfg.verbose, log_file))
+    let sandbox_id = format!("{}-{:08x}", std::process::id(), rand32());
+    let log = Log::new(cfg.verbose, log_file, sandbox_id);
+    let agent = Agent::new(listener, policy, net, ids, log)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
 

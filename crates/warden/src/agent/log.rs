@@ -11,12 +11,16 @@ use warden_policy::Access;
 /// One decision, as logged.
 pub struct Decision<'a> {
     /// Calling thread, in warden's PID namespace.
-    pub pid: u32,
+    pub tid: u32,
+    /// Its process (thread group), if it could be read.
+    pub pid: Option<u32>,
     /// Syscall name.
     pub syscall: &'static str,
-    /// The logical path checked.
-    pub path: &'a str,
-    /// The access checked, if the decision was a policy check.
+    /// The call's six register arguments, as the agent received them.
+    pub args: [u64; 6],
+    /// What was checked: the logical path, or an endpoint such as `tcp 10.0.0.1:443`.
+    pub target: &'a str,
+    /// The access checked, if the decision was a path check.
     pub access: Option<Access>,
     /// Allowed or denied.
     pub allowed: bool,
@@ -26,20 +30,35 @@ pub struct Decision<'a> {
     pub reason: String,
     /// The errno returned for a denial.
     pub errno: Option<i32>,
+    /// From receiving the call to the decision.
+    pub latency: std::time::Duration,
 }
 
+/// Version of the JSON line format ([`JsonLine`]); bumped when a key changes meaning or goes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of `--log FILE`. The keys, their types and meanings are documented in the README
+/// ("The decision log"); new keys may be added, existing ones keep their meaning within a
+/// schema version.
 #[derive(Serialize)]
 struct JsonLine<'a> {
+    v: u32,
     time: f64,
-    pid: u32,
+    sandbox: &'a str,
+    pid: Option<u32>,
+    tid: u32,
     comm: String,
     syscall: &'a str,
-    path: &'a str,
+    args: [String; 6],
+    flags: Option<String>,
+    target: &'a str,
     access: Option<&'static str>,
     decision: &'static str,
     rule: Option<&'a str>,
     reason: &'a str,
     errno: Option<i32>,
+    errno_name: Option<&'static str>,
+    latency_us: f64,
 }
 
 /// Where decisions go.
@@ -47,14 +66,17 @@ struct JsonLine<'a> {
 pub struct Log {
     verbose: bool,
     json: Option<Mutex<std::fs::File>>,
+    sandbox: String,
 }
 
 impl Log {
-    /// `verbose`: denials to stderr; `json`: every decision to this file.
-    pub fn new(verbose: bool, json: Option<std::fs::File>) -> Log {
+    /// `verbose`: denials to stderr; `json`: every decision to this file; `sandbox`: the run's
+    /// id, in every JSON line.
+    pub fn new(verbose: bool, json: Option<std::fs::File>, sandbox: String) -> Log {
         Log {
             verbose,
             json: json.map(Mutex::new),
+            sandbox,
         }
     }
 
@@ -63,30 +85,47 @@ impl Log {
         self.json.is_some()
     }
 
+    /// Whether a decision that `allowed` or not is written anywhere.
+    pub fn wants(&self, allowed: bool) -> bool {
+        self.json.is_some() || (self.verbose && !allowed)
+    }
+
     /// Writes one decision where it is wanted.
     pub fn write(&self, d: &Decision<'_>) {
+        let flags = open_flags(d.syscall, &d.args);
         if !d.allowed && self.verbose {
-            let comm = comm(d.pid);
-            let what = d.access.map(|a| format!(" for {a}")).unwrap_or_default();
+            let comm = comm(d.tid);
+            let call = match &flags {
+                Some(f) => format!("{}(\"{}\", {f})", d.syscall, d.target),
+                None => format!("{}(\"{}\")", d.syscall, d.target),
+            };
             eprintln!(
-                "warden: denied {}(\"{}\"){what} by pid {} ({comm}): {}",
-                d.syscall, d.path, d.pid, d.reason
+                "warden: denied {call} for pid {} ({comm}): {}",
+                d.pid.unwrap_or(d.tid),
+                d.reason
             );
         }
         if let Some(file) = &self.json {
             let line = JsonLine {
+                v: SCHEMA_VERSION,
                 time: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0.0, |t| t.as_secs_f64()),
+                sandbox: &self.sandbox,
                 pid: d.pid,
-                comm: comm(d.pid),
+                tid: d.tid,
+                comm: comm(d.tid),
                 syscall: d.syscall,
-                path: d.path,
+                args: d.args.map(|a| format!("{a:#x}")),
+                flags,
+                target: d.target,
                 access: d.access.map(Access::name),
                 decision: if d.allowed { "allow" } else { "deny" },
                 rule: d.rule.as_deref(),
                 reason: &d.reason,
                 errno: d.errno,
+                errno_name: d.errno.and_then(errno_name),
+                latency_us: (d.latency.as_nanos() as f64 / 1000.0 * 10.0).round() / 10.0,
             };
             if let Ok(mut text) = serde_json::to_vec(&line) {
                 text.push(b'\n');
@@ -96,6 +135,54 @@ impl Log {
             }
         }
     }
+}
+
+/// The open flags of an open-family call, spelled as in C (`O_WRONLY|O_CREAT`).
+fn open_flags(syscall: &str, args: &[u64; 6]) -> Option<String> {
+    let flags = match syscall {
+        "open" => args[1] as i32,
+        "openat" => args[2] as i32,
+        "creat" => libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+        _ => return None,
+    };
+    let mut parts = vec![match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => "O_RDONLY",
+        libc::O_WRONLY => "O_WRONLY",
+        _ => "O_RDWR",
+    }];
+    let named = [
+        (libc::O_CREAT, "O_CREAT"),
+        (libc::O_EXCL, "O_EXCL"),
+        (libc::O_TRUNC, "O_TRUNC"),
+        (libc::O_APPEND, "O_APPEND"),
+        (libc::O_NONBLOCK, "O_NONBLOCK"),
+        (libc::O_DIRECTORY, "O_DIRECTORY"),
+        (libc::O_NOFOLLOW, "O_NOFOLLOW"),
+        (libc::O_CLOEXEC, "O_CLOEXEC"),
+        (libc::O_PATH, "O_PATH"),
+        (libc::O_TMPFILE & !libc::O_DIRECTORY, "O_TMPFILE"),
+    ];
+    for (bit, name) in named {
+        if flags & bit == bit {
+            parts.push(name);
+        }
+    }
+    Some(parts.join("|"))
+}
+
+/// The symbolic name of the errnos the agent answers with.
+fn errno_name(e: i32) -> Option<&'static str> {
+    Some(match e {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EXDEV => "EXDEV",
+        libc::EFBIG => "EFBIG",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::EINVAL => "EINVAL",
+        _ => return None,
+    })
 }
 
 fn comm(pid: u32) -> String {
@@ -158,5 +245,41 @@ impl Stats {
             denied: self.denied.load(Ordering::Relaxed),
             busy: std::time::Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_flags_read_like_c() {
+        let args = |f: i32| [0, 0, f as u64, 0, 0, 0];
+        assert_eq!(
+            open_flags("openat", &args(libc::O_RDONLY)).unwrap(),
+            "O_RDONLY"
+        );
+        assert_eq!(
+            open_flags(
+                "openat",
+                &args(libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+            )
+            .unwrap(),
+            "O_WRONLY|O_CREAT|O_CLOEXEC"
+        );
+        assert_eq!(
+            open_flags("open", &[0, libc::O_RDWR as u64, 0, 0, 0, 0]).unwrap(),
+            "O_RDWR"
+        );
+        assert_eq!(
+            open_flags("creat", &[0; 6]).unwrap(),
+            "O_WRONLY|O_CREAT|O_TRUNC"
+        );
+        // O_TMPFILE includes O_DIRECTORY's bit: a plain O_DIRECTORY open is not O_TMPFILE.
+        assert_eq!(
+            open_flags("openat", &args(libc::O_DIRECTORY)).unwrap(),
+            "O_RDONLY|O_DIRECTORY"
+        );
+        assert!(open_flags("stat", &[0; 6]).is_none());
     }
 }

@@ -180,7 +180,7 @@ impl Agent {
         let family = delegated_family(&notif, self.net.mode);
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.handle(notif, family)
+                self.handle(notif, family, start)
             }))
             .unwrap_or(Err(libc::EIO)),
             None => Err(libc::ENOSYS),
@@ -219,12 +219,14 @@ impl Agent {
         &self,
         notif: unotify::Notification,
         (family, name): (Family, &'static str),
+        start: std::time::Instant,
     ) -> Handled {
         let client = Client {
             agent: self,
             notif,
             name,
             ids: OnceCell::new(),
+            start,
         };
         match family {
             Family::Open => fs::open(&client),
@@ -292,6 +294,8 @@ pub struct Client<'a> {
     notif: unotify::Notification,
     name: &'static str,
     ids: OnceCell<Ids>,
+    /// When the agent received the call.
+    start: std::time::Instant,
 }
 
 impl Client<'_> {
@@ -498,43 +502,22 @@ impl Client<'_> {
     }
 
     /// Records a denial that is not a plain policy check (a device node, EXDEV on rename).
-    pub fn refuse(&self, path: &str, why: &str, errno: i32) -> i32 {
+    pub fn refuse(&self, target: &str, why: &str, errno: i32) -> i32 {
         self.agent.stats.count(false);
-        self.agent.log.write(&Decision {
-            pid: self.tid(),
-            syscall: self.name,
-            path,
-            access: None,
-            allowed: false,
-            rule: None,
-            reason: why.to_owned(),
-            errno: Some(errno),
-        });
+        self.log(target, None, false, None, why.to_owned(), Some(errno));
         errno
     }
 
     /// Records an allowed network use (`what`, such as `tcp 10.0.0.1:443`) and its rule.
     pub fn allow_net(&self, what: &str, rule: String) {
         self.agent.stats.count(true);
-        if !self.agent.log.wants_allowed() {
-            return;
-        }
-        self.agent.log.write(&Decision {
-            pid: self.tid(),
-            syscall: self.name,
-            path: what,
-            access: None,
-            allowed: true,
-            rule: Some(rule),
-            reason: String::new(),
-            errno: None,
-        });
+        self.log(what, None, true, Some(rule), String::new(), None);
     }
 
     fn record(&self, path: &str, access: Access, verdict: &Verdict) {
         let allowed = verdict.is_allowed();
         self.agent.stats.count(allowed);
-        if allowed && !self.agent.log.wants_allowed() {
+        if !self.agent.log.wants(allowed) {
             return;
         }
         let policy = &self.agent.policy;
@@ -550,15 +533,34 @@ impl Client<'_> {
         } else {
             policy.explain_denial(path, access)
         };
+        let errno = (!allowed).then_some(libc::EACCES);
+        self.log(path, Some(access), allowed, rule, reason, errno);
+    }
+
+    fn log(
+        &self,
+        target: &str,
+        access: Option<Access>,
+        allowed: bool,
+        rule: Option<String>,
+        reason: String,
+        errno: Option<i32>,
+    ) {
+        if !self.agent.log.wants(allowed) {
+            return;
+        }
         self.agent.log.write(&Decision {
-            pid: self.tid(),
+            tid: self.tid(),
+            pid: self.ids().ok().map(|i| i.tgid),
             syscall: self.name,
-            path,
-            access: Some(access),
+            args: self.notif.args,
+            target,
+            access,
             allowed,
             rule,
             reason,
-            errno: (!allowed).then_some(libc::EACCES),
+            errno,
+            latency: self.start.elapsed(),
         });
     }
 }
