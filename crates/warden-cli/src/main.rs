@@ -1,6 +1,7 @@
 //! The `warden` command: a thin layer of argument parsing over the `warden` library.
 
 mod check;
+mod learn;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ enum Commands {
     Run(Box<run::RunArgs>),
     /// Check policy files: print errors as file:line:col, or the normalized policy.
     Check(check::CheckArgs),
+    /// Run PROGRAM with every access allowed but recorded, and write the policy it needs.
+    Learn(Box<learn::LearnArgs>),
 }
 
 fn main() {
@@ -38,6 +41,7 @@ fn main() {
     let code = match cli.command {
         Commands::Run(args) => run::main(*args),
         Commands::Check(args) => check::main(args),
+        Commands::Learn(args) => learn::main(*args),
     };
     std::process::exit(code);
 }

@@ -137,6 +137,7 @@ pub fn main(args: RunArgs) -> i32 {
         pass_fds: args.pass_fd,
         report: args.report,
         report_json: args.report_json,
+        ..RunConfig::default()
     };
     match warden::run::run(cfg) {
         Ok(code) => code,

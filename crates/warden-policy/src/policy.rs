@@ -43,7 +43,7 @@ pub const DEFAULT_POLICY: &str = include_str!("../default.policy");
 pub const DEFAULT_POLICY_NAME: &str = "<default>";
 
 /// One kind of file access a `path-allow` rule grants.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Access {
     /// Open for reading, list a directory, stat, readlink.
     Read,

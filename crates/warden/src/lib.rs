@@ -8,6 +8,7 @@ pub mod agent;
 pub mod confine;
 pub mod filter;
 pub mod launch;
+pub mod learn;
 pub mod limits;
 pub mod report;
 pub mod run;

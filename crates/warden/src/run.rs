@@ -54,6 +54,8 @@ pub struct RunConfig {
     pub report: Option<PathBuf>,
     /// Where to write the JSON run report.
     pub report_json: Option<PathBuf>,
+    /// Told the scratch directory's path once it exists (`warden learn` reads the log with it).
+    pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
 }
 
 /// The program's environment.
@@ -115,6 +117,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
     let mut measured = Measured::default();
     let result = match cfg.policy.uses_scratch() {
         true => Scratch::create(ids).and_then(|s| {
+            if let Some(seen) = &cfg.scratch_seen {
+                let _ = seen.set(s.path.clone());
+            }
             let result = run_in(&cfg, ids, Some(&s), &mut measured);
             if cfg.keep {
                 eprintln!("warden: kept the scratch directory {}", s.path.display());

@@ -1,0 +1,529 @@
+//! `warden learn`: turning what a run did into a policy that allows exactly that.
+//!
+//! The run itself is an ordinary `warden run` under a policy that allows every access, with the
+//! decision log on ([`crate::agent::log`]); this module reads that log back ([`parse_log`]) and
+//! writes the policy ([`learn`]). Pure: log lines in, policy text out.
+//!
+//! What the learned policy contains, for each access the run made that the base policy (the one
+//! it will be used with) does not already allow:
+//! - a path opened, created, removed or executed: `path-allow ACCESS PATH`; when one directory
+//!   had [`COLLAPSE_AT`] or more entries used with the same access, `path-allow ACCESS DIR/*`;
+//! - a path only looked at (stat, access, readlink, chdir, statfs, xattrs): `path-allow read`,
+//!   unless another learned rule already makes it visible (a directory on the way to one);
+//! - a TCP or UDP peer connected or sent to: `net-allow outgoing PROTO ADDR PORT`; a connection
+//!   accepted: `net-allow incoming PROTO PEER PORT`; a port bound with no connection seen:
+//!   `net-allow incoming PROTO 0/0 PORT`; a unix socket: `net-allow DIR unix-domain PATH`.
+//!
+//! Every line carries a comment saying which calls produced it, and risky grants get a
+//! `WARNING` line above them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use warden_policy::{Access, PathPattern, Policy};
+
+/// A directory with this many entries used with one access becomes a `DIR/*` rule.
+pub const COLLAPSE_AT: usize = 5;
+
+/// One allowed decision of the learning run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// The call.
+    pub syscall: String,
+    /// The logical path, or an endpoint (`tcp 1.2.3.4:80`, `unix /run/x.sock`,
+    /// `tcp 1.2.3.4:5000 to local port 80`).
+    pub target: String,
+    /// The access checked, for path decisions.
+    pub access: Option<Access>,
+    /// Whether it was allowed.
+    pub allowed: bool,
+}
+
+/// Reads the decision log (JSON lines, schema 1). Lines that are not decisions are skipped.
+pub fn parse_log(text: &str) -> Vec<Observation> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            Some(Observation {
+                syscall: v["syscall"].as_str()?.to_owned(),
+                target: v["target"].as_str()?.to_owned(),
+                access: v["access"].as_str().and_then(Access::from_name),
+                allowed: v["decision"].as_str()? == "allow",
+            })
+        })
+        .collect()
+}
+
+/// Calls that only look at a path (they need it visible, not a particular right).
+const LOOKING: [&str; 16] = [
+    "stat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "chdir",
+    "statfs",
+    "getxattr",
+    "lgetxattr",
+    "listxattr",
+    "llistxattr",
+    "inotify_add_watch",
+];
+
+/// What the learning run is checked against.
+pub struct Context<'a> {
+    /// The policy the learned one will be added to (with `$SCRATCH` expanded as in the run).
+    pub base: &'a Policy,
+    /// The user's home directory, for warnings.
+    pub home: Option<&'a str>,
+    /// The program and its arguments, for the header.
+    pub command: &'a str,
+    /// Whether a path exists now: a lookup of a path that does not needs no rule (it failed
+    /// while learning, and fails without a rule too, only with `EACCES` for `ENOENT`).
+    pub exists: &'a dyn Fn(&str) -> bool,
+}
+
+/// One rule to write, with what produced it.
+#[derive(Default)]
+struct Grant {
+    calls: BTreeMap<String, usize>,
+    warnings: BTreeSet<String>,
+}
+
+impl Grant {
+    fn add(&mut self, call: &str) {
+        *self.calls.entry(call.to_owned()).or_default() += 1;
+    }
+}
+
+/// The learned policy, as text.
+pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
+    let base = cx.base;
+    // Path uses by access, and the paths only looked at.
+    let mut uses: BTreeMap<Access, BTreeMap<String, Grant>> = BTreeMap::new();
+    let mut looked: BTreeMap<String, Grant> = BTreeMap::new();
+    let mut unexpressible: BTreeSet<String> = BTreeSet::new();
+    let mut absent: BTreeSet<String> = BTreeSet::new();
+    let mut net: BTreeMap<String, Grant> = BTreeMap::new();
+    let mut bound: BTreeMap<(String, u16), Grant> = BTreeMap::new();
+    let mut accepted_ports: BTreeSet<(String, u16)> = BTreeSet::new();
+    for o in observations.iter().filter(|o| o.allowed) {
+        if let Some(access) = o.access {
+            if !o.target.starts_with('/') {
+                continue;
+            }
+            if !expressible(&o.target) {
+                unexpressible.insert(o.target.clone());
+                continue;
+            }
+            if LOOKING.contains(&o.syscall.as_str()) {
+                if !(cx.exists)(&o.target) {
+                    absent.insert(o.target.clone());
+                } else if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
+                    looked.entry(o.target.clone()).or_default().add(&o.syscall);
+                }
+            } else if !base.check(&o.target, access).is_allowed() {
+                uses.entry(access)
+                    .or_default()
+                    .entry(o.target.clone())
+                    .or_default()
+                    .add(&o.syscall);
+            }
+            continue;
+        }
+        if let Some((rule, port)) = net_rule(o) {
+            if let Some(port) = port {
+                bound.entry(port).or_default().add(&o.syscall);
+            } else {
+                if o.syscall.starts_with("accept") {
+                    if let Some(p) = accepted_port(&o.target) {
+                        accepted_ports.insert(p);
+                    }
+                }
+                net.entry(rule).or_default().add(&o.syscall);
+            }
+        }
+    }
+    for ((proto, port), grant) in bound {
+        if !accepted_ports.contains(&(proto.clone(), port)) {
+            net.insert(format!("net-allow incoming {proto} 0/0 {port}"), grant);
+        }
+    }
+
+    // Collapse directories with many entries of one access into DIR/*.
+    let mut lines: Vec<(String, Grant)> = Vec::new();
+    for (access, paths) in &uses {
+        let mut by_dir: BTreeMap<String, Vec<&String>> = BTreeMap::new();
+        for p in paths.keys() {
+            by_dir.entry(parent(p).to_owned()).or_default().push(p);
+        }
+        for (dir, entries) in by_dir {
+            if entries.len() >= COLLAPSE_AT && dir != "/" {
+                // The note is kept as a "call" counted 0, which the comment puts first.
+                let mut g = Grant::default();
+                g.calls
+                    .insert(format!("{} entries of {dir}:", entries.len()), 0);
+                for e in &entries {
+                    for (c, n) in &paths[*e].calls {
+                        *g.calls.entry(c.clone()).or_default() += n;
+                    }
+                }
+                lines.push((format!("path-allow {access} {dir}/*"), g));
+            } else {
+                for e in entries {
+                    let mut g = Grant::default();
+                    g.calls.clone_from(&paths[e].calls);
+                    lines.push((format!("path-allow {access} {e}"), g));
+                }
+            }
+        }
+    }
+    // The learned path rules so far, to know what they already make visible.
+    let mut learned = Policy::default();
+    for (rule, _) in &lines {
+        if let Ok(p) = Policy::parse("<learned>", &format!("{rule}\n")) {
+            learned.merge(p);
+        }
+    }
+    for (path, grant) in looked {
+        if learned.visible(&path).is_none() && !learned.may_traverse(&path) {
+            lines.push((format!("path-allow read {path}"), grant));
+        }
+    }
+    // Warnings on risky grants.
+    let writable: Vec<String> = lines
+        .iter()
+        .filter(|(r, _)| r.starts_with("path-allow write "))
+        .map(|(r, _)| r["path-allow write ".len()..].to_owned())
+        .collect();
+    let default = Policy::default_policy();
+    for (rule, grant) in &mut lines {
+        let Some((kind, path)) = rule
+            .strip_prefix("path-allow ")
+            .and_then(|r| r.split_once(' '))
+        else {
+            continue;
+        };
+        let literal = path.trim_end_matches('*');
+        if kind == "write" {
+            if let Some(home) = cx.home.filter(|h| !h.is_empty() && *h != "/") {
+                if literal == home || literal.starts_with(&format!("{home}/")) {
+                    grant
+                        .warnings
+                        .insert(format!("writes in your home directory ({home})"));
+                }
+            }
+        }
+        if kind == "exec" && writable.iter().any(|w| covers(w, literal)) {
+            grant
+                .warnings
+                .insert("executes from a place it may also write".into());
+        }
+        if kind == "read" && is_denied_by(&default, literal) {
+            grant.warnings.insert(
+                "a secret the default policy denies (path-deny); it stays denied unless you \
+                 run with --default-policy=no"
+                    .into(),
+            );
+        }
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Learned by `warden learn` from: {}",
+        cx.command.escape_debug()
+    );
+    let _ = writeln!(
+        out,
+        "# Each rule says which calls needed it. Review the WARNING lines before using it."
+    );
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
+    for (rule, grant) in &lines {
+        for w in grant.warnings.iter().filter(|w| !w.is_empty()) {
+            let _ = writeln!(out, "# WARNING: {w}");
+        }
+        let _ = writeln!(out, "{rule}    # {}", grant_comment(grant));
+    }
+    for (rule, grant) in &net {
+        let _ = writeln!(out, "{rule}    # {}", grant_comment(grant));
+    }
+    if !absent.is_empty() {
+        let _ = writeln!(
+            out,
+            "# {} lookups of paths that do not exist need no rule (PATH searches and probes)",
+            absent.len()
+        );
+    }
+    for path in unexpressible {
+        let _ = writeln!(
+            out,
+            "# not expressible (whitespace, `#`, `*` or `$` in the name): {}",
+            path.escape_default()
+        );
+    }
+    out
+}
+
+fn grant_comment(g: &Grant) -> String {
+    // A collapse note is stored as a call with count 0; it goes first.
+    let note: Vec<&String> = g
+        .calls
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(c, _)| c)
+        .collect();
+    let calls: Vec<String> = g
+        .calls
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| {
+            if *n > 1 {
+                format!("{c} x{n}")
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    let mut text = String::new();
+    for n in note {
+        text.push_str(n);
+        text.push(' ');
+    }
+    text.push_str(&calls.join(", "));
+    text
+}
+
+/// A path a policy line can name exactly.
+fn expressible(path: &str) -> bool {
+    PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path)
+}
+
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// Whether write pattern `w` (a path, or a prefix ending in `/` after `*` was trimmed) covers
+/// `path`.
+fn covers(w: &str, path: &str) -> bool {
+    match w.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => w == path || path.starts_with(&format!("{w}/")),
+    }
+}
+
+fn is_denied_by(p: &Policy, path: &str) -> bool {
+    matches!(
+        p.check(path, Access::Read),
+        warden_policy::Verdict::Denied(warden_policy::Denial::DeniedBy(_))
+    )
+}
+
+/// The rule for a network observation; for a bind, instead the (protocol, port) bound.
+#[allow(clippy::type_complexity)]
+fn net_rule(o: &Observation) -> Option<(String, Option<(String, u16)>)> {
+    let (proto, rest) = o.target.split_once(' ')?;
+    if proto == "unix" {
+        let dir = if o.syscall == "bind" {
+            "incoming"
+        } else {
+            "outgoing"
+        };
+        return expressible(rest).then(|| (format!("net-allow {dir} unix-domain {rest}"), None));
+    }
+    if proto != "tcp" && proto != "udp" {
+        return None;
+    }
+    let endpoint = rest.split(" to local port ").next()?;
+    let addr: std::net::SocketAddr = endpoint.parse().ok()?;
+    if o.syscall == "bind" {
+        return Some((String::new(), Some((proto.to_owned(), addr.port()))));
+    }
+    if o.syscall.starts_with("accept") {
+        let local: u16 = rest.split(" to local port ").nth(1)?.parse().ok()?;
+        return Some((
+            format!("net-allow incoming {proto} {} {local}", addr.ip()),
+            None,
+        ));
+    }
+    Some((
+        format!("net-allow outgoing {proto} {} {}", addr.ip(), addr.port()),
+        None,
+    ))
+}
+
+fn accepted_port(target: &str) -> Option<(String, u16)> {
+    let (proto, rest) = target.split_once(' ')?;
+    let local: u16 = rest.split(" to local port ").nth(1)?.parse().ok()?;
+    Some((proto.to_owned(), local))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(syscall: &str, target: &str, access: Option<Access>) -> Observation {
+        Observation {
+            syscall: syscall.into(),
+            target: target.into(),
+            access,
+            allowed: true,
+        }
+    }
+
+    fn learned(o: &[Observation]) -> String {
+        let base = Policy::default_policy().expand_scratch("/tmp/s");
+        learn(
+            o,
+            &Context {
+                base: &base,
+                home: Some("/home/u"),
+                command: "prog",
+                exists: &|p| !p.contains("absent"),
+            },
+        )
+    }
+
+    fn rules(text: &str) -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split("    #").next().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn only_what_the_base_does_not_allow() {
+        let text = learned(&[
+            obs("openat", "/usr/lib/x.so", Some(Access::Read)),
+            obs("openat", "/tmp/s/out.txt", Some(Access::Write)),
+            obs("openat", "/opt/app/conf", Some(Access::Read)),
+            obs("openat", "/opt/app/conf", Some(Access::Read)),
+            obs("execve", "/opt/app/bin/tool", Some(Access::Exec)),
+        ]);
+        assert_eq!(
+            rules(&text),
+            [
+                "path-allow exec /opt/app/bin/tool",
+                "path-allow read /opt/app/conf"
+            ]
+        );
+        assert!(
+            text.contains("path-allow read /opt/app/conf    # openat x2"),
+            "{text}"
+        );
+        // It parses, and with the base allows each observed access.
+        let p = Policy::parse("learned", &text).unwrap();
+        let mut all = Policy::default_policy();
+        all.merge(p);
+        assert!(all.check("/opt/app/conf", Access::Read).is_allowed());
+        assert!(!all.check("/opt/app/other", Access::Read).is_allowed());
+    }
+
+    #[test]
+    fn many_entries_of_a_directory_collapse() {
+        let mut o: Vec<Observation> = (0..COLLAPSE_AT)
+            .map(|i| obs("openat", &format!("/w/out/f{i}.o"), Some(Access::Write)))
+            .collect();
+        o.push(obs("openat", "/w/one.c", Some(Access::Read)));
+        let text = learned(&o);
+        assert_eq!(
+            rules(&text),
+            ["path-allow read /w/one.c", "path-allow write /w/out/*"]
+        );
+        assert!(text.contains("5 entries of /w/out:"), "{text}");
+        // One fewer stays file by file.
+        let text = learned(&o[1..]);
+        assert_eq!(rules(&text).len(), COLLAPSE_AT);
+    }
+
+    #[test]
+    fn looking_needs_visibility_only_where_nothing_else_gives_it() {
+        let text = learned(&[
+            obs("openat", "/srv/data/a", Some(Access::Read)),
+            // On the way to /srv/data/a: visible through it.
+            obs("newfstatat", "/srv", Some(Access::Read)),
+            obs("newfstatat", "/srv/data", Some(Access::Read)),
+            // Only looked at.
+            obs("access", "/opt/flag", Some(Access::Read)),
+            // Looked for and not found: a PATH search.
+            obs("newfstatat", "/opt/absent/cat", Some(Access::Read)),
+        ]);
+        assert_eq!(
+            rules(&text),
+            ["path-allow read /opt/flag", "path-allow read /srv/data/a"]
+        );
+        assert!(
+            text.contains("# 1 lookups of paths that do not exist"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn network_rules_name_the_peers_and_ports_used() {
+        let text = learned(&[
+            obs("connect", "tcp 127.0.0.1:8080", None),
+            obs("sendto", "udp 10.0.0.53:53", None),
+            obs("bind", "tcp 0.0.0.0:9000", None),
+            obs("bind", "tcp 0.0.0.0:9001", None),
+            obs("accept4", "tcp 127.0.0.2:41000 to local port 9001", None),
+            obs("connect", "unix /run/app.sock", None),
+        ]);
+        assert_eq!(
+            rules(&text),
+            [
+                "net-allow incoming tcp 0/0 9000",
+                "net-allow incoming tcp 127.0.0.2 9001",
+                "net-allow outgoing tcp 127.0.0.1 8080",
+                "net-allow outgoing udp 10.0.0.53 53",
+                "net-allow outgoing unix-domain /run/app.sock",
+            ]
+        );
+        Policy::parse("learned", &text).unwrap();
+    }
+
+    #[test]
+    fn risky_grants_are_flagged() {
+        let text = learned(&[
+            obs("openat", "/home/u/notes", Some(Access::Write)),
+            obs("openat", "/etc/shadow", Some(Access::Read)),
+            obs("openat", "/data/run.sh", Some(Access::Write)),
+            obs("execve", "/data/run.sh", Some(Access::Exec)),
+        ]);
+        assert!(text.contains("# WARNING: writes in your home directory (/home/u)\npath-allow write /home/u/notes"), "{text}");
+        assert!(
+            text.contains("# WARNING: a secret the default policy denies"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "# WARNING: executes from a place it may also write\npath-allow exec /data/run.sh"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unexpressible_names_are_reported_not_written() {
+        let text = learned(&[obs("openat", "/opt/a b", Some(Access::Read))]);
+        assert!(rules(&text).is_empty(), "{text}");
+        assert!(text.contains("# not expressible"), "{text}");
+    }
+
+    #[test]
+    fn parses_the_decision_log() {
+        let log = r#"{"v":1,"syscall":"openat","target":"/a","access":"read","decision":"allow"}
+not json
+{"v":1,"syscall":"connect","target":"tcp 1.2.3.4:80","access":null,"decision":"deny"}
+"#;
+        let o = parse_log(log);
+        assert_eq!(o.len(), 2);
+        assert_eq!(o[0], obs("openat", "/a", Some(Access::Read)));
+        assert!(!o[1].allowed && o[1].access.is_none());
+    }
+}
