@@ -12,6 +12,10 @@ pub struct CheckArgs {
     /// Print the syscall table: what warden does with each system call, and why.
     #[arg(long)]
     syscalls: bool,
+    /// For each rule of the files: who enforces it (agent, kernel, both) and how, with warnings
+    /// about rules that allow more than they seem to.
+    #[arg(long)]
+    explain: bool,
     /// Policy files to check.
     files: Vec<PathBuf>,
 }
@@ -77,6 +81,40 @@ pub fn main(args: CheckArgs) -> i32 {
     if failed {
         return 1;
     }
+    if args.explain {
+        explain(&merged);
+        return 0;
+    }
     print!("{}", merged.to_normalized_string());
     0
+}
+
+fn explain(policy: &Policy) {
+    let ip = policy.ip_use();
+    if ip.any() {
+        println!(
+            "network: the sandbox's TCP/UDP sockets are made by the agent in warden's namespace; \
+             every address is checked against the net-allow rules below"
+        );
+    } else {
+        println!("network: none beyond the sandbox's private loopback (no net-allow tcp/udp rule)");
+    }
+    if policy.ptrace_inside.is_some() {
+        println!("ptrace-allow inside: debuggers work inside; the PID namespace and Landlock keep everything outside out of reach");
+    }
+    println!("(`warden run` adds these rules to the default policy unless --default-policy=no)");
+    let mut warnings = 0;
+    for e in warden::explain::explain(policy) {
+        println!();
+        println!("{}  {}", e.at, e.rule);
+        println!("    {}", e.enforcement);
+        for w in &e.warnings {
+            warnings += 1;
+            println!("    WARNING: {w}");
+        }
+    }
+    if warnings > 0 {
+        println!();
+        println!("{warnings} warning(s)");
+    }
 }

@@ -1235,6 +1235,64 @@ fn check_good_file_prints_normalized_policy() {
 }
 
 #[test]
+fn check_explain_says_who_enforces_each_rule_and_warns() {
+    let d = common::fresh_dir("check-explain");
+    let p = d.join("risky.policy");
+    std::fs::write(
+        &p,
+        "path-allow read /*\npath-allow write /srv/app/*\npath-allow exec /srv/app/run\n\
+         net-allow outgoing unix-domain /run/*\nnet-allow incoming tcp 0/0 8080\n",
+    )
+    .unwrap();
+    let o = warden(As::Me, &["check", "--explain", s(&p)]);
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", common::stderr(&o));
+    let at = |line: u32, col: u32| format!("{}:{line}:{col}", s(&p));
+    for (rule, enforcement, warning) in [
+        (
+            format!("{}  path-allow read /*", at(1, 17)),
+            "beneath / as a second lock",
+            Some("whole file system"),
+        ),
+        (
+            format!("{}  path-allow write /srv/app/*", at(2, 18)),
+            "beneath /srv/app",
+            Some("may also execute"),
+        ),
+        (
+            format!("{}  path-allow exec /srv/app/run", at(3, 17)),
+            "execute right",
+            None,
+        ),
+        (
+            format!("{}  net-allow outgoing unix-domain /run/*", at(4, 32)),
+            "resolves the socket's path",
+            Some("/run/docker.sock"),
+        ),
+        (
+            format!("{}  net-allow incoming tcp 0.0.0.0/0 8080", at(5, 24)),
+            "performs accept",
+            Some("any address on port 8080"),
+        ),
+    ] {
+        let block = out
+            .split("\n\n")
+            .find(|b| b.starts_with(&rule))
+            .unwrap_or_else(|| panic!("no block for {rule}:\n{out}"));
+        assert!(block.contains(enforcement), "{block}");
+        match warning {
+            Some(w) => assert!(block.contains("WARNING: ") && block.contains(w), "{block}"),
+            None => assert!(!block.contains("WARNING"), "{block}"),
+        }
+    }
+    assert!(out.contains("4 warning(s)"), "{out}");
+    assert!(
+        out.starts_with("network: the sandbox's TCP/UDP sockets are made by the agent"),
+        "{out}"
+    );
+}
+
+#[test]
 fn check_bad_file_reports_every_error_with_position() {
     let d = common::fresh_dir("check-bad");
     let p = d.join("bad.policy");
