@@ -2,6 +2,7 @@
 
 mod check;
 mod learn;
+mod ps;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,10 @@ enum Commands {
     Check(check::CheckArgs),
     /// Run PROGRAM with every access allowed but recorded, and write the policy it needs.
     Learn(Box<learn::LearnArgs>),
+    /// List your running sandboxes (root: everyone's).
+    Ps(ps::PsArgs),
+    /// Show the processes of a running sandbox and every descriptor they hold.
+    Inspect(ps::InspectArgs),
 }
 
 fn main() {
@@ -42,6 +47,8 @@ fn main() {
         Commands::Run(args) => run::main(*args),
         Commands::Check(args) => check::main(args),
         Commands::Learn(args) => learn::main(*args),
+        Commands::Ps(args) => ps::ps(args),
+        Commands::Inspect(args) => ps::inspect(args),
     };
     std::process::exit(code);
 }

@@ -286,6 +286,23 @@ impl Policy {
         &self.path_rules
     }
 
+    /// The files the rules came from, in first-use order (`<default>` for the built-in one,
+    /// `--read` and the like for the shorthand flags).
+    pub fn sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let spans = self
+            .path_rules
+            .iter()
+            .map(|r| &r.span)
+            .chain(self.net_rules.iter().map(|r| &r.span));
+        for span in spans {
+            if !out.iter().any(|f| **f == *span.file) {
+                out.push(span.file.to_string());
+            }
+        }
+        out
+    }
+
     /// Every net rule, in order.
     pub fn net_rules(&self) -> &[NetRule] {
         &self.net_rules

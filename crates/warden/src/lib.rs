@@ -11,6 +11,7 @@ pub mod filter;
 pub mod launch;
 pub mod learn;
 pub mod limits;
+pub mod registry;
 pub mod report;
 pub mod run;
 #[allow(unsafe_code)]

@@ -340,10 +340,40 @@ fn run_in(
         .try_clone()
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let sandbox_id = format!("{}-{:08x}", std::process::id(), rand32());
-    let log = Log::new(cfg.verbose, log_file, sandbox_id);
+    let sources = policy.sources();
+    let log = Log::new(cfg.verbose, log_file, sandbox_id.clone());
+    let agent_net_mode = net.mode;
     let agent = Agent::new(listener, policy, net, ids, log)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
+    // `warden ps` and `warden inspect` find the sandbox here; without a registry directory they
+    // just do not see it.
+    let _registration = crate::registry::own_dir().ok().map(|dir| {
+        let entry = crate::registry::Entry {
+            id: sandbox_id,
+            warden_pid: std::process::id(),
+            init_pid: launched.init_pid as u32,
+            uid: rustix::process::getuid().as_raw(),
+            command: std::iter::once(cfg.program.clone())
+                .chain(cfg.args.iter().cloned())
+                .collect(),
+            started: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            policies: sources,
+            network: match agent_net_mode {
+                crate::syscalls::Network::Private => "private".into(),
+                crate::syscalls::Network::Host { .. } => "host".into(),
+            },
+            mode: "delegated".into(),
+            ..Default::default()
+        };
+        let a = Arc::clone(&agent);
+        crate::registry::Registration::start(&dir, entry, Arc::clone(&agent.grants), move || {
+            let s = a.stats.snapshot();
+            (s.total, s.denied)
+        })
+    });
 
     let verdicts = Arc::new(Verdicts::default());
     let copiers = captures.start(&launched, &verdicts)?;

@@ -69,6 +69,8 @@ pub struct Agent {
     in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
     /// Calls served per family, decisions, and time spent (for the run report).
     pub stats: log::Stats,
+    /// The descriptors handed out and the rules that allowed them (for `warden inspect`).
+    pub grants: Arc<crate::registry::Grants>,
 }
 
 impl Agent {
@@ -94,6 +96,7 @@ impl Agent {
             workers: AtomicUsize::new(0),
             in_flight: Mutex::new(HashMap::new()),
             stats: log::Stats::default(),
+            grants: Arc::default(),
         }))
     }
 
@@ -227,7 +230,19 @@ impl Agent {
             name,
             ids: OnceCell::new(),
             start,
+            granted: std::cell::RefCell::new(None),
         };
+        let answer = self.dispatch(&client, family);
+        if let (Ok(Answer::Fd(fd, _)), Some((path, rule))) = (&answer, client.granted.take()) {
+            if let Ok(st) = rustix::fs::fstat(fd) {
+                let rule = self.policy.rule(rule).span.to_string();
+                self.grants.record(st.st_dev, st.st_ino, path, rule);
+            }
+        }
+        answer
+    }
+
+    fn dispatch(&self, client: &Client<'_>, family: Family) -> Handled {
         match family {
             Family::Open => fs::open(&client),
             Family::Stat => fs::stat(&client),
@@ -296,6 +311,8 @@ pub struct Client<'a> {
     ids: OnceCell<Ids>,
     /// When the agent received the call.
     start: std::time::Instant,
+    /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
+    granted: std::cell::RefCell<Option<(String, warden_policy::RuleId)>>,
 }
 
 impl Client<'_> {
@@ -517,6 +534,9 @@ impl Client<'_> {
     fn record(&self, path: &str, access: Access, verdict: &Verdict) {
         let allowed = verdict.is_allowed();
         self.agent.stats.count(allowed);
+        if let Verdict::Allowed(id) = verdict {
+            *self.granted.borrow_mut() = Some((path.to_owned(), *id));
+        }
         if !self.agent.log.wants(allowed) {
             return;
         }

@@ -1,0 +1,140 @@
+//! `warden ps` and `warden inspect`: the running sandboxes, and what one of them holds.
+
+use clap::Args;
+use warden::registry::{self, Entry};
+
+#[derive(Args)]
+pub struct PsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A sandbox id (as `warden ps` shows), warden's pid, or the pid of a process in it.
+    target: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn ps(args: PsArgs) -> i32 {
+    let entries = registry::list(&registry::readable_dirs());
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&entries).unwrap_or_default()
+        );
+        return 0;
+    }
+    println!(
+        "{:<20} {:>8} {:>6} {:>8} {:>9} {:>7}  {:<8} {:<30} COMMAND",
+        "ID", "PID", "UID", "UPTIME", "DELEGATED", "DENIED", "NETWORK", "POLICY"
+    );
+    let now = now();
+    for e in entries {
+        println!(
+            "{:<20} {:>8} {:>6} {:>7.0}s {:>9} {:>7}  {:<8} {:<30} {}",
+            e.id,
+            e.warden_pid,
+            e.uid,
+            (now - e.started).max(0.0),
+            e.delegated,
+            e.denied,
+            e.network,
+            e.policies.join(","),
+            e.command.join(" ")
+        );
+    }
+    0
+}
+
+pub fn inspect(args: InspectArgs) -> i32 {
+    let entries = registry::list(&registry::readable_dirs());
+    let Some(entry) = find(&entries, &args.target) else {
+        eprintln!(
+            "warden inspect: no running sandbox of yours is {} (see `warden ps`; only root sees \
+             other users' sandboxes)",
+            args.target
+        );
+        return 1;
+    };
+    let procs = match registry::processes(entry) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "warden inspect: cannot look into sandbox {} (uid {}): {e}",
+                entry.id, entry.uid
+            );
+            return 1;
+        }
+    };
+    if args.json {
+        let doc = serde_json::json!({ "sandbox": entry, "processes": procs });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return 0;
+    }
+    println!(
+        "sandbox {}: {} (warden pid {}, uid {}), up {:.0} s",
+        entry.id,
+        entry.command.join(" "),
+        entry.warden_pid,
+        entry.uid,
+        (now() - entry.started).max(0.0)
+    );
+    println!(
+        "  file calls: {} by the agent; network: {}; policy: {}",
+        entry.mode,
+        entry.network,
+        entry.policies.join(", ")
+    );
+    println!(
+        "  {} delegated calls, {} denied",
+        entry.delegated, entry.denied
+    );
+    for p in procs {
+        println!();
+        println!("  pid {} ({}) cwd {}", p.pid, p.comm, p.cwd);
+        println!(
+            "    {:>4} {:<6} {:<3} {:<22} {:<40} RULE",
+            "FD", "TYPE", "MODE", "DEV:INODE", "OBJECT"
+        );
+        for d in p.fds {
+            println!(
+                "    {:>4} {:<6} {:<4} {:<22} {:<40} {}",
+                d.fd,
+                d.kind,
+                d.mode,
+                format!("{}:{}", d.dev, d.ino),
+                d.target,
+                d.rule.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    0
+}
+
+/// The entry `target` names: an id, warden's pid, or a pid inside the sandbox.
+fn find<'a>(entries: &'a [Entry], target: &str) -> Option<&'a Entry> {
+    if let Some(e) = entries.iter().find(|e| e.id == target) {
+        return Some(e);
+    }
+    let pid: u32 = target.parse().ok()?;
+    if let Some(e) = entries.iter().find(|e| e.warden_pid == pid) {
+        return Some(e);
+    }
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    entries.iter().find(|e| {
+        std::fs::read_link(format!("/proc/{}/ns/pid", e.init_pid))
+            .ok()
+            .as_ref()
+            == Some(&ns)
+    })
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -1,0 +1,235 @@
+//! `warden ps` and `warden inspect` against live sandboxes: the right processes and descriptors
+//! (with the rules that granted them), and nobody sees into another user's sandbox.
+
+mod common;
+
+use common::As;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A sandbox left running: `sh` holding FILE open on descriptor 5, with `sleep | cat` below it.
+struct Live {
+    child: Child,
+    marker: String,
+}
+
+impl Live {
+    fn start(who: As, dir: &Path, tag: &str) -> Live {
+        let file = dir.join("held.txt");
+        common::write_file(&file, "held\n", 0o644);
+        let marker = format!("warden-inspect-{tag}-{}", std::process::id());
+        let script = format!("exec 5<{}; : {marker}; sleep 60 | cat", s(&file));
+        let child = common::warden_cmd(who)
+            .args(["run", "--read", s(dir), "--", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("warden starts");
+        Live { child, marker }
+    }
+
+    /// Waits until `warden ps --json` (as `who`) lists this sandbox; returns its entry.
+    fn entry(&self, who: As) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(e) = ps(who).into_iter().find(|e| self.is(e)) {
+                // Wait for the whole pipeline to be up.
+                if e["delegated"].as_u64().unwrap_or(0) > 0 {
+                    std::thread::sleep(Duration::from_millis(300));
+                    return e;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sandbox never showed up in `warden ps`"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn is(&self, e: &serde_json::Value) -> bool {
+        e["command"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|a| a.as_str().is_some_and(|a| a.contains(&self.marker)))
+        })
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ps(who: As) -> Vec<serde_json::Value> {
+    let o = common::warden_cmd(who)
+        .args(["ps", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    serde_json::from_slice::<Vec<serde_json::Value>>(&o.stdout)
+        .unwrap_or_else(|e| panic!("ps --json: {e}: {}", common::stdout(&o)))
+}
+
+fn inspect(who: As, target: &str) -> std::process::Output {
+    common::warden_cmd(who)
+        .args(["inspect", "--json", target])
+        .output()
+        .unwrap()
+}
+
+fn as_uid(uid: u32, args: &[&str]) -> std::process::Output {
+    Command::new("/usr/bin/setpriv")
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+            "--",
+            common::warden(),
+        ])
+        .args(args)
+        .env("TMPDIR", std::env::temp_dir())
+        .current_dir(common::workdir())
+        .output()
+        .unwrap()
+}
+
+/// The inspection of `live` as `who` shows sh, sleep and cat, each holding the file on
+/// descriptor 5 with the `--read` rule that granted it.
+fn check_inspection(who: As, live: &Live, dir: &Path) -> serde_json::Value {
+    let entry = live.entry(who);
+    let id = entry["id"].as_str().unwrap().to_owned();
+    let o = inspect(who, &id);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let procs = doc["processes"].as_array().unwrap();
+    let comms: Vec<&str> = procs.iter().map(|p| p["comm"].as_str().unwrap()).collect();
+    for want in ["sh", "sleep", "cat"] {
+        assert!(comms.contains(&want), "{comms:?}\n{doc:#}");
+    }
+    let held = dir.join("held.txt");
+    let meta = std::fs::metadata(&held).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    for p in procs {
+        let fd5 = p["fds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["fd"] == 5)
+            .unwrap_or_else(|| panic!("no descriptor 5 in {p:#}"));
+        assert_eq!(fd5["target"], s(&held), "{fd5}");
+        assert_eq!(fd5["mode"], "r", "{fd5}");
+        assert_eq!(fd5["kind"], "file", "{fd5}");
+        assert_eq!(fd5["ino"], meta.ino(), "{fd5}");
+        assert_eq!(fd5["dev"], meta.dev(), "{fd5}");
+        assert_eq!(fd5["rule"], "--read:1:1", "{fd5}");
+        assert!(p["cwd"].as_str().unwrap().contains("warden-"), "{p}");
+    }
+    // A pipe joins sleep and cat.
+    let pipe = |comm: &str, fd: i64| {
+        let p = procs.iter().find(|p| p["comm"] == comm).unwrap();
+        p["fds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["fd"] == fd)
+            .map(|d| (d["kind"].clone(), d["ino"].clone()))
+    };
+    let (sleep_out, cat_in) = (pipe("sleep", 1), pipe("cat", 0));
+    assert!(
+        sleep_out.is_some() && sleep_out == cat_in && sleep_out.as_ref().unwrap().0 == "pipe",
+        "{doc:#}"
+    );
+    // Looking it up by the pid of a process inside gives the same sandbox.
+    let cat_pid = procs.iter().find(|p| p["comm"] == "cat").unwrap()["pid"].to_string();
+    let by_pid: serde_json::Value = serde_json::from_slice(&inspect(who, &cat_pid).stdout).unwrap();
+    assert_eq!(by_pid["sandbox"]["id"], id.as_str());
+    entry
+}
+
+#[test]
+fn inspect_shows_processes_descriptors_and_rules() {
+    let dir = common::fresh_dir("inspect-root");
+    let live = Live::start(As::Me, &dir, "root");
+    let entry = check_inspection(As::Me, &live, &dir);
+    assert_eq!(entry["network"], "private");
+    assert_eq!(entry["mode"], "delegated");
+    assert!(
+        entry["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "<default>"),
+        "{entry}"
+    );
+    // The table form names the same things.
+    let o = common::warden_cmd(As::Me).args(["ps"]).output().unwrap();
+    assert!(
+        common::stdout(&o).contains(entry["id"].as_str().unwrap()),
+        "{}",
+        common::stdout(&o)
+    );
+}
+
+#[test]
+fn nobody_cannot_see_into_root_sandboxes() {
+    if !common::can_run_as_nobody("nobody_cannot_see_into_root_sandboxes") {
+        return;
+    }
+    let dir = common::fresh_dir("inspect-private");
+    let live = Live::start(As::Me, &dir, "private");
+    let entry = live.entry(As::Me);
+    let id = entry["id"].as_str().unwrap();
+    assert!(
+        !ps(As::Nobody).iter().any(|e| live.is(e)),
+        "nobody's `warden ps` lists root's sandbox"
+    );
+    for target in [
+        id.to_owned(),
+        entry["warden_pid"].to_string(),
+        entry["init_pid"].to_string(),
+    ] {
+        let o = inspect(As::Nobody, &target);
+        assert!(
+            !o.status.success() && o.stdout.is_empty(),
+            "nobody inspected root's sandbox as {target}: {}",
+            common::stdout(&o)
+        );
+        assert!(
+            common::stderr(&o).contains("no running sandbox of yours"),
+            "{}",
+            common::stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn users_see_their_own_and_root_sees_everyone() {
+    if !common::can_run_as_nobody("users_see_their_own_and_root_sees_everyone") {
+        return;
+    }
+    let dir = common::fresh_dir("inspect-nobody");
+    common::chmod(&dir, 0o755);
+    let live = Live::start(As::Nobody, &dir, "nobody");
+    // Its owner sees and inspects it ...
+    check_inspection(As::Nobody, &live, &dir);
+    // ... root too ...
+    let entry = live.entry(As::Me);
+    assert_eq!(entry["uid"], 65534);
+    let id = entry["id"].as_str().unwrap();
+    assert!(inspect(As::Me, id).status.success());
+    // ... and another unprivileged user does not.
+    let o = as_uid(65533, &["inspect", id]);
+    assert!(!o.status.success(), "uid 65533 inspected nobody's sandbox");
+    let o = as_uid(65533, &["ps", "--json"]);
+    assert!(
+        !common::stdout(&o).contains(&live.marker),
+        "uid 65533 lists nobody's sandbox"
+    );
+}

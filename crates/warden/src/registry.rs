@@ -1,0 +1,419 @@
+//! The registry of running sandboxes, for `warden ps` and `warden inspect`.
+//!
+//! Each `warden run` keeps one JSON file, `ID.json`, in its user's registry directory, rewrites
+//! it every second with its counters and the descriptors its agent handed out (device, inode,
+//! path and granting rule), and removes it when it ends. The directory is private to its user
+//! (mode 0700, checked to be theirs), so a user lists only their own sandboxes; root lists every
+//! user's. `/proc` does the rest: which processes are in the sandbox (its PID namespace) and what
+//! each holds, readable only by whoever may trace them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Most descriptors remembered per sandbox (the oldest half is forgotten past this).
+const MAX_GRANTS: usize = 8192;
+
+/// One running sandbox, as registered.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Entry {
+    /// The run's id (as in the decision log).
+    pub id: String,
+    /// warden's pid.
+    pub warden_pid: u32,
+    /// The sandbox's init, in warden's PID namespace.
+    pub init_pid: u32,
+    /// The user who ran warden.
+    pub uid: u32,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Seconds since the epoch when it started.
+    pub started: f64,
+    /// The policy files its rules came from (`<default>` for the built-in one).
+    pub policies: Vec<String>,
+    /// `private` (no network) or `host` (network through the agent).
+    pub network: String,
+    /// How file calls are enforced: `delegated` (the agent decides each).
+    pub mode: String,
+    /// Delegated calls so far.
+    pub delegated: u64,
+    /// Denials so far.
+    pub denied: u64,
+    /// Descriptors the agent handed out, with the rule that allowed each.
+    pub grants: Vec<Grant>,
+}
+
+/// A descriptor the agent opened for the sandbox.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Grant {
+    /// The object's device.
+    pub dev: u64,
+    /// The object's inode.
+    pub ino: u64,
+    /// The logical path the program named.
+    pub path: String,
+    /// The rule that allowed it (`file:line:col`).
+    pub rule: String,
+}
+
+/// What the agent remembers of the descriptors it handed out.
+#[derive(Default)]
+pub struct Grants(Mutex<HashMap<(u64, u64), (String, String)>>);
+
+impl Grants {
+    /// Remembers that the object `(dev, ino)` was opened as `path` under `rule`.
+    pub fn record(&self, dev: u64, ino: u64, path: String, rule: String) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= MAX_GRANTS {
+                let keys: Vec<(u64, u64)> = m.keys().take(MAX_GRANTS / 2).copied().collect();
+                for k in keys {
+                    m.remove(&k);
+                }
+            }
+            m.insert((dev, ino), (path, rule));
+        }
+    }
+
+    fn list(&self) -> Vec<Grant> {
+        let Ok(m) = self.0.lock() else {
+            return Vec::new();
+        };
+        m.iter()
+            .map(|(&(dev, ino), (path, rule))| Grant {
+                dev,
+                ino,
+                path: path.clone(),
+                rule: rule.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The registry directory of user `uid` (not created).
+pub fn dir_for(uid: u32) -> PathBuf {
+    if uid == 0 {
+        return PathBuf::from("/run/warden");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if Path::new(&d).is_absolute() && owned_by(Path::new(&d), uid) => {
+            Path::new(&d).join("warden")
+        }
+        _ => std::env::temp_dir().join(format!("warden-run-{uid}")),
+    }
+}
+
+fn owned_by(p: &Path, uid: u32) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == uid && m.is_dir())
+}
+
+/// The caller's registry directory, created if needed; refused if somebody else owns it or can
+/// enter it (a directory planted in /tmp by another user).
+pub fn own_dir() -> io::Result<PathBuf> {
+    let uid = rustix::process::geteuid().as_raw();
+    let dir = dir_for(uid);
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let m = std::fs::symlink_metadata(&dir)?;
+    if !m.is_dir() || m.uid() != uid || m.permissions().mode() & 0o077 != 0 {
+        return Err(io::Error::other(format!(
+            "{} is not a private directory of uid {uid}",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// Every registry directory the caller may read: their own; for root, everyone's.
+pub fn readable_dirs() -> Vec<PathBuf> {
+    let uid = rustix::process::geteuid().as_raw();
+    let mut dirs = vec![dir_for(uid)];
+    if uid == 0 {
+        let globs = [
+            (PathBuf::from("/run/user"), None),
+            (std::env::temp_dir(), Some("warden-run-")),
+        ];
+        for (parent, prefix) in globs {
+            let Ok(entries) = std::fs::read_dir(&parent) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                match prefix {
+                    Some(p) if name.starts_with(p) => dirs.push(e.path()),
+                    None => dirs.push(e.path().join("warden")),
+                    _ => {}
+                }
+            }
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The sandboxes registered in `dirs` whose warden is still running.
+pub fn list(dirs: &[PathBuf]) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().and_then(|x| x.to_str()) != Some("json") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
+                continue;
+            };
+            if alive(entry.warden_pid) {
+                out.push(entry);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.started.total_cmp(&b.started));
+    out
+}
+
+/// Whether `pid` is still a warden (a dead warden's file may outlive it, and its pid be reused).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "warden")
+}
+
+/// A registration: the file is kept up to date by a thread and removed on drop.
+pub struct Registration {
+    path: PathBuf,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Registration {
+    /// Writes `entry` now and every second with fresh counters from `snapshot`, until dropped.
+    pub fn start(
+        dir: &Path,
+        entry: Entry,
+        grants: Arc<Grants>,
+        snapshot: impl Fn() -> (u64, u64) + Send + 'static,
+    ) -> Registration {
+        let path = dir.join(format!("{}.json", entry.id));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, s) = (path.clone(), Arc::clone(&stop));
+        let write = move |entry: &mut Entry| {
+            let (delegated, denied) = snapshot();
+            entry.delegated = delegated;
+            entry.denied = denied;
+            entry.grants = grants.list();
+            if let Ok(text) = serde_json::to_vec(entry) {
+                let tmp = p.with_extension("tmp");
+                if std::fs::write(&tmp, text).is_ok() {
+                    let _ = std::fs::rename(&tmp, &p);
+                }
+            }
+        };
+        let mut entry = entry;
+        write(&mut entry);
+        let _ = std::thread::Builder::new()
+            .name("warden-registry".into())
+            .spawn(move || {
+                while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    if s.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    write(&mut entry);
+                }
+            });
+        Registration { path, stop }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(self.path.with_extension("tmp"));
+    }
+}
+
+/// One process of a sandbox, as `/proc` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Process {
+    /// Its pid in warden's namespace.
+    pub pid: u32,
+    /// Its name.
+    pub comm: String,
+    /// Its working directory.
+    pub cwd: String,
+    /// Its descriptors.
+    pub fds: Vec<Descriptor>,
+}
+
+/// One descriptor of a sandboxed process.
+#[derive(Clone, Debug, Serialize)]
+pub struct Descriptor {
+    /// The number.
+    pub fd: i32,
+    /// `file`, `dir`, `socket`, `pipe`, `char`, `block`, `fifo`, `anon` ...
+    pub kind: String,
+    /// What it names: a path, `socket:[ino]`, `pipe:[ino]`, `anon_inode:...`.
+    pub target: String,
+    /// `r`, `w` or `rw`.
+    pub mode: String,
+    /// The object's device and inode.
+    pub dev: u64,
+    /// The object's inode.
+    pub ino: u64,
+    /// The rule that allowed it, when the agent opened it.
+    pub rule: Option<String>,
+}
+
+/// The processes of `entry`'s sandbox (every process in its PID namespace) and what they hold.
+/// Fails with `EACCES`/`EPERM` for a sandbox the caller may not trace.
+pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
+    let ns = std::fs::read_link(format!("/proc/{}/ns/pid", entry.init_pid))?;
+    let grants: HashMap<(u64, u64), &Grant> =
+        entry.grants.iter().map(|g| ((g.dev, g.ino), g)).collect();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == entry.init_pid {
+            continue; // warden's own init, which holds nothing of the program's
+        }
+        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+            .ok()
+            .as_ref()
+            != Some(&ns)
+        {
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|s| s.trim_end().to_owned())
+            .unwrap_or_default();
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"))?
+            .display()
+            .to_string();
+        let mut fds = Vec::new();
+        for f in std::fs::read_dir(format!("/proc/{pid}/fd"))?.flatten() {
+            let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(target) = std::fs::read_link(f.path()) else {
+                continue;
+            };
+            let target = target.display().to_string();
+            let meta = std::fs::metadata(f.path()).ok();
+            let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
+            let kind = kind_of(meta.as_ref(), &target);
+            let flags = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("flags:"))
+                        .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+                })
+                .unwrap_or(0);
+            let mode = match flags & libc::O_ACCMODE {
+                libc::O_RDONLY => "r",
+                libc::O_WRONLY => "w",
+                _ => "rw",
+            };
+            fds.push(Descriptor {
+                fd,
+                kind,
+                target,
+                mode: mode.into(),
+                dev,
+                ino,
+                rule: grants.get(&(dev, ino)).map(|g| g.rule.clone()),
+            });
+        }
+        fds.sort_by_key(|d| d.fd);
+        out.push(Process {
+            pid,
+            comm,
+            cwd,
+            fds,
+        });
+    }
+    out.sort_by_key(|p| p.pid);
+    Ok(out)
+}
+
+fn kind_of(meta: Option<&std::fs::Metadata>, target: &str) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    if target.starts_with("anon_inode:") {
+        return "anon".into();
+    }
+    let Some(m) = meta else {
+        return "?".into();
+    };
+    let t = m.file_type();
+    let kind = if t.is_socket() {
+        "socket"
+    } else if t.is_fifo() {
+        if target.starts_with("pipe:") {
+            "pipe"
+        } else {
+            "fifo"
+        }
+    } else if t.is_dir() {
+        "dir"
+    } else if t.is_char_device() {
+        "char"
+    } else if t.is_block_device() {
+        "block"
+    } else {
+        "file"
+    };
+    kind.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_are_bounded_and_listed() {
+        let g = Grants::default();
+        for i in 0..(MAX_GRANTS as u64 + 10) {
+            g.record(1, i, format!("/f{i}"), "p:1:1".into());
+        }
+        let l = g.list();
+        assert!(l.len() <= MAX_GRANTS, "{}", l.len());
+        assert!(l.iter().any(|x| x.ino == MAX_GRANTS as u64 + 9));
+    }
+
+    #[test]
+    fn entries_round_trip_as_json() {
+        let e = Entry {
+            id: "1-2".into(),
+            command: vec!["sh".into()],
+            grants: vec![Grant {
+                dev: 1,
+                ino: 2,
+                path: "/a".into(),
+                rule: "p:1:1".into(),
+            }],
+            ..Entry::default()
+        };
+        let back: Entry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back.grants, e.grants);
+        assert_eq!(back.command, e.command);
+    }
+
+    #[test]
+    fn registry_directories_are_per_user() {
+        assert_eq!(dir_for(0), PathBuf::from("/run/warden"));
+        assert_ne!(dir_for(1000), dir_for(1001));
+    }
+}
