@@ -2,13 +2,12 @@
 //! that allows exactly what it used (see `warden::learn`).
 
 use clap::Args;
-use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use warden::learn::{learn, parse_log, Context, Observation};
+use warden::learn::{interpreters, is_lookup, learn, parse_log, Context, Observation};
 use warden::run::{RunConfig, EXIT_WARDEN};
-use warden_policy::Policy;
+use warden_policy::{Access, Policy};
 
 #[derive(Args)]
 pub struct LearnArgs {
@@ -66,63 +65,68 @@ pub fn main(args: LearnArgs) -> i32 {
 
 fn learn_main(args: LearnArgs) -> Result<i32, String> {
     let base = base_policy(&args)?;
-    // The output is created now, by warden, and held open: whatever the program does to that
-    // path while it runs (with write access everywhere else), the policy goes to this file.
-    let mut output = match &args.output {
+    // The output is created now, by warden, and held open; afterwards it is written only if the
+    // path still names that very file (the program, allowed to write everywhere, may have
+    // replaced it with a link to something else).
+    let output = match &args.output {
         Some(path) => Some(open_output(path)?),
         None => None,
     };
     let private = private_dir()?;
-    let result = learn_in(
-        &args,
-        &base,
-        output.as_ref().map(|(p, _)| p.as_path()),
-        &private,
-    );
+    let result = learn_in(&args, &base, &private);
     let _ = std::fs::remove_dir_all(&private);
     let (text, code) = result?;
-    match &mut output {
-        Some((path, file)) => {
-            file.write_all(text.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            eprintln!("warden learn: wrote {}", path.display());
-        }
+    match output {
+        Some((path, file)) => match write_output(&path, &file, &text) {
+            Ok(()) => eprintln!("warden learn: wrote {}", path.display()),
+            Err(e) => {
+                print!("{text}");
+                return Err(format!(
+                    "{e}; the learned policy is on stdout instead (review what the program did)"
+                ));
+            }
+        },
         None => print!("{text}"),
     }
     Ok(code)
 }
 
-fn learn_in(
-    args: &LearnArgs,
-    base: &Policy,
-    output: Option<&Path>,
-    private: &Path,
-) -> Result<(String, i32), String> {
+fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, i32), String> {
     let mut learning = settings_of(base);
-    let mut everything = EVERYTHING.to_owned();
-    // Neither the output nor warden's own log may be touched by the program.
-    let mut hidden = vec![
-        format!("{}/*", private.display()),
-        private.display().to_string(),
-    ];
-    if let Some(out) = output {
-        hidden.push(out.display().to_string());
-    }
-    everything.push_str(&format!("path-deny {}\n", hidden.join(" ")));
     learning.merge(
-        Policy::parse("<learn>", &everything)
+        Policy::parse("<learn>", EVERYTHING)
             .map_err(|d| format!("cannot build the learning policy: {d:?}"))?,
     );
-    let log = private.join("learn.jsonl");
+    // The decisions stay in warden's memory: a file would be within the program's reach.
+    let memory = Arc::new(std::sync::Mutex::new(String::new()));
     let seen = Arc::new(OnceLock::new());
-    let code = run(args, learning, &log, Some(&seen))?;
-    let observations = read_log(&log)?;
+    let code = run(args, learning, None, Some(&seen), Some(&memory))?;
+    let log = memory.lock().map(|m| m.clone()).unwrap_or_default();
+    let mut observations = parse_log(&log);
+    // The kernel opens a script's interpreter and a program's dynamic loader itself: the agent
+    // never sees them, and the policy needs them.
+    let extra: Vec<Observation> = observations
+        .iter()
+        .filter(|o| o.allowed && o.access == Some(Access::Exec))
+        .flat_map(|o| interpreters(&o.target, &head))
+        .map(|target| Observation {
+            syscall: "execve (interpreter)".into(),
+            target,
+            access: Some(Access::Exec),
+            allowed: true,
+        })
+        .collect();
+    observations.extend(extra);
     let scratch = seen.get().map(|p| p.display().to_string());
     let expanded = match &scratch {
         Some(s) => base.expand_scratch(s),
         None => base.clone(),
     };
-    let home = std::env::var("HOME").ok();
+    // As the logged paths are: resolved, without a trailing slash.
+    let home = std::env::var("HOME")
+        .ok()
+        .and_then(|h| std::fs::canonicalize(h).ok())
+        .map(|h| h.display().to_string());
     let command = args.command.join(" ");
     let text = learn(
         &observations,
@@ -171,11 +175,11 @@ fn learn_in(
     // now): the same outcome for the program.
     let denied: Vec<Observation> = read_log(&log2)?
         .into_iter()
-        .filter(|o| !o.allowed && (!o.target.starts_with('/') || exists(&o.target)))
+        .filter(|o| !o.allowed && (!is_lookup(&o.syscall) || exists(&o.target)))
         .collect();
     for d in &denied {
         eprintln!(
-            "warden learn: verify: {}(\"{}\") was allowed while learning and is denied now",
+            "warden learn: verify: {}(\"{}\") is denied under the learned policy",
             d.syscall, d.target
         );
     }
@@ -198,19 +202,31 @@ fn learn_in(
 fn run(
     args: &LearnArgs,
     policy: Policy,
-    log: &Path,
+    log: Option<&Path>,
     seen: Option<&Arc<OnceLock<PathBuf>>>,
+    memory: Option<&Arc<std::sync::Mutex<String>>>,
 ) -> Result<i32, String> {
     let mut command = args.command.iter().cloned();
     let cfg = RunConfig {
         policy,
         program: command.next().expect("clap requires a program"),
         args: command.collect(),
-        log: Some(log.to_owned()),
+        log: log.map(Path::to_owned),
         scratch_seen: seen.cloned(),
+        log_memory: memory.cloned(),
         ..RunConfig::default()
     };
     warden::run::run(cfg).map_err(|f| f.message)
+}
+
+/// The first 4 KiB of a file (enough for `#!` and the ELF headers).
+fn head(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 4096];
+    let mut f = std::fs::File::open(path).ok()?;
+    let n = f.read(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
 }
 
 fn exists(path: &str) -> bool {
@@ -268,6 +284,33 @@ fn open_output(path: &Path) -> Result<(PathBuf, std::fs::File), String> {
     let abs = std::fs::canonicalize(path)
         .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     Ok((abs, file))
+}
+
+/// Writes `text` into `file` (created before the run) if `path` still names it, with no
+/// symlink on the way and no other name for it.
+fn write_output(path: &Path, file: &std::fs::File, text: &str) -> Result<(), String> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let ours = file
+        .metadata()
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let now = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+        rustix::fs::ResolveFlags::NO_SYMLINKS,
+    )
+    .and_then(|fd| rustix::fs::fstat(&fd))
+    .map_err(|e| format!("{} changed while the program ran ({e})", path.display()))?;
+    if (now.st_dev, now.st_ino) != (ours.dev(), ours.ino()) || ours.nlink() != 1 {
+        return Err(format!(
+            "{} was replaced or linked elsewhere while the program ran",
+            path.display()
+        ));
+    }
+    file.set_len(0)
+        .and_then(|()| file.write_all_at(text.as_bytes(), 0))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// A fresh directory only warden's user can enter, for the decision logs.

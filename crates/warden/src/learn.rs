@@ -73,6 +73,58 @@ const LOOKING: [&str; 16] = [
     "inotify_add_watch",
 ];
 
+/// Whether `syscall` only looks at a path (needs it visible, not a particular right).
+pub fn is_lookup(syscall: &str) -> bool {
+    LOOKING.contains(&syscall)
+}
+
+/// The programs the kernel itself opens to run `program`, which the agent never sees: the
+/// interpreter of a `#!` script and the ELF interpreter (dynamic loader), recursively. `read`
+/// gives a file's first bytes (the ELF headers fit in 4 KiB), or `None`.
+pub fn interpreters(program: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut next = vec![program.to_owned()];
+    while let Some(p) = next.pop() {
+        if out.len() > 8 {
+            break;
+        }
+        let Some(head) = read(&p) else { continue };
+        let found = if let Some(rest) = head.strip_prefix(b"#!") {
+            let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+            let text = String::from_utf8_lossy(line);
+            text.split_whitespace().next().map(str::to_owned)
+        } else {
+            elf_interpreter(&head)
+        };
+        if let Some(i) = found.filter(|i| i.starts_with('/') && !out.contains(i)) {
+            out.push(i.clone());
+            next.push(i);
+        }
+    }
+    out
+}
+
+/// `PT_INTERP` of a 64-bit little-endian ELF file, from its first bytes.
+fn elf_interpreter(head: &[u8]) -> Option<String> {
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?));
+    let (phoff, phentsize, phnum) = (u64_at(32)? as usize, u16_at(54)? as usize, u16_at(56)?);
+    for i in 0..phnum as usize {
+        let ph = phoff + i * phentsize;
+        let kind = u32::from_le_bytes(head.get(ph..ph + 4)?.try_into().ok()?);
+        if kind == 3 {
+            let (off, size) = (u64_at(ph + 8)? as usize, u64_at(ph + 32)? as usize);
+            let raw = head.get(off..off + size)?;
+            let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+            return Some(String::from_utf8_lossy(&raw[..end]).into_owned());
+        }
+    }
+    None
+}
+
 /// What the learning run is checked against.
 pub struct Context<'a> {
     /// The policy the learned one will be added to (with `$SCRATCH` expanded as in the run).
@@ -513,6 +565,27 @@ mod tests {
         let text = learned(&[obs("openat", "/opt/a b", Some(Access::Read))]);
         assert!(rules(&text).is_empty(), "{text}");
         assert!(text.contains("# not expressible"), "{text}");
+    }
+
+    #[test]
+    fn finds_the_interpreters_the_kernel_opens() {
+        let read = |p: &str| {
+            std::fs::read(p).ok().map(|mut v| {
+                v.truncate(4096);
+                v
+            })
+        };
+        // /bin/sh is a dynamic ELF program here: its loader is an absolute path.
+        let i = interpreters("/bin/sh", &read);
+        assert!(i.iter().any(|p| p.contains("ld-linux")), "{i:?}");
+        let fake = |p: &str| match p {
+            "/s" => Some(b"#!/bin/sh -e\necho".to_vec()),
+            other => read(other),
+        };
+        let i = interpreters("/s", &fake);
+        assert_eq!(i[0], "/bin/sh");
+        assert!(i.len() >= 2, "{i:?}");
+        assert!(interpreters("/nonexistent", &read).is_empty());
     }
 
     #[test]

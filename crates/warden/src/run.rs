@@ -56,6 +56,8 @@ pub struct RunConfig {
     pub report_json: Option<PathBuf>,
     /// Told the scratch directory's path once it exists (`warden learn` reads the log with it).
     pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
+    /// Every decision also goes here, as JSON lines (for `warden learn`).
+    pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
 /// The program's environment.
@@ -341,7 +343,8 @@ fn run_in(
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let sandbox_id = format!("{}-{:08x}", std::process::id(), rand32());
     let sources = policy.sources();
-    let log = Log::new(cfg.verbose, log_file, sandbox_id.clone());
+    let log =
+        Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
     let agent_net_mode = net.mode;
     let agent = Agent::new(listener, policy, net, ids, log)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;

@@ -66,6 +66,7 @@ struct JsonLine<'a> {
 pub struct Log {
     verbose: bool,
     json: Option<Mutex<std::fs::File>>,
+    memory: Option<std::sync::Arc<Mutex<String>>>,
     sandbox: String,
 }
 
@@ -76,18 +77,26 @@ impl Log {
         Log {
             verbose,
             json: json.map(Mutex::new),
+            memory: None,
             sandbox,
         }
     }
 
+    /// Also appends every JSON line to `memory` (`warden learn` reads its run's decisions there:
+    /// a file would be within the reach of a program allowed to write everywhere).
+    pub fn with_memory(mut self, memory: Option<std::sync::Arc<Mutex<String>>>) -> Log {
+        self.memory = memory;
+        self
+    }
+
     /// Whether allowed decisions are wanted at all (only by the JSON log).
     pub fn wants_allowed(&self) -> bool {
-        self.json.is_some()
+        self.json.is_some() || self.memory.is_some()
     }
 
     /// Whether a decision that `allowed` or not is written anywhere.
     pub fn wants(&self, allowed: bool) -> bool {
-        self.json.is_some() || (self.verbose && !allowed)
+        self.wants_allowed() || (self.verbose && !allowed)
     }
 
     /// Writes one decision where it is wanted.
@@ -105,7 +114,7 @@ impl Log {
                 d.reason
             );
         }
-        if let Some(file) = &self.json {
+        if self.wants_allowed() {
             let line = JsonLine {
                 v: SCHEMA_VERSION,
                 time: std::time::SystemTime::now()
@@ -127,10 +136,13 @@ impl Log {
                 errno_name: d.errno.and_then(errno_name),
                 latency_us: (d.latency.as_nanos() as f64 / 1000.0 * 10.0).round() / 10.0,
             };
-            if let Ok(mut text) = serde_json::to_vec(&line) {
-                text.push(b'\n');
-                if let Ok(mut f) = file.lock() {
-                    let _ = f.write_all(&text);
+            if let Ok(mut text) = serde_json::to_string(&line) {
+                text.push('\n');
+                if let Some(Ok(mut f)) = self.json.as_ref().map(Mutex::lock) {
+                    let _ = f.write_all(text.as_bytes());
+                }
+                if let Some(Ok(mut m)) = self.memory.as_ref().map(|m| m.lock()) {
+                    m.push_str(&text);
                 }
             }
         }

@@ -102,6 +102,16 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
             // An exact path. A directory rule in Landlock covers the whole subtree, so an exact
             // directory only gets the right to be listed (everything else stays the agent's).
             let path = PathBuf::from(lit);
+            if access == Access::Exec && std::fs::symlink_metadata(&path).is_err() {
+                // A program the sandbox will build or receive (`make check` running what it
+                // compiled): Landlock can only name what exists, so the nearest existing
+                // directory above gets the execute right; the agent still checks the exact path
+                // of every execve.
+                if let Some(dir) = path.ancestors().skip(1).find(|a| a.is_dir()) {
+                    targets.push((dir.to_path_buf(), rights(access)));
+                }
+                continue;
+            }
             let rights = if path.is_dir() {
                 rights(access) & AccessFs::ReadDir
             } else {
