@@ -281,6 +281,10 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
     let ns = std::fs::read_link(format!("/proc/{}/ns/pid", entry.init_pid))?;
     let grants: HashMap<(u64, u64), &Grant> =
         entry.grants.iter().map(|g| ((g.dev, g.ino), g)).collect();
+    // Socket endpoints, by inode: the sandbox's own namespace and warden's (where the agent
+    // makes the sockets of a policy with network rules).
+    let mut endpoints = sockets(entry.warden_pid);
+    endpoints.extend(sockets(entry.init_pid));
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -310,8 +314,15 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
             let Ok(target) = std::fs::read_link(f.path()) else {
                 continue;
             };
-            let target = target.display().to_string();
+            let mut target = target.display().to_string();
             let meta = std::fs::metadata(f.path()).ok();
+            if let Some(end) = target
+                .strip_prefix("socket:[")
+                .and_then(|i| i.trim_end_matches(']').parse::<u64>().ok())
+                .and_then(|i| endpoints.get(&i))
+            {
+                target = end.clone();
+            }
             let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
             let kind = kind_of(meta.as_ref(), &target);
             let flags = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
@@ -347,6 +358,65 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
     }
     out.sort_by_key(|p| p.pid);
     Ok(out)
+}
+
+/// Socket inode → endpoint text (`tcp 127.0.0.1:8000 -> 10.0.0.1:443`, `unix /run/x.sock`),
+/// from `/proc/PID/net/*` of the network namespace `pid` is in.
+fn sockets(pid: u32) -> HashMap<u64, String> {
+    let mut out = HashMap::new();
+    for proto in ["tcp", "tcp6", "udp", "udp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{proto}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(remote), Some(inode)) = (f.get(1), f.get(2), f.get(9)) else {
+                continue;
+            };
+            let Ok(inode) = inode.parse::<u64>() else {
+                continue;
+            };
+            let (Some(l), Some(r)) = (hex_endpoint(local), hex_endpoint(remote)) else {
+                continue;
+            };
+            let name = proto.trim_end_matches('6');
+            let text = if r.port() == 0 {
+                format!("{name} {l} (listening or unconnected)")
+            } else {
+                format!("{name} {l} -> {r}")
+            };
+            out.insert(inode, text);
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/unix")) {
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let Some(Ok(inode)) = f.get(6).map(|i| i.parse::<u64>()) {
+                let path = f.get(7).map_or("(unnamed)", |p| p);
+                out.insert(inode, format!("unix {path}"));
+            }
+        }
+    }
+    out
+}
+
+/// `0100007F:1F90` (as `/proc/net/tcp` writes it) as a socket address.
+fn hex_endpoint(text: &str) -> Option<std::net::SocketAddr> {
+    let (addr, port) = text.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let ip: std::net::IpAddr = match addr.len() {
+        8 => std::net::Ipv4Addr::from(u32::from_str_radix(addr, 16).ok()?.swap_bytes()).into(),
+        32 => {
+            let mut o = [0u8; 16];
+            for (i, chunk) in o.chunks_mut(4).enumerate() {
+                let word = u32::from_str_radix(&addr[8 * i..8 * i + 8], 16).ok()?;
+                chunk.copy_from_slice(&word.to_le_bytes());
+            }
+            std::net::Ipv6Addr::from(o).into()
+        }
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
 }
 
 fn kind_of(meta: Option<&std::fs::Metadata>, target: &str) -> String {
@@ -409,6 +479,19 @@ mod tests {
         let back: Entry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
         assert_eq!(back.grants, e.grants);
         assert_eq!(back.command, e.command);
+    }
+
+    #[test]
+    fn proc_net_addresses_parse() {
+        assert_eq!(
+            hex_endpoint("0100007F:1F90"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(
+            hex_endpoint("00000000000000000000000001000000:0050"),
+            Some("[::1]:80".parse().unwrap())
+        );
+        assert_eq!(hex_endpoint("zz:1"), None);
     }
 
     #[test]
