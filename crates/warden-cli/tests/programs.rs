@@ -1554,3 +1554,35 @@ fn starting_ids_as_nobody_map_onto_the_caller() {
         starting_ids(As::Nobody, 65534);
     }
 }
+
+/// A build writes a program and runs it at once (configure's conftest, `make check`): the agent
+/// must have closed its own reference to the written file before the writer can go on, or the
+/// exec finds it busy (ETXTBSY). Four loops at once (the agent's workers then compete for the
+/// CPUs, which is when the race showed), 150 rounds each of write, close, exec.
+#[test]
+fn a_file_just_written_can_be_executed_at_once() {
+    let d = data_dir("write-then-exec", As::Me, &[]);
+    common::chmod(&d, 0o777);
+    let script = format!(
+        "cd {0} && for j in 1 2 3 4; do ( for i in $(seq 150); do cp /bin/true t$j.$i && ./t$j.$i \
+         || {{ echo failed at $j.$i; exit 1; }}; rm -f t$j.$i; done ) & done; \
+         ok=ok; for j in 1 2 3 4; do wait %$j || ok=failed; done; echo $ok",
+        s(&d)
+    );
+    let o = run(
+        As::Me,
+        &[
+            "--write",
+            s(&d),
+            "--exec",
+            s(&d),
+            "--unlink",
+            s(&d),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(common::stdout(&o), "ok\n", "{}", common::stderr(&o));
+}

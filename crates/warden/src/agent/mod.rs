@@ -199,6 +199,20 @@ impl Agent {
         // (our descriptor is dropped here either way).
         let _ = match answer {
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
+            Ok(Answer::Fd(fd, cloexec)) if writes_regular_file(&fd) => {
+                // Two steps, our reference closed in between (see `unotify::addfd`).
+                match unotify::addfd(listener, notif.id, fd.as_fd(), cloexec) {
+                    Ok(n) => {
+                        drop(fd);
+                        unotify::send(listener, notif.id, unotify::Reply::Value(i64::from(n)))
+                    }
+                    Err(e) => unotify::send(
+                        listener,
+                        notif.id,
+                        unotify::Reply::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+                    ),
+                }
+            }
             Ok(Answer::Fd(fd, cloexec)) => {
                 match unotify::addfd_send(listener, notif.id, fd.as_fd(), cloexec) {
                     // The caller could not take the descriptor (EMFILE under its RLIMIT_NOFILE, say):
@@ -271,6 +285,16 @@ impl Agent {
             Family::Accept => net::accept(client),
         }
     }
+}
+
+/// Whether `fd` is a regular file open for writing (which `execve` of it would find busy while
+/// the agent still holds it).
+fn writes_regular_file(fd: &OwnedFd) -> bool {
+    let writable = rustix::fs::fcntl_getfl(fd)
+        .is_ok_and(|f| f.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR));
+    writable
+        && rustix::fs::fstat(fd)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
 }
 
 /// The family and name of a notified call, if it is one the agent serves (a native x86_64 call

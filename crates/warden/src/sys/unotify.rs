@@ -132,9 +132,38 @@ pub fn addfd_send(
     fd: BorrowedFd<'_>,
     cloexec: bool,
 ) -> io::Result<RawFd> {
+    addfd_with(
+        listener,
+        id,
+        fd,
+        cloexec,
+        libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+    )
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ADDFD` alone: installs `fd` in the caller, which keeps waiting for its
+/// answer ([`send`] the returned number). For a file open for writing, the agent closes its own
+/// reference in between: a caller that closes the file and executes it at once would otherwise
+/// race the agent's close and get `ETXTBSY` (a build running what it just linked).
+pub fn addfd(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+) -> io::Result<RawFd> {
+    addfd_with(listener, id, fd, cloexec, 0)
+}
+
+fn addfd_with(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+    flags: u32,
+) -> io::Result<RawFd> {
     let addfd = libc::seccomp_notif_addfd {
         id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+        flags,
         srcfd: fd.as_raw_fd() as u32,
         newfd: 0,
         newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
