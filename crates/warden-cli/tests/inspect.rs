@@ -105,9 +105,26 @@ fn as_uid(uid: u32, args: &[&str]) -> std::process::Output {
 fn check_inspection(who: As, live: &Live, dir: &Path) -> serde_json::Value {
     let entry = live.entry(who);
     let id = entry["id"].as_str().unwrap().to_owned();
-    let o = inspect(who, &id);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The registry is rewritten twice a second: wait until it has all three processes and the
+    // descriptor's grant.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let doc = loop {
+        let o = inspect(who, &id);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ready = doc["processes"].as_array().is_some_and(|ps| {
+            ps.len() >= 3
+                && ps.iter().all(|p| {
+                    p["fds"]
+                        .as_array()
+                        .is_some_and(|fds| fds.iter().any(|d| d["fd"] == 5 && !d["rule"].is_null()))
+                })
+        });
+        if ready || Instant::now() > deadline {
+            break doc;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let procs = doc["processes"].as_array().unwrap();
     let comms: Vec<&str> = procs.iter().map(|p| p["comm"].as_str().unwrap()).collect();
     for want in ["sh", "sleep", "cat"] {

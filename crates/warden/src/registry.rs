@@ -189,6 +189,26 @@ fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "warden")
 }
 
+/// Removes the files of wardens that are gone (killed with SIGKILL, they could not clean up).
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let pid = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !alive(pid) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
 /// A registration: the file is kept up to date by a thread and removed on drop.
 pub struct Registration {
     path: PathBuf,
@@ -203,6 +223,7 @@ impl Registration {
         grants: Arc<Grants>,
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
+        remove_stale(dir);
         let path = dir.join(format!("{}.json", entry.id));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (p, s) = (path.clone(), Arc::clone(&stop));
