@@ -11,173 +11,14 @@
 
 mod common;
 
-use common::{program, As};
-use std::collections::BTreeMap;
+use common::report::Report;
+use common::{each_user, program, who_tag, As};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-// ---- reading a program's report ---------------------------------------------------------------
-
-/// One `RESULT` line: `attempt=NAME ok=0|1 errno=E key=value...`.
-#[derive(Clone, Debug)]
-struct Attempt {
-    name: String,
-    fields: BTreeMap<String, String>,
-}
-
-impl Attempt {
-    fn ok(&self) -> bool {
-        self.fields.get("ok").map(String::as_str) == Some("1")
-    }
-    fn errno(&self) -> &str {
-        self.fields.get("errno").map(String::as_str).unwrap_or("?")
-    }
-    fn num(&self, key: &str) -> u64 {
-        self.fields
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{}: no number {key} in {:?}", self.name, self.fields))
-    }
-}
-
-/// A finished run: its output and parsed attempts.
-struct Report {
-    out: Output,
-    attempts: Vec<Attempt>,
-    label: String,
-}
-
-impl Report {
-    fn new(label: &str, out: Output) -> Report {
-        let text = common::stdout(&out);
-        let attempts = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("RESULT "))
-            .map(|l| {
-                let fields: BTreeMap<String, String> = l
-                    .split_whitespace()
-                    .filter_map(|kv| kv.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect();
-                Attempt {
-                    name: fields.get("attempt").cloned().unwrap_or_default(),
-                    fields,
-                }
-            })
-            .collect();
-        Report {
-            out,
-            attempts,
-            label: label.to_owned(),
-        }
-    }
-
-    fn dump(&self) -> String {
-        format!(
-            "[{}] exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            self.label,
-            self.out.status.code(),
-            common::stdout(&self.out),
-            common::stderr(&self.out)
-        )
-    }
-
-    fn get(&self, name: &str) -> &Attempt {
-        self.attempts
-            .iter()
-            .find(|a| a.name == name)
-            .unwrap_or_else(|| panic!("no attempt {name}\n{}", self.dump()))
-    }
-
-    /// The program ran to its end and exited 0.
-    fn finished(&self) -> &Self {
-        assert!(
-            self.out.status.success() && common::stdout(&self.out).lines().any(|l| l == "DONE"),
-            "the program did not finish\n{}",
-            self.dump()
-        );
-        self
-    }
-
-    /// Every attempt whose name starts with `benign` succeeded; every other attempt failed.
-    fn benign_ok_rest_denied(&self) -> &Self {
-        assert!(
-            !self.attempts.is_empty(),
-            "no RESULT lines\n{}",
-            self.dump()
-        );
-        for a in &self.attempts {
-            if a.name.starts_with("benign") {
-                assert!(
-                    a.ok(),
-                    "benign attempt {} failed: {:?}\n{}",
-                    a.name,
-                    a.fields,
-                    self.dump()
-                );
-            } else {
-                assert!(
-                    !a.ok(),
-                    "ESCAPE: attempt {} succeeded: {:?}\n{}",
-                    a.name,
-                    a.fields,
-                    self.dump()
-                );
-            }
-        }
-        self
-    }
-
-    fn ok(&self, name: &str) -> &Self {
-        assert!(
-            self.get(name).ok(),
-            "attempt {name} should have succeeded\n{}",
-            self.dump()
-        );
-        self
-    }
-
-    fn denied(&self, name: &str) -> &Self {
-        assert!(
-            !self.get(name).ok(),
-            "ESCAPE: attempt {name} succeeded\n{}",
-            self.dump()
-        );
-        self
-    }
-
-    fn errno(&self, name: &str, want: &str) -> &Self {
-        let a = self.get(name);
-        assert!(
-            !a.ok() && a.errno() == want,
-            "attempt {name}: want failure with {want}, got {:?}\n{}",
-            a.fields,
-            self.dump()
-        );
-        self
-    }
-
-    /// The secret's content never appears in what the program printed.
-    fn never_saw(&self, secret: &str) -> &Self {
-        assert!(
-            !common::stdout(&self.out).contains(secret),
-            "ESCAPE: the secret's content reached the program\n{}",
-            self.dump()
-        );
-        self
-    }
-}
-
 // ---- fixtures ------------------------------------------------------------------------------------
-
-fn who_tag(who: As) -> &'static str {
-    match who {
-        As::Me => "me",
-        As::Nobody => "nobody",
-    }
-}
 
 /// A secret outside the sandbox and a directory the sandbox may read, side by side:
 ///
@@ -358,14 +199,6 @@ fn run_native_stdin(name: &str, cwd: &Path, args: &[&str], stdin: Stdio) -> Repo
 /// The same program natively, stdin closed.
 fn run_native(name: &str, cwd: &Path, args: &[&str]) -> Report {
     run_native_stdin(name, cwd, args, Stdio::null())
-}
-
-/// Both users, the second only where possible.
-fn each_user(test: &str, mut f: impl FnMut(As)) {
-    f(As::Me);
-    if common::can_run_as_nobody(test) {
-        f(As::Nobody);
-    }
 }
 
 /// Controls run the escapes natively as root (so that nothing but warden stands in the way).

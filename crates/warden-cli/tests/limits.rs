@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{finish_with, program, warden_cmd, write_file, As, SYSTEM_PATH};
+use common::{finish_with, program, warden_cmd, who_tag, write_file, As, SYSTEM_PATH};
 use std::collections::BTreeMap;
 use std::fmt::{Debug, Display};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -33,13 +33,6 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const MIB: u64 = 1 << 20;
 
 // ---- programs, directories, markers ---------------------------------------------------------------
-
-fn who_tag(who: As) -> &'static str {
-    match who {
-        As::Me => "me",
-        As::Nobody => "nobody",
-    }
-}
 
 /// A fresh directory anyone may write: warden running as uid 65534 creates its report and the
 /// program's redirected streams there. The policy never grants it.

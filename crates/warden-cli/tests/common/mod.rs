@@ -3,6 +3,8 @@
 //! per-run directory that an unprivileged user can read and execute too.
 #![allow(dead_code)]
 
+pub mod report;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -267,4 +269,20 @@ pub fn require_root(test: &str) -> bool {
         eprintln!("SKIP {test}: needs root");
     }
     root
+}
+
+/// A short name for `who`, for directory names.
+pub fn who_tag(who: As) -> &'static str {
+    match who {
+        As::Me => "me",
+        As::Nobody => "nobody",
+    }
+}
+
+/// Runs `f` as both users, the second only where possible.
+pub fn each_user(test: &str, mut f: impl FnMut(As)) {
+    f(As::Me);
+    if can_run_as_nobody(test) {
+        f(As::Nobody);
+    }
 }
