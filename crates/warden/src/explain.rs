@@ -98,7 +98,7 @@ pub fn explain(policy: &Policy) -> Vec<Explained> {
         });
     }
     for rule in policy.net_rules() {
-        let (enforcement, mut warnings) = match &rule.target {
+        let (enforcement, warnings) = match &rule.target {
             NetTarget::Ip {
                 protocol,
                 addr,
@@ -129,7 +129,6 @@ pub fn explain(policy: &Policy) -> Vec<Explained> {
                 )
             }
         };
-        warnings.shrink_to_fit();
         out.push(Explained {
             at: rule.span.to_string(),
             rule: rule.to_string(),

@@ -282,10 +282,9 @@ fn take_listener(init: i32, sender: i32, fd: RawFd) -> io::Result<OwnedFd> {
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     // With the pidfd held, the pid cannot be reused: check it names init's child.
     let stat = std::fs::read_to_string(format!("/proc/{sender}/stat"))?;
-    let ppid = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-        .and_then(|p| p.parse::<i32>().ok());
+    // Field 4, the parent.
+    let ppid =
+        process::stat_fields(&stat).and_then(|f| f.get(1).and_then(|p| p.parse::<i32>().ok()));
     if ppid != Some(init) {
         return Err(io::Error::other(
             "the listener came from a process that is not the program",

@@ -143,6 +143,8 @@ pub struct Context<'a> {
 struct Grant {
     calls: BTreeMap<String, usize>,
     warnings: BTreeSet<String>,
+    /// Why a directory rule stands for several paths.
+    note: Option<String>,
 }
 
 impl Grant {
@@ -214,10 +216,10 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
         }
         for (dir, entries) in by_dir {
             if entries.len() >= COLLAPSE_AT && dir != "/" {
-                // The note is kept as a "call" counted 0, which the comment puts first.
-                let mut g = Grant::default();
-                g.calls
-                    .insert(format!("{} entries of {dir}:", entries.len()), 0);
+                let mut g = Grant {
+                    note: Some(format!("{} entries of {dir}:", entries.len())),
+                    ..Grant::default()
+                };
                 for e in &entries {
                     for (c, n) in &paths[*e].calls {
                         *g.calls.entry(c.clone()).or_default() += n;
@@ -321,17 +323,9 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
 }
 
 fn grant_comment(g: &Grant) -> String {
-    // A collapse note is stored as a call with count 0; it goes first.
-    let note: Vec<&String> = g
-        .calls
-        .iter()
-        .filter(|(_, n)| **n == 0)
-        .map(|(c, _)| c)
-        .collect();
     let calls: Vec<String> = g
         .calls
         .iter()
-        .filter(|(_, n)| **n > 0)
         .map(|(c, n)| {
             if *n > 1 {
                 format!("{c} x{n}")
@@ -340,13 +334,10 @@ fn grant_comment(g: &Grant) -> String {
             }
         })
         .collect();
-    let mut text = String::new();
-    for n in note {
-        text.push_str(n);
-        text.push(' ');
+    match &g.note {
+        Some(note) => format!("{note} {}", calls.join(", ")),
+        None => calls.join(", "),
     }
-    text.push_str(&calls.join(", "));
-    text
 }
 
 /// A path a policy line can name exactly.

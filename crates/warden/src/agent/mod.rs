@@ -44,6 +44,9 @@ pub enum Answer {
     Reply(unotify::Reply),
     /// A descriptor to install in the caller as the call's result.
     Fd(OwnedFd, bool),
+    /// The same for a regular file open for writing: installed, our reference closed, and only
+    /// then answered (see [`unotify::addfd`]). [`Agent::handle`] picks it; handlers answer `Fd`.
+    WritableFd(OwnedFd, bool),
 }
 
 /// A handler's result: an answer, or an errno.
@@ -199,7 +202,7 @@ impl Agent {
         // (our descriptor is dropped here either way).
         let _ = match answer {
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
-            Ok(Answer::Fd(fd, cloexec)) if writes_regular_file(&fd) => {
+            Ok(Answer::WritableFd(fd, cloexec)) => {
                 // Two steps, our reference closed in between (see `unotify::addfd`).
                 match unotify::addfd(listener, notif.id, fd.as_fd(), cloexec) {
                     Ok(n) => {
@@ -246,14 +249,28 @@ impl Agent {
             start,
             granted: std::cell::RefCell::new(None),
         };
-        let answer = self.dispatch(&client, family);
-        if let (Ok(Answer::Fd(fd, _)), Some((path, rule))) = (&answer, client.granted.take()) {
-            if let Ok(st) = rustix::fs::fstat(fd) {
-                let rule = self.policy.rule(rule).span.to_string();
-                self.grants.record(st.st_dev, st.st_ino, path, rule);
-            }
+        let (fd, cloexec) = match self.dispatch(&client, family) {
+            Ok(Answer::Fd(fd, cloexec)) => (fd, cloexec),
+            other => return other,
+        };
+        // One fstat serves both: the grant `warden inspect` shows, and how to install it.
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            return Ok(Answer::Fd(fd, cloexec));
+        };
+        if let Some((path, rule)) = client.granted.take() {
+            let rule = self.policy.rule(rule).span.to_string();
+            self.grants.record(st.st_dev, st.st_ino, path, rule);
         }
-        answer
+        let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
+        let writable = || {
+            rustix::fs::fcntl_getfl(&fd)
+                .is_ok_and(|f| f.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR))
+        };
+        if regular && writable() {
+            Ok(Answer::WritableFd(fd, cloexec))
+        } else {
+            Ok(Answer::Fd(fd, cloexec))
+        }
     }
 
     fn dispatch(&self, client: &Client<'_>, family: Family) -> Handled {
@@ -285,16 +302,6 @@ impl Agent {
             Family::Accept => net::accept(client),
         }
     }
-}
-
-/// Whether `fd` is a regular file open for writing (which `execve` of it would find busy while
-/// the agent still holds it).
-fn writes_regular_file(fd: &OwnedFd) -> bool {
-    let writable = rustix::fs::fcntl_getfl(fd)
-        .is_ok_and(|f| f.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR));
-    writable
-        && rustix::fs::fstat(fd)
-            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
 }
 
 /// The family and name of a notified call, if it is one the agent serves (a native x86_64 call

@@ -150,9 +150,7 @@ impl NamespaceCpu {
 /// utime+stime+cutime+cstime from a `/proc/PID/stat` line (fields 14–17; the command name in
 /// field 2 may hold spaces and parentheses, so fields are counted after the last `)`).
 fn stat_cpu_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ")" the first field is field 3 (state), so field N is at index N-3.
+    let fields = crate::sys::process::stat_fields(stat)?;
     (11..=14)
         .map(|i| fields.get(i)?.parse::<u64>().ok())
         .sum::<Option<u64>>()

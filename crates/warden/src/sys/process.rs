@@ -234,3 +234,9 @@ pub fn become_ids(uid: u32, gid: u32) -> io::Result<()> {
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)?;
     Ok(())
 }
+
+/// The fields of a `/proc/PID/stat` line after the command name, which may hold spaces and
+/// parentheses (so they are counted from the last `)`): field N of proc(5) is at index N-3.
+pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace().collect())
+}
