@@ -110,6 +110,24 @@ def ratio(w, n):
     return round(w / n, 3) if n else None
 
 
+def per_op_rows(keys, samples):
+    """One result row per (key, label): medians in ns per operation, the ratio, the samples."""
+    rows = []
+    for key, label in keys:
+        n = statistics.median(samples["native"][key])
+        w = statistics.median(samples["warden"][key])
+        rows.append({
+            "name": key,
+            "label": label,
+            "native_ns_per_op": round(n, 1),
+            "warden_ns_per_op": round(w, 1),
+            "ratio": ratio(w, n),
+            "native_samples": samples["native"][key],
+            "warden_samples": samples["warden"][key],
+        })
+    return rows
+
+
 # --- micro: per-call costs ---------------------------------------------------------------------
 
 MICRO = [
@@ -154,20 +172,7 @@ def bench_micro():
             for k, v in once(m).items():
                 if k in samples[m]:
                     samples[m][k].append(v)
-    rows = []
-    for key, label, *_ in MICRO:
-        n = statistics.median(samples["native"][key])
-        w = statistics.median(samples["warden"][key])
-        rows.append({
-            "name": key,
-            "label": label,
-            "native_ns_per_op": round(n, 1),
-            "warden_ns_per_op": round(w, 1),
-            "ratio": ratio(w, n),
-            "native_samples": samples["native"][key],
-            "warden_samples": samples["warden"][key],
-        })
-    return rows
+    return per_op_rows([(k, label) for k, label, *_ in MICRO], samples)
 
 
 # --- startup -----------------------------------------------------------------------------------
@@ -271,20 +276,7 @@ def bench_net():
         for m in orders(r):
             for k, v in once(m).items():
                 samples[m][k].append(v)
-    rows = []
-    for key, label in NET:
-        nat = statistics.median(samples["native"][key])
-        w = statistics.median(samples["warden"][key])
-        rows.append({
-            "name": key,
-            "label": label,
-            "native_ns_per_op": round(nat, 1),
-            "warden_ns_per_op": round(w, 1),
-            "ratio": ratio(w, nat),
-            "native_samples": samples["native"][key],
-            "warden_samples": samples["warden"][key],
-        })
-    return rows
+    return per_op_rows(NET, samples)
 
 
 # --- scaling: open+close over 1..100 processes (Ostia T4) ----------------------------------------
