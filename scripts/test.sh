@@ -20,3 +20,8 @@ echo "== all tests"
 # One sandbox at a time per test binary would be slow; the tests are written to run in
 # parallel. RUST_TEST_THREADS keeps the 2-core machine from oversubscribing during races.
 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked --workspace --no-fail-fast
+
+echo "== the adversarial suite again, with opens going straight to the kernel (--fast-path=always)"
+# Every escape program runs under tests/fast-path.policy with --fast-path=always: Landlock, not
+# the agent, decides its opens, and the same attacks must fail (as root and as nobody).
+WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -144,16 +145,9 @@ static __attribute__((unused)) char *join(char *out, size_t cap, const char *a, 
  * would harm the host if they succeeded natively (mounting, creating device nodes) are only
  * made when this is true. */
 static __attribute__((unused)) int under_seccomp_filter(void) {
-    char line[256];
-    int filtered = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "Seccomp:", 8) == 0)
-            filtered = atoi(line + 8) == 2;
-    fclose(f);
-    return filtered;
+    /* PR_GET_SECCOMP: 0 natively, 2 under a filter (or refused by the filter itself). Not
+     * /proc/self/status, which the fast path's Landlock refuses to open. */
+    return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0;
 }
 
 static __attribute__((unused)) void done(void) {

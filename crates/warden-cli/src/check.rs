@@ -103,11 +103,42 @@ fn explain(policy: &Policy) {
         println!("ptrace-allow inside: debuggers work inside; the PID namespace and Landlock keep everything outside out of reach");
     }
     println!("(`warden run` adds these rules to the default policy unless --default-policy=no)");
+    // $SCRATCH is a fresh empty directory at run time.
+    let find = |p: &str| match p.strip_prefix("$SCRATCH") {
+        Some("") => warden_policy::kernel::Found::Dir(p.to_string()),
+        Some(_) => warden_policy::kernel::Found::Missing,
+        None => warden::confine::landlock::found(p),
+    };
+    let plan = warden_policy::kernel::kernel_plan(policy, &find);
+    if plan.exact() {
+        let mut with_default = Policy::default_policy();
+        with_default.merge(policy.clone());
+        let default_too = warden_policy::kernel::kernel_plan(&with_default, &find).exact();
+        println!(
+            "opens: straight to the kernel{}: Landlock enforces every path rule exactly, as the \
+             files are now (the fast path)",
+            if default_too {
+                ""
+            } else {
+                " with --default-policy=no (the default policy's /proc/self rules and path-deny \
+                 inside /etc keep them delegated)"
+            }
+        );
+    } else {
+        println!(
+            "opens: delegated to the agent: {} rule(s) below cannot be enforced by Landlock \
+             exactly (\"keeps opens delegated\")",
+            plan.blockers().count()
+        );
+    }
     let mut warnings = 0;
-    for e in warden::explain::explain(policy) {
+    for e in warden::explain::explain(policy, &plan) {
         println!();
         println!("{}  {}", e.at, e.rule);
         println!("    {}", e.enforcement);
+        if let Some(f) = &e.fast_path {
+            println!("    fast path: {f}");
+        }
         for w in &e.warnings {
             warnings += 1;
             println!("    WARNING: {w}");

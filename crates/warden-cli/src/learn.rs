@@ -214,6 +214,8 @@ fn run(
         log: log.map(Path::to_owned),
         scratch_seen: seen.cloned(),
         log_memory: memory.cloned(),
+        // Learning needs every decision, and only the agent sees them all.
+        fast_path: warden::run::FastPath::Never,
         ..RunConfig::default()
     };
     warden::run::run(cfg).map_err(|f| f.message)

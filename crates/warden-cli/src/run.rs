@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use warden::run::{EnvConfig, RunConfig, EXIT_WARDEN};
+use warden::run::{EnvConfig, FastPath, RunConfig, EXIT_WARDEN};
 use warden_policy::{
     parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
 };
@@ -36,6 +36,13 @@ pub struct RunArgs {
     /// Write every delegated decision (allowed and denied) as JSON lines to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Who decides opens. `never` (the default): the agent. `auto`: the kernel (Landlock), when
+    /// it can enforce every path rule exactly (`warden check --explain` says which rules can)
+    /// and no --log is asked for; the agent otherwise. `always`: the kernel, or refuse to start
+    /// and say which rules prevent it. With the kernel deciding, an open of a path the policy
+    /// hides tells whether it exists (ENOENT or EACCES), which the agent never does.
+    #[arg(long = "fast-path", value_name = "auto|always|never", default_value = "never", value_parser = ["auto", "always", "never"])]
+    fast_path: String,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
     #[arg(long, value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::Time))]
@@ -137,6 +144,11 @@ pub fn main(args: RunArgs) -> i32 {
         pass_fds: args.pass_fd,
         report: args.report,
         report_json: args.report_json,
+        fast_path: match args.fast_path.as_str() {
+            "always" => FastPath::Always,
+            "never" => FastPath::Never,
+            _ => FastPath::Auto,
+        },
         ..RunConfig::default()
     };
     match warden::run::run(cfg) {

@@ -1586,3 +1586,135 @@ fn a_file_just_written_can_be_executed_at_once() {
     );
     assert_eq!(common::stdout(&o), "ok\n", "{}", common::stderr(&o));
 }
+
+/// The open counter of a `--report-json` report (0 when no open was delegated).
+fn delegated_opens(report: &Path) -> u64 {
+    let text = std::fs::read_to_string(report).unwrap();
+    let families = text.split("\"delegated-families\"").nth(1).unwrap_or("");
+    let families = &families[..families.find('}').unwrap_or(families.len())];
+    families.split("\"open\":").nth(1).map_or(0, |v| {
+        v.trim()
+            .trim_end_matches(',')
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    })
+}
+
+#[test]
+fn fast_path_sends_opens_to_the_kernel_which_enforces_the_policy() {
+    common::each_user("fast_path_opens", |who| {
+        let d = common::fresh_dir(&format!("fast-path-{}", common::who_tag(who)));
+        // nobody writes the reports here.
+        common::chmod(&d, 0o777);
+        let allowed = d.join("allowed");
+        std::fs::create_dir(&allowed).unwrap();
+        common::chmod(&allowed, 0o755);
+        common::write_file(&allowed.join("ok.txt"), "ALLOWED-FAST\n", 0o644);
+        let secret = d.join("secret.txt");
+        common::write_file(&secret, "SECRET-FAST\n", 0o644);
+        let base = common::fast_path_base_file();
+        let script = format!(
+            "cat {0}/ok.txt; cat {1} && echo LEAKED; echo x > {0}/new.txt && echo WROTE",
+            s(&allowed),
+            s(&secret)
+        );
+        for mode in ["always", "never"] {
+            let report = d.join(format!("report-{mode}.json"));
+            let fast = format!("--fast-path={mode}");
+            let o = warden(
+                who,
+                &[
+                    "run",
+                    "--default-policy=no",
+                    "--policy",
+                    &base,
+                    "--read",
+                    s(&allowed),
+                    &fast,
+                    "--report-json",
+                    s(&report),
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    &script,
+                ],
+            );
+            let (out, err) = (common::stdout(&o), common::stderr(&o));
+            assert!(out.contains("ALLOWED-FAST"), "{mode}: {out}{err}");
+            assert!(
+                !out.contains("SECRET-FAST") && !out.contains("LEAKED"),
+                "{mode}: {out}"
+            );
+            // Read-only: the write is refused by Landlock (fast) or the agent, and nothing is made.
+            assert!(!out.contains("WROTE"), "{mode}: {out}");
+            assert!(!allowed.join("new.txt").exists(), "{mode}: a file appeared");
+            assert!(err.contains("Permission denied"), "{mode}: {err}");
+            let opens = delegated_opens(&report);
+            match mode {
+                "always" => assert_eq!(opens, 0, "{mode}: opens reached the agent"),
+                _ => assert!(opens > 0, "{mode}: no open was delegated"),
+            }
+        }
+    });
+}
+
+#[test]
+fn fast_path_always_refuses_a_policy_landlock_cannot_say_exactly() {
+    // The default policy denies paths inside /etc, which it allows: only the agent can.
+    let o = warden(As::Me, &["run", "--fast-path=always", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("--fast-path=always: Landlock cannot enforce every path rule exactly"),
+        "{err}"
+    );
+    assert!(
+        err.contains("<default>:") && err.contains("a path-deny lies inside /etc"),
+        "{err}"
+    );
+    // auto falls back to the agent, and says why with -v.
+    let o = warden(
+        As::Me,
+        &["run", "-v", "--fast-path=auto", "--", "/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("opens are delegated to the agent"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn check_explain_shows_the_fast_path_rule_by_rule() {
+    let d = common::fresh_dir("check-fast-path");
+    let exact = common::fast_path_base_file();
+    let o = warden(As::Me, &["check", "--explain", &exact]);
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("opens: straight to the kernel with --default-policy=no"),
+        "{out}"
+    );
+    assert!(out.contains("fast path: kernel-enforced"), "{out}");
+    assert!(
+        out.contains("fast path: narrower: ") && out.contains("/proc/self fails with EACCES"),
+        "{out}"
+    );
+    assert!(!out.contains("keeps opens delegated"), "{out}");
+    let p = d.join("etc.policy");
+    std::fs::write(&p, "path-allow read /etc /etc/*\npath-deny /etc/shadow\npath-allow read /usr/lib/x86_64-linux-gn*\n").unwrap();
+    let out = common::stdout(&warden(As::Me, &["check", "--explain", s(&p)]));
+    assert!(
+        out.contains("opens: delegated to the agent: 4 rule(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keeps opens delegated: a path-deny lies inside /etc"),
+        "{out}"
+    );
+    assert!(out.contains("matches names by how they start"), "{out}");
+}

@@ -2,6 +2,7 @@
 //! or both) and how, and warnings about rules that allow more than they seem to. Pure: a policy
 //! in, lines out.
 
+use warden_policy::kernel::{Enforcer, KernelPlan};
 use warden_policy::{Access, Direction, NetAddr, NetTarget, Policy, PortMatch, Protocol};
 
 /// One explained rule.
@@ -13,6 +14,8 @@ pub struct Explained {
     pub rule: String,
     /// Who enforces it, and how.
     pub enforcement: String,
+    /// On the fast path (opens straight to the kernel): who decides, or why it cannot be taken.
+    pub fast_path: Option<String>,
     /// What it allows that a reader might not expect.
     pub warnings: Vec<String>,
 }
@@ -29,10 +32,18 @@ const DAEMON_SOCKETS: [&str; 7] = [
     "/run/podman/podman.sock",
 ];
 
-/// Explains every rule of `policy`, in policy order (path rules, then net rules).
-pub fn explain(policy: &Policy) -> Vec<Explained> {
+/// Explains every rule of `policy`, in policy order (path rules, then net rules), with `plan`
+/// ([`warden_policy::kernel::kernel_plan`] of the same policy) saying how each path rule fares on
+/// the fast path.
+pub fn explain(policy: &Policy, plan: &KernelPlan) -> Vec<Explained> {
     let mut out = Vec::new();
-    for rule in policy.path_rules() {
+    for (i, rule) in policy.path_rules().iter().enumerate() {
+        let fast_path = plan.rules.get(i).map(|p| match &p.enforcer {
+            Enforcer::Kernel => "kernel-enforced: Landlock decides the opens it allows".to_string(),
+            Enforcer::Agent => "the agent's: the calls it allows are always delegated".to_string(),
+            Enforcer::Narrower(what) => format!("narrower: {what}"),
+            Enforcer::Blocks(why) => format!("keeps opens delegated: {why}"),
+        });
         let lit = rule.pattern.literal();
         let per_process = lit.starts_with("/proc/self") || lit.starts_with("/proc/thread-self");
         let name_prefix = rule.pattern.is_prefix() && !lit.ends_with('/');
@@ -94,6 +105,7 @@ pub fn explain(policy: &Policy) -> Vec<Explained> {
             at: rule.span.to_string(),
             rule: rule.to_string(),
             enforcement,
+            fast_path,
             warnings,
         });
     }
@@ -133,6 +145,7 @@ pub fn explain(policy: &Policy) -> Vec<Explained> {
             at: rule.span.to_string(),
             rule: rule.to_string(),
             enforcement,
+            fast_path: None,
             warnings,
         });
     }
@@ -194,7 +207,8 @@ mod tests {
     use super::*;
 
     fn explained(text: &str) -> Vec<Explained> {
-        explain(&Policy::parse("p", text).unwrap())
+        let policy = Policy::parse("p", text).unwrap();
+        explain(&policy, &KernelPlan::default())
     }
 
     #[test]
@@ -236,7 +250,7 @@ mod tests {
 
     #[test]
     fn the_default_policy_explains_cleanly() {
-        let e = explain(&Policy::default_policy());
+        let e = explain(&Policy::default_policy(), &KernelPlan::default());
         assert!(!e.is_empty());
         // The default policy allows no write where it allows exec, and no network.
         assert!(

@@ -261,6 +261,16 @@ fn guard(
             ctx.add_rule_conditional(allow, sys, &[bit(0)])?;
             ctx.add_rule_conditional(ScmpAction::Errno(libc::EOPNOTSUPP), sys, &[bit(fastopen)])?;
         }
+        Guard::KernelOpen(flags) => {
+            // Landlock checks every open except O_PATH ones; O_TMPFILE makes a file the agent
+            // should name. Both bits are in the low 32 bits of the int argument.
+            let o_path = libc::O_PATH as u32 as u64;
+            let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32 as u64;
+            let bits = |mask, v| Cmp::new(flags, Op::MaskedEqual(mask), v);
+            ctx.add_rule_conditional(allow, sys, &[bits(o_path | tmpfile, 0)])?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(o_path, o_path)])?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(tmpfile, tmpfile)])?;
+        }
         Guard::SendTo => {
             let fastopen = libc::MSG_FASTOPEN as u32 as u64;
             let bit = |v| Cmp::new(3, Op::MaskedEqual(fastopen), v);
@@ -280,7 +290,7 @@ fn guard(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syscalls::Network;
+    use crate::syscalls::{Network, Opens};
 
     /// Runs `prog` on a seccomp_data of (`nr`, x86_64, `args`); returns the action and how many
     /// instructions ran. Implements the classic-BPF subset libseccomp emits.
@@ -345,7 +355,7 @@ mod tests {
     fn net(network: Network) -> Profile {
         Profile {
             network,
-            ptrace_inside: false,
+            ..Profile::default()
         }
     }
 
@@ -354,10 +364,16 @@ mod tests {
         // The compiled program, run instruction by instruction, gives every table entry the
         // action of its class, within a bound that keeps the filter's cost per call flat (a
         // linear list made late entries such as futex and openat walk 200+ instructions).
-        let profiles = NETWORKS.map(net).into_iter().chain([Profile {
-            network: Network::Private,
-            ptrace_inside: true,
-        }]);
+        let profiles = NETWORKS.map(net).into_iter().chain([
+            Profile {
+                ptrace_inside: true,
+                ..Profile::default()
+            },
+            Profile {
+                opens: Opens::Kernel,
+                ..Profile::default()
+            },
+        ]);
         for profile in profiles {
             let prog = compile(profile).unwrap();
             let mut worst = 0;
@@ -400,6 +416,43 @@ mod tests {
         );
         let tiocsti = [0, libc::TIOCSTI, 0, 0, 0, 0];
         assert_eq!(run_bpf(&prog, libc::SYS_ioctl as u32, tiocsti).0, eperm);
+    }
+
+    #[test]
+    fn kernel_opens_are_direct_but_o_path_and_o_tmpfile_are_not() {
+        let prog = compile(Profile {
+            opens: Opens::Kernel,
+            ..Profile::default()
+        })
+        .unwrap();
+        let open = |nr: i64, arg: usize, flags: i32| {
+            let mut args = [0u64; 6];
+            // An int argument: the high half of the register is whatever the caller left there.
+            args[arg] = 0xdead_beef_0000_0000 | flags as u32 as u64;
+            run_bpf(&prog, nr as u32, args).0
+        };
+        for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
+            for flags in [
+                libc::O_RDONLY,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+                libc::O_RDWR | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            ] {
+                assert_eq!(open(nr, arg, flags), ALLOW, "{nr} {flags:#x}");
+            }
+            for flags in [
+                libc::O_PATH,
+                libc::O_PATH | libc::O_NOFOLLOW,
+                libc::O_TMPFILE | libc::O_RDWR,
+            ] {
+                assert_eq!(open(nr, arg, flags), NOTIFY, "{nr} {flags:#x}");
+            }
+        }
+        assert_eq!(open(libc::SYS_creat, 1, 0o644), ALLOW);
+        // openat2's flags are behind a pointer: always the agent's.
+        assert_eq!(open(libc::SYS_openat2, 2, 0), NOTIFY);
+        // The agent's profile delegates them all.
+        let agent = compile(Profile::default()).unwrap();
+        assert_eq!(run_bpf(&agent, libc::SYS_openat as u32, [0; 6]).0, NOTIFY);
     }
 
     #[test]
@@ -556,8 +609,8 @@ mod tests {
         let eperm = ERRNO | libc::EPERM as u32;
         let plain = compile(Profile::default()).unwrap();
         let debug = compile(Profile {
-            network: Network::Private,
             ptrace_inside: true,
+            ..Profile::default()
         })
         .unwrap();
         for nr in [

@@ -9,6 +9,7 @@ use crate::limits::cgroup::{self, Cgroup, CgroupLimits};
 use crate::limits::output::{Budget, Capture};
 use crate::limits::{self, CpuSource, KillReason, NamespaceCpu, Verdicts};
 use crate::report::{self, Accounting, Measured};
+use crate::syscalls::Opens;
 use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -58,6 +59,74 @@ pub struct RunConfig {
     pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
     /// Every decision also goes here, as JSON lines (for `warden learn`).
     pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    /// Whether opens may go straight to the kernel.
+    pub fast_path: FastPath,
+}
+
+/// `warden run --fast-path`: who decides opens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastPath {
+    /// The kernel when Landlock can enforce every path rule exactly and no decision log is
+    /// asked for; the agent otherwise.
+    Auto,
+    /// The kernel, or refuse to start and say which rules prevent it.
+    Always,
+    /// The agent, always (the default: the agent hides whether a path exists; the kernel's
+    /// ENOENT/EACCES on an open does not).
+    #[default]
+    Never,
+}
+
+/// Decides who handles opens for `policy` (`$SCRATCH` expanded), and says why with `-v`.
+fn choose_opens(cfg: &RunConfig, policy: &Policy) -> Result<Opens, Failure> {
+    if cfg.fast_path == FastPath::Never {
+        return Ok(Opens::Agent);
+    }
+    let plan = warden_policy::kernel::kernel_plan(policy, &landlock::found);
+    let logged = cfg.log.is_some() || cfg.log_memory.is_some();
+    let why_not: Option<String> = if !plan.exact() {
+        let mut text = String::from("Landlock cannot enforce every path rule exactly:");
+        for (id, why) in plan.blockers() {
+            let rule = policy.rule(id);
+            let _ = std::fmt::Write::write_fmt(
+                &mut text,
+                format_args!("\n  {}: {rule}: {why}", rule.span),
+            );
+        }
+        Some(text)
+    } else if !landlock::enforces_everything() {
+        Some("this kernel's Landlock does not enforce every right warden uses".into())
+    } else if logged && cfg.fast_path == FastPath::Auto {
+        Some("--log asks for every decision, and only the agent sees them all".into())
+    } else {
+        None
+    };
+    match (why_not, cfg.fast_path) {
+        (None, _) => {
+            if cfg.verbose {
+                eprintln!(
+                    "warden: opens go straight to the kernel: Landlock enforces every path rule \
+                     exactly (--fast-path=never to delegate them)"
+                );
+            }
+            if logged {
+                eprintln!(
+                    "warden: --log: opens are decided by the kernel (--fast-path=always) and are \
+                     not in the log; every other decision is"
+                );
+            }
+            Ok(Opens::Kernel)
+        }
+        (Some(why), FastPath::Always) => {
+            Err(failure(EXIT_WARDEN, format!("--fast-path=always: {why}")))
+        }
+        (Some(why), _) => {
+            if cfg.verbose && cfg.fast_path == FastPath::Auto {
+                eprintln!("warden: opens are delegated to the agent: {why}");
+            }
+            Ok(Opens::Agent)
+        }
+    }
 }
 
 /// The program's environment.
@@ -297,12 +366,16 @@ fn run_in(
         ),
         None => None,
     };
-    let ruleset = landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let opens = choose_opens(cfg, &policy)?;
+    let mut ruleset =
+        landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    ruleset.required = opens == Opens::Kernel;
     let net = crate::agent::net::Context::new(&policy)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let profile = crate::syscalls::Profile {
         network: net.mode,
         ptrace_inside: policy.ptrace_inside.is_some(),
+        opens,
     };
     let program_filter =
         filter::compile(profile).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;

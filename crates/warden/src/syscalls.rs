@@ -162,6 +162,10 @@ pub enum Guard {
     Socket,
     /// socketpair: unix stream and seqpacket only.
     Socketpair,
+    /// open and openat on the fast path: direct (Landlock decides), except `O_PATH` opens, which
+    /// Landlock does not check, and `O_TMPFILE` ones, which the agent names: those are delegated
+    /// ([`Family::Open`]). The flags are argument `.0`.
+    KernelOpen(u32),
     /// socket when the policy allows IP traffic: as [`Guard::Socket`], but inet and inet6
     /// sockets are made by the agent ([`Family::Socket`]).
     HostSocket,
@@ -242,6 +246,20 @@ pub struct Profile {
     /// names only its own processes, and Landlock refuses tracing across domains, so a tracer
     /// reaches nothing outside; since Linux 4.8 seccomp re-checks a call a tracer rewrote.
     pub ptrace_inside: bool,
+    /// Who decides opens.
+    pub opens: Opens,
+}
+
+/// Who decides the open family (`warden run --fast-path`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Opens {
+    /// The agent: every open is delegated, checked, logged and performed by it.
+    #[default]
+    Agent,
+    /// The kernel: Landlock enforces every path rule exactly ([`warden_policy::kernel`]), so
+    /// `open`, `openat` and `creat` go straight to it; `openat2` (whose flags BPF cannot read),
+    /// `O_PATH` and `O_TMPFILE` opens stay delegated.
+    Kernel,
 }
 
 impl Profile {
@@ -254,6 +272,14 @@ impl Profile {
         ];
         if self.ptrace_inside && TRACING.contains(&entry.nr) {
             return Class::Direct;
+        }
+        if self.opens == Opens::Kernel {
+            match entry.nr {
+                libc::SYS_open => return G(Guard::KernelOpen(1)),
+                libc::SYS_openat => return G(Guard::KernelOpen(2)),
+                libc::SYS_creat => return Class::Direct,
+                _ => {}
+            }
         }
         entry.class_in(self.network)
     }

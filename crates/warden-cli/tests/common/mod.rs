@@ -129,6 +129,20 @@ fn rustix_is_root() -> bool {
 /// resolve straight to the system's, as they would for a service.
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// With `WARDEN_TEST_FAST_PATH=1` (the suite's second pass, scripts/test.sh), the policy file
+/// adversarial runs use instead of the default policy, with `--fast-path=always`: opens go
+/// straight to the kernel, and the same attacks must fail there too.
+pub fn fast_path_base() -> Option<String> {
+    std::env::var_os("WARDEN_TEST_FAST_PATH").filter(|v| v == "1")?;
+    Some(fast_path_base_file())
+}
+
+/// tests/fast-path.policy: a base policy Landlock can enforce exactly.
+pub fn fast_path_base_file() -> String {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fast-path.policy");
+    base.to_str().expect("UTF-8 path").to_string()
+}
+
 /// How long [`run_warden`] lets one run take before it counts as hung.
 pub const RUN_DEADLINE: Duration = Duration::from_secs(300);
 

@@ -23,6 +23,7 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use std::path::{Path, PathBuf};
+use warden_policy::kernel::Found;
 use warden_policy::{Access, PathPattern, Policy};
 
 /// The ABI warden is written against (Linux 6.15+); older kernels get what they support.
@@ -32,14 +33,26 @@ const MAX_EXPANSION: usize = 4096;
 
 /// A failure to prepare the Landlock ruleset.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to prepare the Landlock ruleset: {0}")]
-pub struct LandlockError(#[from] landlock::RulesetError);
+pub enum LandlockError {
+    /// The kernel refused a step.
+    #[error("failed to prepare the Landlock ruleset: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    /// The fast path needs every right enforced, and this kernel enforces fewer.
+    #[error(
+        "the kernel did not enforce every Landlock right, and opens were to go straight to it \
+         (--fast-path); run with --fast-path=never"
+    )]
+    NotFullyEnforced,
+}
 
 /// A ruleset built in the parent, to be applied by the sandbox's first process.
 pub struct Prepared {
     ruleset: RulesetCreated,
     /// How many rules were added (for `-v`).
     pub rules: usize,
+    /// The open family goes straight to the kernel: anything short of full enforcement must
+    /// stop the sandbox from starting, since Landlock is then the only lock on opens.
+    pub required: bool,
 }
 
 /// How much of Landlock the kernel enforced.
@@ -155,7 +168,39 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     Ok(Prepared {
         ruleset,
         rules: added,
+        required: false,
     })
+}
+
+/// What `path` names now, for [`warden_policy::kernel::kernel_plan`]: its canonical path (links
+/// resolved) and whether it is a directory. Only objects Landlock can hold a rule on count: a
+/// link to a pipe (`/dev/stdin`) is missing.
+pub fn found(path: &str) -> Found {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(canonical) = std::fs::canonicalize(path) else {
+        return Found::Missing;
+    };
+    let (Some(text), Ok(meta)) = (canonical.to_str(), std::fs::metadata(&canonical)) else {
+        return Found::Missing;
+    };
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        Found::Dir(text.to_string())
+    } else if ft.is_file() || ft.is_char_device() || ft.is_block_device() {
+        Found::File(text.to_string())
+    } else {
+        Found::Missing
+    }
+}
+
+/// Whether this kernel's Landlock enforces every right the fast path relies on (ABI 5: the
+/// truncate and device-ioctl rights; warden asks for all of its target ABI).
+pub fn enforces_everything() -> bool {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(TARGET_ABI))
+        .and_then(|r| r.create())
+        .is_ok()
 }
 
 /// Existing entries of `D` whose names start with `na`, for a pattern `D/na*`.
@@ -212,7 +257,11 @@ impl Prepared {
     /// Applies the ruleset to the calling thread (and sets no_new_privs). Runs in the sandbox's
     /// first process, after fork, before exec.
     pub fn restrict_self(self) -> Result<Enforcement, LandlockError> {
+        let required = self.required;
         let status = self.ruleset.restrict_self()?;
+        if required && status.ruleset != RulesetStatus::FullyEnforced {
+            return Err(LandlockError::NotFullyEnforced);
+        }
         Ok(match status.ruleset {
             RulesetStatus::FullyEnforced => Enforcement::Full,
             RulesetStatus::PartiallyEnforced => Enforcement::Partial,

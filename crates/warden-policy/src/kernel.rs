@@ -1,0 +1,498 @@
+//! Which path rules the kernel can enforce by itself, exactly: the fast path's precondition.
+//!
+//! warden compiles every policy into a Landlock ruleset. Usually that ruleset is a backstop: the
+//! agent decides every open, and Landlock only bounds what a call let through by mistake could
+//! reach. When the ruleset says *exactly* what the policy says about opening files, the open
+//! family can go straight to the kernel instead (the fast path), and only the calls Landlock
+//! does not govern (stat, readlink, chdir, rename, exec, `O_PATH` opens, ...) stay delegated.
+//!
+//! "Exactly" is checked rule by rule, on the paths as they exist now, because Landlock rules
+//! attach to existing directories and files and cover everything beneath them:
+//! - `D/*` is exact when `D` exists, every path beneath `D` gets the same rights from the policy
+//!   (no `path-deny` or narrower rule inside), and, for `read`, `D` itself may be listed (a rule
+//!   on `D` lets `D` be listed too);
+//! - an exact file is exact when it exists and is not a symlink to a path the policy does not
+//!   allow by its own name;
+//! - an exact directory with `read` is exact only when its whole tree is readable (a rule on a
+//!   directory lets every directory beneath it be listed);
+//! - `exec` needs `read` on the same paths (the kernel reads what it executes, and Landlock's
+//!   execute right comes with the read right);
+//! - `/proc/self/...`, name prefixes (`D/na*`), paths that do not exist yet and `path-deny`
+//!   inside an allowed tree cannot be said in Landlock.
+//!
+//! Anything that cannot keeps the whole open family delegated: the choice is per policy, and
+//! `warden check` shows it. This module is pure: the caller says what each path is now.
+
+use crate::policy::{Access, Policy, RuleId};
+
+/// What a path names on the file system now, as the caller found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// Nothing (or nothing Landlock can name, such as a link to a pipe).
+    Missing,
+    /// A directory, with its canonical path (symlinks resolved).
+    Dir(String),
+    /// Anything else that exists, with its canonical path.
+    File(String),
+}
+
+/// How one path rule is enforced when the open family goes straight to the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Enforcer {
+    /// Landlock decides the opens this rule is about, with the same answer as the policy.
+    Kernel,
+    /// The rule is only about calls the agent always performs (unlink, rename, rmdir, ...).
+    Agent,
+    /// Landlock refuses opens this rule allows (it cannot name the paths), and nothing more:
+    /// the fast path is narrower here, never wider. The sentence says what fails.
+    Narrower(String),
+    /// Landlock cannot say this rule exactly; the sentence says why and what would.
+    Blocks(String),
+}
+
+/// One rule's line in the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulePlan {
+    /// The rule ([`Policy::rule`]).
+    pub rule: RuleId,
+    /// Who enforces it on the fast path.
+    pub enforcer: Enforcer,
+}
+
+/// The verdict for a whole policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelPlan {
+    /// One entry per path rule, in policy order.
+    pub rules: Vec<RulePlan>,
+}
+
+impl KernelPlan {
+    /// Whether Landlock can enforce every path rule exactly, so opens may skip the agent.
+    pub fn exact(&self) -> bool {
+        self.blockers().next().is_none()
+    }
+
+    /// The rules that keep opens delegated, each with its reason.
+    pub fn blockers(&self) -> impl Iterator<Item = (RuleId, &str)> {
+        self.rules.iter().filter_map(|r| match &r.enforcer {
+            Enforcer::Blocks(why) => Some((r.rule, why.as_str())),
+            _ => None,
+        })
+    }
+}
+
+/// Works out, rule by rule, whether `policy` (with `$SCRATCH` expanded, or `find` answering
+/// for it) can be enforced on opens by Landlock alone. `find` says what a path is now.
+pub fn kernel_plan(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan {
+    let rules = policy
+        .path_rules()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let enforcer = match r.access {
+                None => deny_plan(policy, r.pattern.literal(), r.pattern.is_prefix()),
+                Some(Access::Unlink) => Enforcer::Agent,
+                Some(access) => allow_plan(policy, access, &r.pattern, find),
+            };
+            RulePlan {
+                rule: RuleId(i),
+                enforcer,
+            }
+        })
+        .collect();
+    KernelPlan { rules }
+}
+
+fn blocks(why: String) -> Enforcer {
+    Enforcer::Blocks(why)
+}
+
+fn allow_plan(
+    policy: &Policy,
+    access: Access,
+    pattern: &crate::PathPattern,
+    find: &dyn Fn(&str) -> Found,
+) -> Enforcer {
+    let lit = pattern.literal();
+    if ["/proc/self", "/proc/thread-self"].iter().any(|p| {
+        lit == *p
+            || lit.starts_with(&format!("{p}/"))
+            || (pattern.is_prefix() && p.starts_with(lit))
+    }) {
+        if pattern.is_prefix()
+            && !lit.starts_with("/proc/self")
+            && !lit.starts_with("/proc/thread-self")
+        {
+            // `/proc/*` or wider: also every other process's entries, which Landlock would allow.
+            return blocks(format!(
+                "`{pattern}` covers /proc, whose entries Landlock cannot tell apart from the \
+                 caller's own /proc/self"
+            ));
+        }
+        return Enforcer::Narrower(
+            "Landlock has no rule for a path that means a different process to each caller, so \
+             on the fast path opening paths under /proc/self fails with EACCES; readlink, stat \
+             and the other calls the agent performs still follow this rule"
+                .into(),
+        );
+    }
+    if pattern.is_prefix() {
+        let Some(dir) = lit.strip_suffix('/') else {
+            let parent = lit
+                .rsplit_once('/')
+                .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d });
+            return blocks(format!(
+                "`{pattern}` matches names by how they start; Landlock grants whole files and \
+                 directories, so a name created later in {parent} would be refused; write \
+                 `{parent}/*` or list the paths"
+            ));
+        };
+        let dir = if dir.is_empty() { "/" } else { dir };
+        tree_plan(policy, access, dir, false, find)
+    } else {
+        match find(lit) {
+            Found::Missing => blocks(format!(
+                "{lit} does not exist now, and Landlock can only name what exists; create it \
+                 before the run or allow its directory with `/*`"
+            )),
+            Found::Dir(canonical) => {
+                if access == Access::Read {
+                    tree_plan(policy, access, lit, true, &|p| {
+                        if p == lit {
+                            Found::Dir(canonical.clone())
+                        } else {
+                            find(p)
+                        }
+                    })
+                } else {
+                    // Landlock gives an exact directory nothing but listing; what write or exec
+                    // on a directory allows (chmod, utimes) is the agent's.
+                    Enforcer::Agent
+                }
+            }
+            Found::File(canonical) => file_plan(policy, access, lit, &canonical),
+        }
+    }
+}
+
+/// A Landlock rule on directory `dir`, covering it and everything beneath: exact when the
+/// policy treats the whole tree alike. `exact_dir`: the rule is `read DIR` (only listing).
+fn tree_plan(
+    policy: &Policy,
+    access: Access,
+    dir: &str,
+    exact_dir: bool,
+    find: &dyn Fn(&str) -> Found,
+) -> Enforcer {
+    let canonical = match find(dir) {
+        Found::Dir(c) => c,
+        Found::File(_) => {
+            return blocks(format!(
+                "{dir} is not a directory, so `{dir}/*` names nothing Landlock can hold"
+            ))
+        }
+        Found::Missing => {
+            return blocks(format!(
+                "{dir} does not exist now, and Landlock can only name what exists; create it \
+                 before the run"
+            ))
+        }
+    };
+    for name in std::iter::once(dir).chain((canonical != dir).then_some(canonical.as_str())) {
+        let Some(rights) = policy.subtree_rights(name) else {
+            let deny_inside = policy.path_rules().iter().any(|r| {
+                r.access.is_none()
+                    && (r
+                        .pattern
+                        .literal()
+                        .starts_with(&format!("{}/", name.trim_end_matches('/')))
+                        || r.pattern.matches(name))
+            });
+            return blocks(if deny_inside {
+                format!(
+                    "a path-deny lies inside {name}: Landlock cannot take a path out of a tree \
+                     it allows"
+                )
+            } else {
+                format!(
+                    "rules inside {name} give some paths more rights than others: a Landlock \
+                     rule on {name} gives the whole tree the same rights"
+                )
+            });
+        };
+        if name != dir && !rights.contains(access) {
+            let what = if exact_dir {
+                name.to_string()
+            } else {
+                format!("{name}/*")
+            };
+            return blocks(format!(
+                "{dir} is a symlink to {name}, and Landlock would allow {name} by its own name \
+                 too; add `path-allow {access} {what}`"
+            ));
+        }
+        if exact_dir && !rights.contains(Access::Read) {
+            return blocks(format!(
+                "a Landlock rule on the directory {dir} would let every directory beneath it be \
+                 listed; add `path-allow read {dir}/*`, or drop this rule"
+            ));
+        }
+        if !exact_dir && !rights.contains(access) {
+            return blocks(format!("a path-deny covers {dir}/*"));
+        }
+        if access == Access::Exec && !rights.contains(Access::Read) {
+            return blocks(format!(
+                "Landlock's execute right comes with the right to read: add `path-allow read \
+                 {name}/*` (the kernel reads what it executes anyway)"
+            ));
+        }
+        if access == Access::Read && !policy.check(name, Access::Read).is_allowed() {
+            return blocks(format!(
+                "a Landlock rule on {name} would also let {name} itself be listed; add \
+                 `path-allow read {name}`"
+            ));
+        }
+    }
+    Enforcer::Kernel
+}
+
+/// A Landlock rule on one existing file.
+fn file_plan(policy: &Policy, access: Access, lit: &str, canonical: &str) -> Enforcer {
+    if !policy.check(lit, access).is_allowed() {
+        return blocks(format!(
+            "a path-deny names {lit}, and Landlock cannot refuse a file it was told to allow"
+        ));
+    }
+    if access == Access::Exec && !policy.check(lit, Access::Read).is_allowed() {
+        return blocks(format!(
+            "Landlock's execute right comes with the right to read: add `path-allow read {lit}`"
+        ));
+    }
+    if canonical != lit && !policy.check(canonical, access).is_allowed() {
+        return blocks(format!(
+            "{lit} leads to {canonical}, and Landlock would allow {canonical} by its own name \
+             too; add `path-allow {access} {canonical}`"
+        ));
+    }
+    Enforcer::Kernel
+}
+
+/// A deny is said by Landlock when no allow rule reaches into it: everything Landlock is not
+/// told to allow is refused.
+fn deny_plan(policy: &Policy, lit: &str, prefix: bool) -> Enforcer {
+    let overlaps = policy.path_rules().iter().any(|a| {
+        a.access.is_some()
+            && (a.pattern.matches(lit)
+                || (prefix && a.pattern.literal().starts_with(lit))
+                || (a.pattern.is_prefix() && lit.starts_with(a.pattern.literal())))
+    });
+    if overlaps {
+        blocks(format!(
+            "{lit} lies inside what another rule allows, and Landlock cannot take a path out of \
+             a rule's tree"
+        ))
+    } else {
+        Enforcer::Kernel
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file system of directories and files given as lists; symlinks as (link, target).
+    fn fs<'a>(
+        dirs: &'a [&'a str],
+        files: &'a [&'a str],
+        links: &'a [(&'a str, &'a str)],
+    ) -> impl Fn(&str) -> Found + 'a {
+        move |p: &str| {
+            let mut p = p.to_string();
+            for (link, target) in links {
+                if p == *link || p.starts_with(&format!("{link}/")) {
+                    p = format!("{target}{}", &p[link.len()..]);
+                }
+            }
+            if dirs.contains(&p.as_str()) {
+                Found::Dir(p)
+            } else if files.contains(&p.as_str()) {
+                Found::File(p)
+            } else {
+                Found::Missing
+            }
+        }
+    }
+
+    fn plan(text: &str, find: &dyn Fn(&str) -> Found) -> KernelPlan {
+        let policy = Policy::parse("t", text).expect("parses");
+        kernel_plan(&policy, find)
+    }
+
+    fn reasons(p: &KernelPlan) -> Vec<String> {
+        p.blockers().map(|(_, w)| w.to_string()).collect()
+    }
+
+    const DIRS: &[&str] = &[
+        "/", "/usr", "/usr/lib", "/etc", "/etc/ssl", "/data", "/proc",
+    ];
+    const FILES: &[&str] = &["/etc/passwd", "/etc/shadow", "/usr/bin-tool", "/data/x"];
+
+    #[test]
+    fn trees_with_their_roots_are_exact() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan(
+            "path-allow read /usr /usr/* /etc/passwd\npath-allow exec /usr/*\n\
+             path-allow write /data/*\npath-allow unlink /data/*\npath-deny /home/*",
+            &find,
+        );
+        assert!(p.exact(), "{:?}", reasons(&p));
+        assert_eq!(
+            p.rules[5].enforcer,
+            Enforcer::Agent,
+            "unlink is always the agent's"
+        );
+    }
+
+    #[test]
+    fn read_tree_without_its_root_is_not_exact() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan("path-allow read /usr/*", &find);
+        assert!(!p.exact());
+        assert!(reasons(&p)[0].contains("add `path-allow read /usr`"));
+        // Write beneath a directory does not need the directory itself.
+        assert!(plan("path-allow write /data/*", &find).exact());
+    }
+
+    #[test]
+    fn deny_inside_an_allowed_tree_is_not_exact() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan("path-allow read /etc /etc/*\npath-deny /etc/shadow", &find);
+        let r = reasons(&p);
+        assert!(
+            r.iter().any(|w| w.contains("a path-deny lies inside /etc")),
+            "{r:?}"
+        );
+        assert!(
+            r.iter().any(|w| w.contains("/etc/shadow lies inside")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn narrower_rules_inside_a_tree_are_not_exact() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan(
+            "path-allow read /data /data/*\npath-allow write /data/x",
+            &find,
+        );
+        assert!(!p.exact());
+        assert!(
+            reasons(&p)[0].contains("more rights than others"),
+            "{:?}",
+            reasons(&p)
+        );
+    }
+
+    #[test]
+    fn exact_directory_needs_its_tree() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan("path-allow read /", &find);
+        assert!(reasons(&p)[0].contains("every directory beneath it be listed"));
+        assert!(plan("path-allow read /data /data/*", &find).exact());
+        // write on an exact directory is only about calls the agent performs.
+        assert_eq!(
+            plan("path-allow write /data", &find).rules[0].enforcer,
+            Enforcer::Agent
+        );
+    }
+
+    #[test]
+    fn what_landlock_cannot_name() {
+        let find = fs(DIRS, FILES, &[]);
+        for (text, why) in [
+            ("path-allow read /proc/*", "/proc/self"),
+            (
+                "path-allow read /etc/pass*",
+                "matches names by how they start",
+            ),
+            ("path-allow write /data/new.txt", "does not exist now"),
+            ("path-allow read /nowhere /nowhere/*", "does not exist now"),
+            ("path-allow read /etc/passwd/*", "is not a directory"),
+            (
+                "path-allow read /etc/shadow\npath-deny /etc/shadow",
+                "a path-deny names",
+            ),
+        ] {
+            let r = reasons(&plan(text, &find));
+            assert!(r.iter().any(|w| w.contains(why)), "{text}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn proc_self_is_narrower_not_blocking() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan("path-allow read /proc/self /proc/self/*", &find);
+        assert!(p.exact());
+        assert!(matches!(p.rules[0].enforcer, Enforcer::Narrower(_)));
+    }
+
+    #[test]
+    fn exec_needs_read() {
+        let find = fs(DIRS, FILES, &[]);
+        let r = reasons(&plan("path-allow exec /usr/*", &find));
+        assert!(
+            r[0].contains("execute right comes with the right to read"),
+            "{r:?}"
+        );
+        let r = reasons(&plan("path-allow exec /usr/bin-tool", &find));
+        assert!(
+            r[0].contains("add `path-allow read /usr/bin-tool`"),
+            "{r:?}"
+        );
+        assert!(plan(
+            "path-allow read /usr/bin-tool\npath-allow exec /usr/bin-tool",
+            &find
+        )
+        .exact());
+    }
+
+    #[test]
+    fn symlinks_need_their_targets_allowed() {
+        let find = fs(
+            DIRS,
+            FILES,
+            &[("/lib", "/usr/lib"), ("/etc/pw", "/etc/passwd")],
+        );
+        let r = reasons(&plan("path-allow read /lib /lib/*", &find));
+        assert!(
+            r.iter().any(|w| w.contains("symlink to /usr/lib")) || !r.is_empty(),
+            "{r:?}"
+        );
+        assert!(plan("path-allow read /lib /lib/* /usr /usr/*", &find).exact());
+        let r = reasons(&plan("path-allow read /etc/pw", &find));
+        assert!(r[0].contains("leads to /etc/passwd"), "{r:?}");
+        assert!(plan("path-allow read /etc/pw /etc/passwd", &find).exact());
+    }
+
+    #[test]
+    fn deny_outside_every_allow_is_exact() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = plan(
+            "path-allow read /usr /usr/*\npath-deny /etc/shadow /home/*",
+            &find,
+        );
+        assert!(p.exact(), "{:?}", reasons(&p));
+    }
+
+    #[test]
+    fn the_default_policy_is_not_exact_and_says_why() {
+        let find = fs(DIRS, FILES, &[]);
+        let p = kernel_plan(&Policy::default_policy(), &find);
+        let r = reasons(&p);
+        assert!(r.iter().any(|w| w.contains("/proc/self")), "{r:?}");
+        assert!(
+            r.iter().any(|w| w.contains("a path-deny lies inside /etc")),
+            "{r:?}"
+        );
+    }
+}
