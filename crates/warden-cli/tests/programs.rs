@@ -1590,17 +1590,8 @@ fn a_file_just_written_can_be_executed_at_once() {
 /// The open counter of a `--report-json` report (0 when no open was delegated).
 fn delegated_opens(report: &Path) -> u64 {
     let text = std::fs::read_to_string(report).unwrap();
-    let families = text.split("\"delegated-families\"").nth(1).unwrap_or("");
-    let families = &families[..families.find('}').unwrap_or(families.len())];
-    families.split("\"open\":").nth(1).map_or(0, |v| {
-        v.trim()
-            .trim_end_matches(',')
-            .split(|c: char| !c.is_ascii_digit())
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
-    })
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["delegated-families"]["open"].as_u64().unwrap_or(0)
 }
 
 #[test]

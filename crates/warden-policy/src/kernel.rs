@@ -103,10 +103,6 @@ pub fn kernel_plan(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan 
     KernelPlan { rules }
 }
 
-fn blocks(why: String) -> Enforcer {
-    Enforcer::Blocks(why)
-}
-
 fn allow_plan(
     policy: &Policy,
     access: Access,
@@ -114,21 +110,14 @@ fn allow_plan(
     find: &dyn Fn(&str) -> Found,
 ) -> Enforcer {
     let lit = pattern.literal();
-    if ["/proc/self", "/proc/thread-self"].iter().any(|p| {
-        lit == *p
-            || lit.starts_with(&format!("{p}/"))
-            || (pattern.is_prefix() && p.starts_with(lit))
-    }) {
-        if pattern.is_prefix()
-            && !lit.starts_with("/proc/self")
-            && !lit.starts_with("/proc/thread-self")
-        {
-            // `/proc/*` or wider: also every other process's entries, which Landlock would allow.
-            return blocks(format!(
-                "`{pattern}` covers /proc, whose entries Landlock cannot tell apart from the \
-                 caller's own /proc/self"
-            ));
-        }
+    if pattern.is_prefix() && "/proc/self".starts_with(lit) {
+        // `/proc/*` or wider: also every other process's entries, which Landlock would allow.
+        return Enforcer::Blocks(format!(
+            "`{pattern}` covers /proc, whose entries Landlock cannot tell apart from the caller's \
+             own /proc/self"
+        ));
+    }
+    if pattern.per_process() {
         return Enforcer::Narrower(
             "Landlock has no rule for a path that means a different process to each caller, so \
              on the fast path opening paths under /proc/self fails with EACCES; readlink, stat \
@@ -141,7 +130,7 @@ fn allow_plan(
             let parent = lit
                 .rsplit_once('/')
                 .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d });
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "`{pattern}` matches names by how they start; Landlock grants whole files and \
                  directories, so a name created later in {parent} would be refused; write \
                  `{parent}/*` or list the paths"
@@ -151,25 +140,14 @@ fn allow_plan(
         tree_plan(policy, access, dir, false, find)
     } else {
         match find(lit) {
-            Found::Missing => blocks(format!(
+            Found::Missing => Enforcer::Blocks(format!(
                 "{lit} does not exist now, and Landlock can only name what exists; create it \
                  before the run or allow its directory with `/*`"
             )),
-            Found::Dir(canonical) => {
-                if access == Access::Read {
-                    tree_plan(policy, access, lit, true, &|p| {
-                        if p == lit {
-                            Found::Dir(canonical.clone())
-                        } else {
-                            find(p)
-                        }
-                    })
-                } else {
-                    // Landlock gives an exact directory nothing but listing; what write or exec
-                    // on a directory allows (chmod, utimes) is the agent's.
-                    Enforcer::Agent
-                }
-            }
+            Found::Dir(_) if access == Access::Read => tree_plan(policy, access, lit, true, find),
+            // Landlock gives an exact directory nothing but listing; what write or exec on a
+            // directory allows (chmod, utimes) is the agent's.
+            Found::Dir(_) => Enforcer::Agent,
             Found::File(canonical) => file_plan(policy, access, lit, &canonical),
         }
     }
@@ -187,12 +165,12 @@ fn tree_plan(
     let canonical = match find(dir) {
         Found::Dir(c) => c,
         Found::File(_) => {
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "{dir} is not a directory, so `{dir}/*` names nothing Landlock can hold"
             ))
         }
         Found::Missing => {
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "{dir} does not exist now, and Landlock can only name what exists; create it \
                  before the run"
             ))
@@ -208,7 +186,7 @@ fn tree_plan(
                         .starts_with(&format!("{}/", name.trim_end_matches('/')))
                         || r.pattern.matches(name))
             });
-            return blocks(if deny_inside {
+            return Enforcer::Blocks(if deny_inside {
                 format!(
                     "a path-deny lies inside {name}: Landlock cannot take a path out of a tree \
                      it allows"
@@ -226,28 +204,28 @@ fn tree_plan(
             } else {
                 format!("{name}/*")
             };
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "{dir} is a symlink to {name}, and Landlock would allow {name} by its own name \
                  too; add `path-allow {access} {what}`"
             ));
         }
         if exact_dir && !rights.contains(Access::Read) {
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "a Landlock rule on the directory {dir} would let every directory beneath it be \
                  listed; add `path-allow read {dir}/*`, or drop this rule"
             ));
         }
         if !exact_dir && !rights.contains(access) {
-            return blocks(format!("a path-deny covers {dir}/*"));
+            return Enforcer::Blocks(format!("a path-deny covers {dir}/*"));
         }
         if access == Access::Exec && !rights.contains(Access::Read) {
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "Landlock's execute right comes with the right to read: add `path-allow read \
                  {name}/*` (the kernel reads what it executes anyway)"
             ));
         }
         if access == Access::Read && !policy.check(name, Access::Read).is_allowed() {
-            return blocks(format!(
+            return Enforcer::Blocks(format!(
                 "a Landlock rule on {name} would also let {name} itself be listed; add \
                  `path-allow read {name}`"
             ));
@@ -259,17 +237,17 @@ fn tree_plan(
 /// A Landlock rule on one existing file.
 fn file_plan(policy: &Policy, access: Access, lit: &str, canonical: &str) -> Enforcer {
     if !policy.check(lit, access).is_allowed() {
-        return blocks(format!(
+        return Enforcer::Blocks(format!(
             "a path-deny names {lit}, and Landlock cannot refuse a file it was told to allow"
         ));
     }
     if access == Access::Exec && !policy.check(lit, Access::Read).is_allowed() {
-        return blocks(format!(
+        return Enforcer::Blocks(format!(
             "Landlock's execute right comes with the right to read: add `path-allow read {lit}`"
         ));
     }
     if canonical != lit && !policy.check(canonical, access).is_allowed() {
-        return blocks(format!(
+        return Enforcer::Blocks(format!(
             "{lit} leads to {canonical}, and Landlock would allow {canonical} by its own name \
              too; add `path-allow {access} {canonical}`"
         ));
@@ -287,7 +265,7 @@ fn deny_plan(policy: &Policy, lit: &str, prefix: bool) -> Enforcer {
                 || (a.pattern.is_prefix() && lit.starts_with(a.pattern.literal())))
     });
     if overlaps {
-        blocks(format!(
+        Enforcer::Blocks(format!(
             "{lit} lies inside what another rule allows, and Landlock cannot take a path out of \
              a rule's tree"
         ))

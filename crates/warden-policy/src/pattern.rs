@@ -115,6 +115,15 @@ impl PathPattern {
         }
     }
 
+    /// Whether the pattern is about `/proc/self` or `/proc/thread-self` (or beneath): paths
+    /// that name a different process to each caller, which the agent translates per caller and
+    /// Landlock cannot name.
+    pub fn per_process(&self) -> bool {
+        ["/proc/self", "/proc/thread-self"]
+            .iter()
+            .any(|p| self.literal.starts_with(p))
+    }
+
     /// Whether the pattern is rooted at `$SCRATCH`.
     pub fn uses_scratch(&self) -> bool {
         self.literal.starts_with(SCRATCH_VAR)

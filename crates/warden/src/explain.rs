@@ -45,7 +45,7 @@ pub fn explain(policy: &Policy, plan: &KernelPlan) -> Vec<Explained> {
             Enforcer::Blocks(why) => format!("keeps opens delegated: {why}"),
         });
         let lit = rule.pattern.literal();
-        let per_process = lit.starts_with("/proc/self") || lit.starts_with("/proc/thread-self");
+        let per_process = rule.pattern.per_process();
         let name_prefix = rule.pattern.is_prefix() && !lit.ends_with('/');
         let kernel = if per_process {
             "Landlock cannot name each process's /proc/self, so the agent alone enforces it".into()

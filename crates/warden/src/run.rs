@@ -82,24 +82,22 @@ fn choose_opens(cfg: &RunConfig, policy: &Policy) -> Result<Opens, Failure> {
     if cfg.fast_path == FastPath::Never {
         return Ok(Opens::Agent);
     }
-    let plan = warden_policy::kernel::kernel_plan(policy, &landlock::found);
     let logged = cfg.log.is_some() || cfg.log_memory.is_some();
-    let why_not: Option<String> = if !plan.exact() {
-        let mut text = String::from("Landlock cannot enforce every path rule exactly:");
-        for (id, why) in plan.blockers() {
-            let rule = policy.rule(id);
-            let _ = std::fmt::Write::write_fmt(
-                &mut text,
-                format_args!("\n  {}: {rule}: {why}", rule.span),
-            );
-        }
-        Some(text)
+    // The cheap reasons first: the plan looks at every rule's path on disk.
+    let why_not: Option<String> = if logged && cfg.fast_path == FastPath::Auto {
+        Some("--log asks for every decision, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
-    } else if logged && cfg.fast_path == FastPath::Auto {
-        Some("--log asks for every decision, and only the agent sees them all".into())
     } else {
-        None
+        let plan = warden_policy::kernel::kernel_plan(policy, &landlock::found);
+        (!plan.exact()).then(|| {
+            let mut text = String::from("Landlock cannot enforce every path rule exactly:");
+            for (id, why) in plan.blockers() {
+                let rule = policy.rule(id);
+                text.push_str(&format!("\n  {}: {rule}: {why}", rule.span));
+            }
+            text
+        })
     };
     match (why_not, cfg.fast_path) {
         (None, _) => {

@@ -107,7 +107,7 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     for rule in policy.path_rules() {
         let Some(access) = rule.access else { continue };
         let lit = rule.pattern.literal();
-        if lit.starts_with("/proc/self") || lit.starts_with("/proc/thread-self") {
+        if rule.pattern.per_process() {
             // The agent's own /proc/self is not the program's; the agent translates these.
             continue;
         }
@@ -148,9 +148,8 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };
-        use std::os::unix::fs::FileTypeExt;
         let ft = meta.file_type();
-        if !(ft.is_dir() || ft.is_file() || ft.is_char_device() || ft.is_block_device()) {
+        if !ft.is_dir() && !holds_rule(ft) {
             continue;
         }
         let Ok(fd) = PathFd::new(&path) else { continue };
@@ -172,11 +171,17 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
     })
 }
 
+/// Whether a non-directory of type `ft` can carry a Landlock rule: objects of a real file
+/// system. A pipe or socket (where /dev/stdout may lead) cannot (EBADFD).
+fn holds_rule(ft: std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    ft.is_file() || ft.is_char_device() || ft.is_block_device()
+}
+
 /// What `path` names now, for [`warden_policy::kernel::kernel_plan`]: its canonical path (links
 /// resolved) and whether it is a directory. Only objects Landlock can hold a rule on count: a
 /// link to a pipe (`/dev/stdin`) is missing.
 pub fn found(path: &str) -> Found {
-    use std::os::unix::fs::FileTypeExt;
     let Ok(canonical) = std::fs::canonicalize(path) else {
         return Found::Missing;
     };
@@ -186,7 +191,7 @@ pub fn found(path: &str) -> Found {
     let ft = meta.file_type();
     if ft.is_dir() {
         Found::Dir(text.to_string())
-    } else if ft.is_file() || ft.is_char_device() || ft.is_block_device() {
+    } else if holds_rule(ft) {
         Found::File(text.to_string())
     } else {
         Found::Missing
