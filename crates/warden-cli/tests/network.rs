@@ -477,19 +477,6 @@ fn send_fd(sock: &UnixStream, fd: RawFd) {
     assert_eq!(sent, 1, "sendmsg: {}", std::io::Error::last_os_error());
 }
 
-/// In the child, before exec: `fd` (ours) becomes `target` (inherited).
-fn dup_onto(cmd: &mut Command, fd: RawFd, target: RawFd) {
-    // SAFETY: only dup2(2), async-signal-safe, between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(fd, target) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 // ---- 1. an HTTP server inside, curl outside ---------------------------------------------------------
 
 fn curl(url: &str) -> Output {
@@ -1682,7 +1669,7 @@ fn fd_passing_in(who: As) {
         &strings(&[&"recv", &5]),
     );
     let raw = theirs.as_raw_fd();
-    let (out, _) = common::finish_with(cmd, DEADLINE, |c| dup_onto(c, raw, 5));
+    let (out, _) = common::finish_with(cmd, DEADLINE, |c| common::pass_fds(c, &[(raw, 5)]));
     drop(theirs);
     let r = Report::new(&format!("net_fdpass recv as {who:?}"), out);
     r.finished().benign_ok_rest_denied();
