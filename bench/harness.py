@@ -87,9 +87,10 @@ def read_out():
         return f.read()
 
 
-def orders(r):
-    """Which mode goes first alternates between repetitions."""
-    return ["native", "warden"] if r % 2 == 0 else ["warden", "native"]
+def orders(r, modes=("native", "warden")):
+    """Which mode goes first rotates between repetitions."""
+    k = r % len(modes)
+    return list(modes[k:]) + list(modes[:k])
 
 
 def sandboxed(*flags):
@@ -140,13 +141,35 @@ MICRO = [
 ]
 
 
+# The modes of the per-call benchmark:
+#   native    the program alone
+#   warden    `warden run` with the built-in default policy: opens and stats go to the agent
+#   fast      `warden run --fast-path=always` on the exact base the adversarial suite's fast-path
+#             pass uses (crates/warden-cli/tests/fast-path.policy): opens go straight to the kernel,
+#             which Landlock confines; stat still goes to the agent
+#   landlock  bench/landlock-run.c: Landlock alone (no seccomp, no agent), with read/exec rules
+#             for what the program needs: the baseline of "within 10% of pure Landlock"
+MICRO_MODES = ("native", "warden", "fast", "landlock")
+FAST_PATH_POLICY = os.path.join(root, "crates", "warden-cli", "tests", "fast-path.policy")
+
+
 def bench_micro():
     allowed = os.path.join(work, "allowed")
     args = [os.path.join(bindir, "microbench"), os.path.join(allowed, "data.txt"),
             os.path.join(work, "denied.txt"), str(iterations)]
+    system = [d for d in ("/usr", "/bin", "/lib", "/lib64") if os.path.isdir(d)
+              and not os.path.islink(d)]
+    landlock = [os.path.join(bindir, "landlock-run"), "-r", "/etc/ld.so.cache", "-r", allowed,
+                "-x", bindir]
+    for d in system:
+        landlock += ["-x", d]
+    grants = ["--read", allowed, "--read", bindir, "--exec", bindir]
     argv = {
         "native": args,
-        "warden": sandboxed("--read", allowed, "--read", bindir, "--exec", bindir) + args,
+        "warden": sandboxed(*grants) + args,
+        "fast": sandboxed("--default-policy=no", "--policy", FAST_PATH_POLICY,
+                          "--fast-path=always", *grants) + args,
+        "landlock": landlock + ["--"] + args,
     }
 
     def once(mode):
@@ -155,8 +178,8 @@ def bench_micro():
         for line in read_out().splitlines():
             name, ns, err = line.split()
             result[name] = (float(ns), int(err))
-        for key, _label, want_native, want_warden in MICRO:
-            want = want_native if mode == "native" else want_warden
+        for key, _label, want_native, want_confined in MICRO:
+            want = want_native if mode == "native" else want_confined
             if key not in result:
                 sys.exit(f"run.sh: {mode} microbenchmark printed no {key} line")
             if result[key][1] != want:
@@ -164,15 +187,31 @@ def bench_micro():
                          f"expected {want}")
         return {k: v[0] for k, v in result.items()}
 
-    samples = {m: {k: [] for k, *_ in MICRO} for m in argv}
-    for m in argv:  # warm-up: page cache, dynamic linker, first scratch directory
+    samples = {m: {k: [] for k, *_ in MICRO} for m in MICRO_MODES}
+    for m in MICRO_MODES:  # warm-up: page cache, dynamic linker, first scratch directory
         once(m)
     for r in range(reps):
-        for m in orders(r):
+        for m in orders(r, MICRO_MODES):
             for k, v in once(m).items():
                 if k in samples[m]:
                     samples[m][k].append(v)
-    return per_op_rows([(k, label) for k, label, *_ in MICRO], samples)
+    delegated = per_op_rows([(k, label) for k, label, *_ in MICRO], samples)
+    fast = []
+    for key, label, *_ in MICRO:
+        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        fast.append({
+            "name": key,
+            "label": label,
+            "native_ns_per_op": round(med["native"], 1),
+            "landlock_ns_per_op": round(med["landlock"], 1),
+            "fast_ns_per_op": round(med["fast"], 1),
+            "ratio": ratio(med["fast"], med["native"]),
+            "ratio_to_landlock": ratio(med["fast"], med["landlock"]),
+            "landlock_ratio": ratio(med["landlock"], med["native"]),
+            "landlock_samples": samples["landlock"][key],
+            "fast_samples": samples["fast"][key],
+        })
+    return {"delegated": delegated, "fast": fast}
 
 
 # --- startup -----------------------------------------------------------------------------------
@@ -550,7 +589,8 @@ settings = {
 if as_json:
     doc = {"machine": machine, "settings": settings}
     if "micro" in results:
-        doc["benchmarks"] = results["micro"]
+        doc["benchmarks"] = results["micro"]["delegated"]
+        doc["fast_path"] = results["micro"]["fast"]
     if "startup" in results:
         doc["startup"] = results["startup"]
     if "net" in results:
@@ -590,7 +630,7 @@ print(f"# warden benchmarks ({machine['mode']}): {machine['cpus']} CPUs, Linux {
       f"ratio = warden / native; took {elapsed:.0f} s")
 if "micro" in results or "startup" in results:
     rows = []
-    for r in results.get("micro", []):
+    for r in results["micro"]["delegated"] if "micro" in results else []:
         rows.append((r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}",
                      x(r["ratio"])))
     if "startup" in results:
@@ -602,6 +642,14 @@ if "micro" in results or "startup" in results:
     if "startup" in results:
         what.append(f"startup: median of {startup_runs} runs")
     table("; ".join(what), ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
+if "micro" in results:
+    rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['landlock_ns_per_op']:.1f}",
+             f"{r['fast_ns_per_op']:.1f}", x(r["ratio"]), x(r["ratio_to_landlock"]))
+            for r in results["micro"]["fast"]]
+    table("fast path: `warden run --fast-path=always` (opens go to the kernel; stat still to the "
+          "agent) against pure Landlock (bench/landlock-run.c), same runs",
+          ("benchmark", "native ns/op", "Landlock ns/op", "fast ns/op", "fast/native",
+           "fast/Landlock"), rows)
 if "net" in results:
     rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}", x(r["ratio"]))
             for r in results["net"]]
