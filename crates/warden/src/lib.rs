@@ -16,4 +16,4 @@ pub mod report;
 pub mod run;
 #[allow(unsafe_code)]
 pub mod sys;
-pub mod syscalls;
+pub use warden_filter::syscalls;

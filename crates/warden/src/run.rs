@@ -375,8 +375,7 @@ fn run_in(
         ptrace_inside: policy.ptrace_inside.is_some(),
         opens,
     };
-    let program_filter =
-        filter::compile(profile).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let program_filter = filter::program(profile);
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.
@@ -403,7 +402,7 @@ fn run_in(
         None => Ok(()),
     };
     let started = Instant::now();
-    let launched = launch::launch(&command, ruleset, &program_filter, &attach);
+    let launched = launch::launch(&command, ruleset, program_filter, &attach);
     // The program has its own copies of its stdio now; ours would keep captured pipes open.
     command.stdio = Default::default();
     let launched = Arc::new(launched.map_err(|e| launch_failure(&e, &command))?);

@@ -161,9 +161,15 @@ impl Agent {
         loop {
             let notif = match unotify::recv(self.listener.as_fd()) {
                 Ok(n) => n,
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOENT)) => {
-                    continue
+                // ENOENT: the caller died before we took its request, or (when the filter is
+                // orphaned) nobody is left to ask anything.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    if unotify::orphaned(self.listener.as_fd()) {
+                        return;
+                    }
+                    continue;
                 }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(_) => return,
             };
             if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {

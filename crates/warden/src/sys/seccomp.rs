@@ -4,8 +4,7 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-/// One classic-BPF instruction, as `struct sock_filter`.
-pub type Instruction = libc::sock_filter;
+pub use warden_filter::{Instruction, AUDIT_ARCH_X86_64};
 
 /// Installs `program` on the calling thread (and so on everything it will fork and exec) and
 /// returns the listener descriptor. The caller must have set no_new_privs first.
@@ -36,20 +35,3 @@ pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
     // SAFETY: with NEW_LISTENER, success returns a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(rc as i32) })
 }
-
-/// Decodes the byte stream `seccomp_export_bpf(3)` writes into instructions.
-pub fn decode(bytes: &[u8]) -> Vec<Instruction> {
-    bytes
-        .chunks_exact(8)
-        .map(|c| libc::sock_filter {
-            code: u16::from_ne_bytes([c[0], c[1]]),
-            jt: c[2],
-            jf: c[3],
-            k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
-        })
-        .collect()
-}
-
-/// `AUDIT_ARCH_X86_64` (`EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE`), the only ABI the
-/// filter lets through.
-pub const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;

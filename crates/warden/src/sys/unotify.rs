@@ -49,6 +49,18 @@ pub fn recv(listener: BorrowedFd<'_>) -> io::Result<Notification> {
     })
 }
 
+/// Whether no task uses the filter any more (the whole sandbox has exited). From then on RECV
+/// returns `ENOENT` at once, every time: a receiver that retried would spin.
+pub fn orphaned(listener: BorrowedFd<'_>) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&listener, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&now)).is_ok() && fds[0].revents().contains(PollFlags::HUP)
+}
+
 fn zeroed_notif() -> libc::seccomp_notif {
     libc::seccomp_notif {
         id: 0,

@@ -1,6 +1,6 @@
 //! The syscall table: the single place that says what warden does with every x86_64 system call.
 //!
-//! The BPF filter ([`crate::filter`]), the agent's dispatch ([`crate::agent`]) and the user
+//! The BPF filter ([`crate::compile`]), the agent's dispatch (`warden::agent`) and the user
 //! documentation (`warden check --syscalls`) are all derived from [`TABLE`]. A number that is not
 //! in the table is denied with `ENOSYS` by the filter's default action (brief invariant 4: a
 //! syscall warden does not know must not pass), and so is every call made through another ABI
@@ -143,7 +143,7 @@ impl Family {
     }
 }
 
-/// Argument-dependent verdicts decided in BPF (see [`crate::filter`] for the exact rules).
+/// Argument-dependent verdicts decided in BPF (see [`crate::compile`] for the exact rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Guard {
     /// clone: no namespace flags.
@@ -256,7 +256,7 @@ pub enum Opens {
     /// The agent: every open is delegated, checked, logged and performed by it.
     #[default]
     Agent,
-    /// The kernel: Landlock enforces every path rule exactly ([`warden_policy::kernel`]), so
+    /// The kernel: Landlock enforces every path rule exactly (`warden_policy::kernel`), so
     /// `open`, `openat` and `creat` go straight to it; `openat2` (whose flags BPF cannot read),
     /// `O_PATH` and `O_TMPFILE` opens stay delegated.
     Kernel,
@@ -282,6 +282,41 @@ impl Profile {
             }
         }
         entry.class_in(self.network)
+    }
+
+    /// How many profiles there are: every filter warden may install is one of them.
+    pub const COUNT: usize = 12;
+
+    /// This profile's position in `0..COUNT` ([`Profile::from_index`] is the inverse).
+    pub fn index(&self) -> usize {
+        let network = match self.network {
+            Network::Private => 0,
+            Network::Host { udp: false } => 1,
+            Network::Host { udp: true } => 2,
+        };
+        network * 4 + usize::from(self.ptrace_inside) * 2 + usize::from(self.opens == Opens::Kernel)
+    }
+
+    /// The profile at `index` (`index < COUNT`).
+    pub fn from_index(index: usize) -> Profile {
+        assert!(index < Self::COUNT, "profile index {index} out of range");
+        Profile {
+            network: match index / 4 {
+                0 => Network::Private,
+                n => Network::Host { udp: n == 2 },
+            },
+            ptrace_inside: index & 2 != 0,
+            opens: if index & 1 != 0 {
+                Opens::Kernel
+            } else {
+                Opens::Agent
+            },
+        }
+    }
+
+    /// Every profile, in index order.
+    pub fn all() -> impl Iterator<Item = Profile> {
+        (0..Self::COUNT).map(Self::from_index)
     }
 }
 
@@ -706,6 +741,33 @@ mod tests {
             assert_eq!(lookup(nr).map(|e| e.nr), linear.map(|e| e.nr), "{nr}");
         }
         assert!(lookup(i64::MAX).is_none());
+    }
+
+    #[test]
+    fn profiles_are_numbered_one_to_one() {
+        let all: Vec<Profile> = Profile::all().collect();
+        for (i, p) in all.iter().enumerate() {
+            assert_eq!(p.index(), i, "{p:?}");
+        }
+        // Every combination of the fields appears exactly once.
+        let distinct: HashSet<String> = all.iter().map(|p| format!("{p:?}")).collect();
+        assert_eq!(distinct.len(), Profile::COUNT);
+        for network in [
+            Network::Private,
+            Network::Host { udp: false },
+            Network::Host { udp: true },
+        ] {
+            for ptrace_inside in [false, true] {
+                for opens in [Opens::Agent, Opens::Kernel] {
+                    let p = Profile {
+                        network,
+                        ptrace_inside,
+                        opens,
+                    };
+                    assert_eq!(Profile::from_index(p.index()), p);
+                }
+            }
+        }
     }
 
     #[test]
