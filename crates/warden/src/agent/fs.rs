@@ -147,6 +147,7 @@ pub fn open(c: &Client) -> Handled {
             Mode::from_bits_retain(mode & !umask),
         )
         .map_err(errno)?;
+        c.opened_for_writing(accmode != libc::O_RDONLY);
         return Ok(Answer::Fd(fd, cloexec));
     }
 
@@ -197,6 +198,7 @@ pub fn open(c: &Client) -> Handled {
         Mode::from_bits_retain(mode & !umask),
     )
     .map_err(errno)?;
+    c.opened_for_writing(of.bits() as i32 & libc::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, cloexec))
 }
 

@@ -254,6 +254,7 @@ impl Agent {
             ids: OnceCell::new(),
             start,
             granted: std::cell::RefCell::new(None),
+            writable: std::cell::Cell::new(None),
         };
         let (fd, cloexec) = match self.dispatch(&client, family) {
             Ok(Answer::Fd(fd, cloexec)) => (fd, cloexec),
@@ -269,8 +270,11 @@ impl Agent {
         }
         let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
         let writable = || {
-            rustix::fs::fcntl_getfl(&fd)
-                .is_ok_and(|f| f.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR))
+            client.writable.get().unwrap_or_else(|| {
+                rustix::fs::fcntl_getfl(&fd).is_ok_and(|f| {
+                    f.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR)
+                })
+            })
         };
         if regular && writable() {
             Ok(Answer::WritableFd(fd, cloexec))
@@ -350,9 +354,17 @@ pub struct Client<'a> {
     start: std::time::Instant,
     /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
     granted: std::cell::RefCell<Option<(String, warden_policy::RuleId)>>,
+    /// Whether the descriptor answered was opened for writing, when the handler knows (it
+    /// spares asking the kernel).
+    writable: std::cell::Cell<Option<bool>>,
 }
 
 impl Client<'_> {
+    /// Says whether the descriptor this call answers with was opened for writing.
+    pub fn opened_for_writing(&self, yes: bool) {
+        self.writable.set(Some(yes));
+    }
+
     /// The syscall's name.
     pub fn syscall(&self) -> &'static str {
         self.name

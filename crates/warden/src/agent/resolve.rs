@@ -16,7 +16,7 @@
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
 use super::Client;
-use rustix::fs::{openat, readlinkat, FileType, Mode, OFlags};
+use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -364,21 +364,25 @@ impl Resolver {
                 kind,
             }))
         };
-        let fd = match openat(
-            &top.fd,
-            name.as_c_str(),
-            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(e) if last && e == rustix::io::Errno::NOENT => return done(stack, None),
-            Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
+        // The final component is only looked at (one fstatat), unless it is a symlink to
+        // follow; a directory on the way is opened, to walk on from.
+        let (kind, fd) = if last {
+            match rustix::fs::statat(&top.fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => (FileType::from_raw_mode(st.st_mode), None),
+                Err(rustix::io::Errno::NOENT) => return done(stack, None),
+                Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
+            }
+        } else {
+            let fd = openat(
+                &top.fd,
+                name.as_c_str(),
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| mask(policy, &path, e.raw_os_error()))?;
+            let st = rustix::fs::fstat(&fd).map_err(|e| e.raw_os_error())?;
+            (FileType::from_raw_mode(st.st_mode), Some(fd))
         };
-        let kind = FileType::from_raw_mode(
-            rustix::fs::fstat(&fd)
-                .map_err(|e| e.raw_os_error())?
-                .st_mode,
-        );
         match kind {
             FileType::Symlink if !last || flags.follow => {
                 if flags.no_symlinks {
@@ -392,9 +396,15 @@ impl Resolver {
                 if policy.visible(&path).is_none() {
                     return Err(libc::EACCES);
                 }
-                let target = readlinkat(&fd, c"", Vec::new())
-                    .map_err(|e| e.raw_os_error())?
-                    .into_bytes();
+                // The link we looked at: through its descriptor on the way, by name at the
+                // end (a link swapped in meanwhile is read instead, as if it had been there
+                // first; its target is walked and checked all the same).
+                let target = match &fd {
+                    Some(fd) => readlinkat(fd, c"", Vec::new()),
+                    None => readlinkat(&top.fd, name.as_c_str(), Vec::new()),
+                }
+                .map_err(|e| e.raw_os_error())?
+                .into_bytes();
                 if target.starts_with(b"/") {
                     if flags.beneath {
                         return Err(libc::EXDEV);
@@ -424,7 +434,10 @@ impl Resolver {
             }
             _ if last => done(stack, Some(kind)),
             FileType::Directory => {
-                stack.push(Dir { fd, path });
+                stack.push(Dir {
+                    fd: fd.expect("opened on the way"),
+                    path,
+                });
                 Ok(None)
             }
             _ => Err(mask(policy, &path, libc::ENOTDIR)),
