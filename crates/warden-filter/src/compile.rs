@@ -133,7 +133,7 @@ pub fn compile(profile: Profile) -> Result<Vec<Instruction>, FilterError> {
     Ok(decode(&bytes))
 }
 
-/// The pseudo-C listing of the filter (`warden check --filter`), for review.
+/// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.
 pub fn listing(profile: Profile) -> Result<String, FilterError> {
     let ctx = context(profile)?;
     let mut file = memfd()?;

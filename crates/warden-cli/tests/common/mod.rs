@@ -244,14 +244,15 @@ pub fn finish_with(
 /// whose number is another pair's target is not overwritten before it is copied.
 pub fn pass_fds(cmd: &mut Command, pairs: &[(std::os::fd::RawFd, std::os::fd::RawFd)]) {
     use std::os::unix::process::CommandExt;
+    const MOST: usize = 8;
+    assert!(pairs.len() <= MOST, "pass_fds: at most {MOST} descriptors");
     let pairs = pairs.to_vec();
     let above = pairs.iter().map(|&(_, t)| t).max().unwrap_or(2) + 1;
     // SAFETY: only fcntl(2) and dup2(2), async-signal-safe, between fork and exec; the
-    // closure allocates nothing.
+    // closure allocates nothing and cannot panic (the size is checked before the fork).
     unsafe {
         cmd.pre_exec(move || {
-            let mut copies = [-1; 8];
-            assert!(pairs.len() <= copies.len());
+            let mut copies = [-1; MOST];
             for (copy, &(fd, _)) in copies.iter_mut().zip(&pairs) {
                 *copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above);
                 if *copy < 0 {
