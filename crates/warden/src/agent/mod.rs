@@ -1,8 +1,9 @@
 //! The agent: the trusted server that performs every delegated call for the sandbox.
 //!
-//! Worker threads block in `SECCOMP_IOCTL_NOTIF_RECV` on the one listener. When the last idle
-//! worker picks up a request it starts another (up to [`MAX_WORKERS`]), so a request that blocks
-//! (a FIFO open, a connect) never stalls the others. Each request goes through the same five
+//! Worker threads block in `SECCOMP_IOCTL_NOTIF_RECV` on the one listener, at most three at a
+//! time; other idle workers park ([`pool`]). When the last listener picks up a request it wakes
+//! a parked worker or starts another (up to [`MAX_WORKERS`]), so a request that blocks (a FIFO
+//! open, a connect) never stalls the others. Each request goes through the same five
 //! steps, whatever its family (see [`fs`] and [`net`]):
 //!
 //! 1. copy the arguments out of the client, once ([`Client::path_arg`], [`Client::read`]);
@@ -21,6 +22,7 @@ pub mod fs;
 pub mod incoming;
 pub mod log;
 pub mod net;
+pub mod pool;
 pub mod resolve;
 
 use crate::confine::namespaces::IdMap;
@@ -31,12 +33,13 @@ use resolve::Resolver;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
 
 /// Most worker threads one sandbox's agent runs at once.
 pub const MAX_WORKERS: usize = 64;
+/// Workers started with the agent (both listening).
+const FIRST_WORKERS: usize = pool::Pool::LISTENING;
 
 /// What a handler answers.
 pub enum Answer {
@@ -65,8 +68,7 @@ pub struct Agent {
     resolver: Resolver,
     ids: IdMap,
     log: Log,
-    idle: AtomicUsize,
-    workers: AtomicUsize,
+    pool: pool::Pool,
     /// Requests being served, by notification id, and the worker serving each: the watchdog
     /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
     in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
@@ -95,8 +97,7 @@ impl Agent {
             resolver: Resolver::new()?,
             ids,
             log,
-            idle: AtomicUsize::new(0),
-            workers: AtomicUsize::new(0),
+            pool: pool::Pool::new(MAX_WORKERS, FIRST_WORKERS),
             in_flight: Mutex::new(HashMap::new()),
             stats: log::Stats::default(),
             grants: Arc::default(),
@@ -106,8 +107,8 @@ impl Agent {
     /// Starts the first workers and the watchdog. They run until the process exits.
     pub fn start(self: &Arc<Self>) {
         crate::sys::signals::install_interrupt_handler();
-        for _ in 0..2 {
-            self.spawn_worker();
+        for _ in 0..FIRST_WORKERS {
+            self.start_worker();
         }
         let agent = Arc::clone(self);
         let _ = std::thread::Builder::new()
@@ -138,19 +139,14 @@ impl Agent {
         }
     }
 
-    fn spawn_worker(self: &Arc<Self>) {
-        if self.workers.fetch_add(1, Ordering::SeqCst) >= MAX_WORKERS {
-            self.workers.fetch_sub(1, Ordering::SeqCst);
-            return;
-        }
-        self.idle.fetch_add(1, Ordering::SeqCst);
+    /// Starts a worker whose listening slot the pool has counted.
+    fn start_worker(self: &Arc<Self>) {
         let agent = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("warden-agent".into())
             .spawn(move || agent.worker());
         if spawned.is_err() {
-            self.workers.fetch_sub(1, Ordering::SeqCst);
-            self.idle.fetch_sub(1, Ordering::SeqCst);
+            self.pool.not_started();
         }
     }
 
@@ -165,18 +161,24 @@ impl Agent {
                 // orphaned) nobody is left to ask anything.
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                     if unotify::orphaned(self.listener.as_fd()) {
+                        self.pool.end();
                         return;
                     }
                     continue;
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(_) => return,
+                Err(_) => {
+                    self.pool.end();
+                    return;
+                }
             };
-            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
-                self.spawn_worker();
+            if self.pool.took() == pool::Refill::Start {
+                self.start_worker();
             }
             self.serve(notif);
-            self.idle.fetch_add(1, Ordering::SeqCst);
+            if !self.pool.served() {
+                return;
+            }
         }
     }
 
