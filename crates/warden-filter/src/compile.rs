@@ -431,6 +431,58 @@ mod tests {
         assert_eq!(run_bpf(&prog, libc::SYS_ioctl as u32, tiocsti).0, eperm);
     }
 
+    /// Whether the kernel's seccomp action cache answers `nr` "allow" without running the
+    /// program: its check (`seccomp_is_const_allow`, Linux 5.11) walks the program with only the
+    /// number and the arch known, and gives up on any other load or instruction.
+    fn kernel_caches_allow(prog: &[Instruction], nr: u32) -> bool {
+        let mut acc = 0u32;
+        let mut pc = 0usize;
+        while let Some(ins) = prog.get(pc) {
+            pc += 1;
+            match ins.code {
+                0x20 => match ins.k {
+                    0 => acc = nr,
+                    4 => acc = crate::AUDIT_ARCH_X86_64,
+                    _ => return false,
+                },
+                0x06 => return ins.k == ALLOW,
+                0x05 => pc += ins.k as usize,
+                0x15 | 0x35 | 0x25 | 0x45 => {
+                    let taken = match ins.code & 0xf0 {
+                        0x10 => acc == ins.k,
+                        0x30 => acc >= ins.k,
+                        0x20 => acc > ins.k,
+                        _ => acc & ins.k != 0,
+                    };
+                    pc += if taken { ins.jt } else { ins.jf } as usize;
+                }
+                0x54 => acc &= ins.k,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn direct_calls_are_answered_from_the_kernels_cache() {
+        // A direct call must cost only the slow syscall entry every filtered task pays (the
+        // bench's "kernel floor"), never a run of the program: every profile's program must
+        // let the kernel's action cache allow it. Nothing else may be cached as allowed.
+        for profile in Profile::all() {
+            let prog = compile(profile).unwrap();
+            for e in TABLE {
+                let direct = profile.class(e) == Class::Direct;
+                assert_eq!(
+                    kernel_caches_allow(&prog, e.nr as u32),
+                    direct,
+                    "{} ({}) in {profile:?}",
+                    e.name(),
+                    e.nr
+                );
+            }
+        }
+    }
+
     #[test]
     fn kernel_opens_are_direct_but_o_path_and_o_tmpfile_are_not() {
         let prog = compile(Profile {

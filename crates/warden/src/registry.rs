@@ -59,16 +59,20 @@ pub struct Grant {
     pub rule: String,
 }
 
-/// What the agent remembers of the descriptors it handed out.
+/// An object by (device, inode).
+type Object = (u64, u64);
+
+/// What the agent remembers of the descriptors it handed out: the path each object was opened
+/// as, and where the rule that allowed it was written (shared per rule, not formatted per open).
 #[derive(Default)]
-pub struct Grants(Mutex<HashMap<(u64, u64), (String, String)>>);
+pub struct Grants(Mutex<HashMap<Object, (String, Arc<str>)>>);
 
 impl Grants {
     /// Remembers that the object `(dev, ino)` was opened as `path` under `rule`.
-    pub fn record(&self, dev: u64, ino: u64, path: String, rule: String) {
+    pub fn record(&self, dev: u64, ino: u64, path: String, rule: Arc<str>) {
         if let Ok(mut m) = self.0.lock() {
             if m.len() >= MAX_GRANTS {
-                let keys: Vec<(u64, u64)> = m.keys().take(MAX_GRANTS / 2).copied().collect();
+                let keys: Vec<Object> = m.keys().take(MAX_GRANTS / 2).copied().collect();
                 for k in keys {
                     m.remove(&k);
                 }
@@ -86,7 +90,7 @@ impl Grants {
                 dev,
                 ino,
                 path: path.clone(),
-                rule: rule.clone(),
+                rule: rule.to_string(),
             })
             .collect()
     }

@@ -76,6 +76,9 @@ pub struct Agent {
     pub stats: log::Stats,
     /// The descriptors handed out and the rules that allowed them (for `warden inspect`).
     pub grants: Arc<crate::registry::Grants>,
+    /// Where each path rule was written (`file:line:col`), by rule index, formatted once: a
+    /// grant is recorded on every delegated open.
+    rule_spans: Vec<Arc<str>>,
 }
 
 impl Agent {
@@ -92,7 +95,6 @@ impl Agent {
         rustix::process::umask(rustix::fs::Mode::empty());
         Ok(Arc::new(Agent {
             listener,
-            policy,
             net,
             resolver: Resolver::new()?,
             ids,
@@ -101,6 +103,8 @@ impl Agent {
             in_flight: Mutex::new(HashMap::new()),
             stats: log::Stats::default(),
             grants: Arc::default(),
+            rule_spans: policy_spans(&policy),
+            policy,
         }))
     }
 
@@ -267,8 +271,10 @@ impl Agent {
             return Ok(Answer::Fd(fd, cloexec));
         };
         if let Some((path, rule)) = client.granted.take() {
-            let rule = self.policy.rule(rule).span.to_string();
-            self.grants.record(st.st_dev, st.st_ino, path, rule);
+            if let Some(rule) = self.rule_spans.get(rule.0) {
+                self.grants
+                    .record(st.st_dev, st.st_ino, path, Arc::clone(rule));
+            }
         }
         let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
         let writable = || {
@@ -314,6 +320,14 @@ impl Agent {
             Family::Accept => net::accept(client),
         }
     }
+}
+
+fn policy_spans(policy: &Policy) -> Vec<Arc<str>> {
+    policy
+        .path_rules()
+        .iter()
+        .map(|r| Arc::from(r.span.to_string()))
+        .collect()
 }
 
 /// The family and name of a notified call, if it is one the agent serves (a native x86_64 call
