@@ -149,7 +149,9 @@ MICRO = [
 #             which Landlock confines; stat still goes to the agent
 #   landlock  bench/landlock-run.c: Landlock alone (no seccomp, no agent), with read/exec rules
 #             for what the program needs: the baseline of "within 10% of pure Landlock"
-MICRO_MODES = ("native", "warden", "fast", "landlock")
+#   floor     bench/filter-floor.c: a one-instruction seccomp filter that allows everything, the
+#             kernel's floor for any filter on a call it lets through (the slow syscall entry)
+MICRO_MODES = ("native", "warden", "fast", "landlock", "floor")
 FAST_PATH_POLICY = os.path.join(root, "crates", "warden-cli", "tests", "fast-path.policy")
 
 
@@ -170,6 +172,7 @@ def bench_micro():
         "fast": sandboxed("--default-policy=no", "--policy", FAST_PATH_POLICY,
                           "--fast-path=always", *grants) + args,
         "landlock": landlock + ["--"] + args,
+        "floor": [os.path.join(bindir, "filter-floor")] + args,
     }
 
     def once(mode):
@@ -211,7 +214,19 @@ def bench_micro():
             "landlock_samples": samples["landlock"][key],
             "fast_samples": samples["fast"][key],
         })
-    return {"delegated": delegated, "fast": fast}
+    floor = []
+    for key, label, *_ in MICRO:
+        n, f = (statistics.median(samples[m][key]) for m in ("native", "floor"))
+        w = statistics.median(samples["warden"][key])
+        floor.append({
+            "name": key,
+            "label": label,
+            "floor_ns_per_op": round(f, 1),
+            "floor_ratio": ratio(f, n),
+            "warden_to_floor": ratio(w, f),
+            "floor_samples": samples["floor"][key],
+        })
+    return {"delegated": delegated, "fast": fast, "filter_floor": floor}
 
 
 # --- startup -----------------------------------------------------------------------------------
@@ -591,6 +606,7 @@ if as_json:
     if "micro" in results:
         doc["benchmarks"] = results["micro"]["delegated"]
         doc["fast_path"] = results["micro"]["fast"]
+        doc["filter_floor"] = results["micro"]["filter_floor"]
     if "startup" in results:
         doc["startup"] = results["startup"]
     if "net" in results:
@@ -650,6 +666,12 @@ if "micro" in results:
           "agent) against pure Landlock (bench/landlock-run.c), same runs",
           ("benchmark", "native ns/op", "Landlock ns/op", "fast ns/op", "fast/native",
            "fast/Landlock"), rows)
+    floor = {r["name"]: r for r in results["micro"]["filter_floor"]}
+    rows = [(floor[k]["label"], f"{floor[k]['floor_ns_per_op']:.1f}", x(floor[k]["floor_ratio"]),
+             x(floor[k]["warden_to_floor"]))
+            for k in ("geteuid", "getcwd")]
+    table("kernel floor: a one-instruction allow-all seccomp filter (bench/filter-floor.c), same "
+          "runs", ("benchmark", "floor ns/op", "floor/native", "warden/floor"), rows)
 if "net" in results:
     rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}", x(r["ratio"]))
             for r in results["net"]]

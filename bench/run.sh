@@ -9,7 +9,9 @@
 #   micro     per-call cost, bench/microbench.c: geteuid, open+close of an allowed file, stat,
 #             getcwd, an open the policy denies (it succeeds natively); natively, under warden
 #             with the default policy (opens delegated), under `warden run --fast-path=always`,
-#             and under pure Landlock (bench/landlock-run.c), the fast path's baseline
+#             under pure Landlock (bench/landlock-run.c), the fast path's baseline, and under
+#             a one-instruction allow-all seccomp filter (bench/filter-floor.c), the kernel's
+#             floor for any filter
 #   startup   /bin/true against `warden run -- /bin/true`
 #   scaling   open+close of --scale-total files split over 1, 10, 25, 50, 100 processes
 #             (bench/scale.c; Ostia T4): wall time, ratio, and the p100 ratio / the p1 ratio
@@ -139,7 +141,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
-for p in microbench netbench scale grader solution gentext landlock-run; do
+for p in microbench netbench scale grader solution gentext landlock-run filter-floor; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 echo "allowed data" > "$work/allowed/data.txt"
