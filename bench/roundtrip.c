@@ -86,6 +86,35 @@ static void *worker(void *arg) {
     }
 }
 
+/* The client's side: notify openat, allow the rest. Returns the listener (this thread only, no
+ * TSYNC: agent threads started before stay unfiltered). */
+static int install_filter(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {4, f};
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    int l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    if (l < 0) {
+        perror("seccomp");
+        exit(1);
+    }
+    return l;
+}
+
+static void set_sync(void) {
+    if (sync_wake && ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0)
+        perror("set_flags");
+}
+
+static void start_workers(void) {
+    pthread_t t;
+    for (long i = 0; i < nworkers; i++) pthread_create(&t, NULL, worker, (void *)i);
+}
+
 static void client_loop(int n) {
     double best = 1e9;
     for (int rep = 0; rep < 5; rep++) {
@@ -99,76 +128,52 @@ static void client_loop(int n) {
     }
     printf("workers=%d sync=%d fd=%d spin=%d pin=%s proc=%s: %.2f us/call\n", nworkers, sync_wake, use_fd,
            spin_us, pin, getenv("PROC") ? "yes" : "no", best);
+    fflush(stdout);
 }
+
 int main(int argc, char **argv) {
+    if (argc != 6) {
+        fprintf(stderr, "usage: [PROC=1] roundtrip WORKERS SYNC FD SPIN_US none|same|split\n");
+        return 2;
+    }
     nworkers = atoi(argv[1]);
     sync_wake = atoi(argv[2]);
     use_fd = atoi(argv[3]);
     spin_us = atoi(argv[4]);
     pin = argv[5];
+    int pinned = !strcmp(pin, "same") || !strcmp(pin, "split");
     int n = 20000;
     devnull = open("/dev/null", O_RDONLY);
-    pthread_t t;
     if (getenv("PROC")) {
         int sv[2];
         socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
         pid_t pid = fork();
         if (pid == 0) {
-            if (!strcmp(argv[5], "same") || !strcmp(argv[5], "split")) pin_to(0);
-            struct sock_filter f[] = {
-                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-            };
-            struct sock_fprog prog = {4, f};
-            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-            int l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+            if (pinned) pin_to(0);
+            int l = install_filter();
             write(sv[1], &l, sizeof l);
-            char c; read(sv[1], &c, 1);
+            char c;
+            read(sv[1], &c, 1);
             client_loop(n);
-            fflush(stdout);
             _exit(0);
         }
         int l;
         read(sv[0], &l, sizeof l);
         int pfd = syscall(SYS_pidfd_open, pid, 0);
         listener = syscall(SYS_pidfd_getfd, pfd, l, 0);
-        if (sync_wake) ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
-        for (long i = 0; i < nworkers; i++) pthread_create(&t, NULL, worker, (void *)i);
+        set_sync();
+        start_workers();
         ready = 1;
         write(sv[0], "g", 1);
         waitpid(pid, NULL, 0);
         return 0;
     }
-    for (long i = 0; i < nworkers; i++) pthread_create(&t, NULL, worker, (void *)i);
-    if (!strcmp(pin, "same") || !strcmp(pin, "split")) pin_to(0);
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {4, f};
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    // Filter applies to this thread only (no TSYNC); workers created before are unfiltered.
-    listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-    if (listener < 0) { perror("seccomp"); return 1; }
-    if (sync_wake && ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0)
-        perror("set_flags");
+    start_workers();
+    if (pinned) pin_to(0);
+    listener = install_filter();
+    set_sync();
     ready = 1;
     usleep(20000);
-    double best = 1e9;
-    for (int rep = 0; rep < 5; rep++) {
-        double t0 = now();
-        for (int i = 0; i < n; i++) {
-            int fd = syscall(SYS_openat, AT_FDCWD, "/x", O_RDONLY);
-            if (fd >= 0) close(fd);
-        }
-        double per = (now() - t0) / n * 1e6;
-        if (per < best) best = per;
-    }
-    printf("workers=%d sync=%d fd=%d spin=%d pin=%s: %.2f us/call\n", nworkers, sync_wake, use_fd,
-           spin_us, pin, best);
+    client_loop(n);
     return 0;
 }

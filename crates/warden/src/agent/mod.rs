@@ -38,7 +38,7 @@ use warden_policy::{Access, Policy, Verdict};
 
 /// Most worker threads one sandbox's agent runs at once.
 pub const MAX_WORKERS: usize = 64;
-/// Workers started with the agent (both listening).
+/// Workers started with the agent, all of them listening.
 const FIRST_WORKERS: usize = pool::Pool::LISTENING;
 
 /// What a handler answers.
