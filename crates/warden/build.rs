@@ -25,6 +25,18 @@ fn main() {
         out.push_str("    ],\n");
     }
     out.push_str("];\n");
+    let denials = warden_filter::compile_argument_denials()
+        .unwrap_or_else(|e| panic!("compiling the argument denials: {e}"));
+    out.push_str("// The argument denials, stacked on the profile's program.\npub static ARGUMENT_DENIALS: &[Instruction] = &[\n");
+    for i in denials {
+        writeln!(
+            out,
+            "    Instruction {{ code: {:#06x}, jt: {}, jf: {}, k: {:#010x} }},",
+            i.code, i.jt, i.jf, i.k
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(std::path::Path::new(&dir).join("filters.rs"), out).expect("write filters.rs");
     println!("cargo:rerun-if-changed=build.rs");

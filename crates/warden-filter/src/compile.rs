@@ -133,6 +133,33 @@ pub fn compile(profile: Profile) -> Result<Vec<Instruction>, FilterError> {
     Ok(decode(&bytes))
 }
 
+/// Compiles [`crate::syscalls::ARGUMENT_DENIALS`] into the second filter: every call is
+/// allowed but the listed argument values, which fail with their errno. Stacked on the table's
+/// program, whose verdict still decides everything else (the kernel takes the stricter of the
+/// two), and it adds nothing to the cost of the calls it does not name: the kernel's action
+/// cache answers those without running it.
+pub fn compile_argument_denials() -> Result<Vec<Instruction>, FilterError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).map_err(err("new"))?;
+    // Other ABIs are the table's filter's to refuse.
+    ctx.set_act_badarch(ScmpAction::Allow)
+        .map_err(err("badarch"))?;
+    ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
+    for d in crate::syscalls::ARGUMENT_DENIALS {
+        ctx.add_rule_conditional(
+            ScmpAction::Errno(d.errno),
+            ScmpSyscall::from(d.nr as i32),
+            &[eq32(d.arg, d.value)],
+        )
+        .map_err(err(d.note))?;
+    }
+    let mut file = memfd()?;
+    ctx.export_bpf(&file).map_err(err("export"))?;
+    let mut bytes = Vec::new();
+    file.rewind().map_err(err("rewind"))?;
+    file.read_to_end(&mut bytes).map_err(err("read back"))?;
+    Ok(decode(&bytes))
+}
+
 /// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.
 pub fn listing(profile: Profile) -> Result<String, FilterError> {
     let ctx = context(profile)?;
@@ -429,6 +456,41 @@ mod tests {
         );
         let tiocsti = [0, libc::TIOCSTI, 0, 0, 0, 0];
         assert_eq!(run_bpf(&prog, libc::SYS_ioctl as u32, tiocsti).0, eperm);
+    }
+
+    #[test]
+    fn argument_denials_refuse_exactly_their_values() {
+        let prog = compile_argument_denials().unwrap();
+        let allow = ALLOW;
+        for d in crate::syscalls::ARGUMENT_DENIALS {
+            let mut args = [0u64; 6];
+            args[d.arg as usize] = d.value;
+            assert_eq!(
+                run_bpf(&prog, d.nr as u32, args).0,
+                ERRNO | d.errno as u32,
+                "{}",
+                d.note
+            );
+            // Garbage in the upper half does not hide the value: the kernel reads 32 bits.
+            args[d.arg as usize] = d.value | 0xdead_0000_0000_0000;
+            assert_eq!(run_bpf(&prog, d.nr as u32, args).0, ERRNO | d.errno as u32);
+            // A neighbouring value of the same call passes.
+            args[d.arg as usize] = d.value ^ 1;
+            assert_eq!(run_bpf(&prog, d.nr as u32, args).0, allow, "{}", d.note);
+        }
+        // Everything else passes, and is answered from the kernel's cache.
+        for e in TABLE {
+            let named = crate::syscalls::ARGUMENT_DENIALS
+                .iter()
+                .any(|d| d.nr == e.nr);
+            assert_eq!(run_bpf(&prog, e.nr as u32, [0; 6]).0, allow, "{}", e.name());
+            assert_eq!(
+                kernel_caches_allow(&prog, e.nr as u32),
+                !named,
+                "{}",
+                e.name()
+            );
+        }
     }
 
     /// Whether the kernel's seccomp action cache answers `nr` "allow" without running the

@@ -10,7 +10,7 @@
 pub mod compile;
 pub mod syscalls;
 
-pub use compile::{compile, FilterError};
+pub use compile::{compile, compile_argument_denials, FilterError};
 
 /// One classic-BPF instruction, as `struct sock_filter`.
 pub type Instruction = libc::sock_filter;

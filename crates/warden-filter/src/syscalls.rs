@@ -177,6 +177,105 @@ pub enum Guard {
     SendTo,
 }
 
+/// A value of one register argument for which a call the table otherwise allows is refused.
+///
+/// These are compiled into a second, small filter stacked on the table's
+/// ([`crate::compile::compile_argument_denials`]): the kernel runs both and the refusal wins, so
+/// the table's allow rules stay unconditional (and cached by the kernel) where they can, and a
+/// refused value never needs the "every value but these" enumeration a single filter would.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgumentDenial {
+    /// The call (x86_64 number).
+    pub nr: c_long,
+    /// Which argument (0-5); compared on its low 32 bits, the width the kernel reads.
+    pub arg: u32,
+    /// The refused value.
+    pub value: u64,
+    /// The errno the call fails with.
+    pub errno: i32,
+    /// Why, for users (`warden check --syscalls`).
+    pub note: &'static str,
+}
+
+/// `_IOW('f', 2, long)`: set inode flags (append-only, no-atime, no-COW, ...).
+pub const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+/// `_IOW('f', 2, int)`: the same through the 32-bit compat number.
+pub const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+/// `_IOW('X', 32, struct fsxattr)`: set inode flags, project id and extent hints.
+pub const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+/// `_IOW('v', 2, long)`: set the inode's generation number.
+pub const FS_IOC_SETVERSION: u64 = 0x4008_7602;
+/// `_IOW('v', 2, int)`: the same, 32-bit compat number.
+pub const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
+/// `_IOW('f', 133, struct fsverity_enable_arg)`: make a file read-only forever (fs-verity).
+pub const FS_IOC_ENABLE_VERITY: u64 = 0x4080_6685;
+/// `_IOR('f', 19, struct fscrypt_policy_v1)`: set a directory's encryption policy.
+pub const FS_IOC_SET_ENCRYPTION_POLICY: u64 = 0x800c_6613;
+
+/// Calls refused for one argument value: operations on a descriptor the program holds that
+/// change an inode's metadata or other processes' behaviour, which the kernel allows to the
+/// file's owner whatever the descriptor's access mode (a file the policy only lets it read,
+/// opened by the agent, is owned by the program's mapped uid when warden runs as root).
+pub const ARGUMENT_DENIALS: &[ArgumentDenial] = &[
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC_SETFLAGS,
+        errno: libc::EPERM,
+        note: "FS_IOC_SETFLAGS: inode flags are metadata the policy's read right does not cover",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC32_SETFLAGS,
+        errno: libc::EPERM,
+        note: "FS_IOC32_SETFLAGS: as FS_IOC_SETFLAGS",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC_FSSETXATTR,
+        errno: libc::EPERM,
+        note: "FS_IOC_FSSETXATTR: inode flags and project ids",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC_SETVERSION,
+        errno: libc::EPERM,
+        note: "FS_IOC_SETVERSION: the inode's generation number",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC32_SETVERSION,
+        errno: libc::EPERM,
+        note: "FS_IOC32_SETVERSION: as FS_IOC_SETVERSION",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC_ENABLE_VERITY,
+        errno: libc::EPERM,
+        note:
+            "FS_IOC_ENABLE_VERITY: would make a host file immutable through a read-only descriptor",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: FS_IOC_SET_ENCRYPTION_POLICY,
+        errno: libc::EPERM,
+        note: "FS_IOC_SET_ENCRYPTION_POLICY: a directory's encryption policy",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_fcntl,
+        arg: 1,
+        value: libc::F_SETLEASE as u64,
+        errno: libc::EACCES,
+        note: "F_SETLEASE: a lease stalls other processes' opens of a host file",
+    },
+];
+
 /// Whether the sandbox reaches the host's network; it changes how a few calls are classed
 /// ([`Entry::class_in`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -421,7 +520,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_msgsnd, A, ""),
     e!(SYS_msgrcv, A, ""),
     e!(SYS_msgctl, A, ""),
-    e!(SYS_fcntl, A, ""),
+    e!(SYS_fcntl, A, "F_SETLEASE refused (ARGUMENT_DENIALS)"),
     e!(SYS_flock, A, ""),
     e!(SYS_fsync, A, ""),
     e!(SYS_fdatasync, A, ""),
@@ -703,7 +802,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_remap_file_pages, X(ENOSYS), "deprecated"),
     e!(SYS_clone, G(Guard::Clone), "allowed without namespace flags"),
     e!(SYS_unshare, G(Guard::Unshare), "allowed without namespace flags"),
-    e!(SYS_ioctl, G(Guard::Ioctl), "TIOCSTI and TIOCLINUX refused (terminal injection)"),
+    e!(SYS_ioctl, G(Guard::Ioctl), "TIOCSTI and TIOCLINUX refused (terminal injection); inode-flag, fs-verity and encryption-policy requests refused (ARGUMENT_DENIALS)"),
     e!(SYS_seccomp, G(Guard::Seccomp), "a program may add filters, but not a listener of its own"),
     e!(SYS_personality, G(Guard::Personality), "only the query and PER_LINUX"),
     e!(SYS_prctl, G(Guard::Prctl), "options that affect only the caller"),

@@ -15,9 +15,25 @@ pub fn program(profile: Profile) -> &'static [Instruction] {
     generated::PROGRAMS[profile.index()]
 }
 
+/// The second program, stacked on [`program`]'s: argument values refused whatever the profile
+/// (`warden_filter::syscalls::ARGUMENT_DENIALS`).
+pub fn argument_denials() -> &'static [Instruction] {
+    generated::ARGUMENT_DENIALS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_argument_denials_match_a_fresh_compile() {
+        let fresh = warden_filter::compile_argument_denials().unwrap();
+        let embedded = argument_denials();
+        assert_eq!(embedded.len(), fresh.len());
+        for (a, b) in embedded.iter().zip(&fresh) {
+            assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+        }
+    }
 
     /// The embedded programs are what libseccomp makes of the table now: a build that went
     /// stale (or a build script that wrote the wrong thing) fails here.

@@ -457,6 +457,12 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
         process::exit_now(125);
     }
+    // The argument denials first (a filter with no listener); the kernel runs both programs on
+    // every call and the stricter verdict wins.
+    if let Err(e) = seccomp::install(crate::filter::argument_denials()) {
+        fail(channel.as_fd(), Stage::Seccomp, &e);
+        process::exit_now(125);
+    }
     let listener = match seccomp::install_with_listener(child.filter) {
         Ok(l) => l,
         Err(e) => {

@@ -6,6 +6,31 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 pub use warden_filter::{Instruction, AUDIT_ARCH_X86_64};
 
+/// Installs `program` on the calling thread (and so on everything it will fork and exec), with
+/// no listener: a filter whose every verdict is an allow or an errno. The caller must have set
+/// no_new_privs first. Allocates nothing (it runs between fork and exec).
+pub fn install(program: &[Instruction]) -> io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: SECCOMP_SET_MODE_FILTER reads `prog.len` instructions from `prog.filter`, which
+    // points into `program`, a live slice of exactly that many instructions; the kernel copies
+    // them before returning and keeps no pointer. With no flags it returns 0 or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Installs `program` on the calling thread (and so on everything it will fork and exec) and
 /// returns the listener descriptor. The caller must have set no_new_privs first.
 ///
