@@ -155,6 +155,12 @@ impl Agent {
     }
 
     fn worker(self: Arc<Self>) {
+        // A worker acts for the sandbox with no capability the policy does not need
+        // (confine::privileges). If it cannot shed them it must not serve: fail closed.
+        if let Err(e) = crate::confine::privileges::confine_agent_thread() {
+            eprintln!("warden: an agent worker cannot drop its capabilities ({e}); stopping");
+            std::process::abort();
+        }
         // Each worker gets its own cwd, so binding or connecting a unix socket by a short
         // relative name from a held directory cannot race with another worker.
         let _ = crate::sys::process::unshare_fs();
@@ -258,6 +264,7 @@ impl Agent {
             notif,
             name,
             ids: OnceCell::new(),
+            proc_dir: OnceCell::new(),
             start,
             granted: std::cell::RefCell::new(None),
             writable: std::cell::Cell::new(None),
@@ -366,6 +373,8 @@ pub struct Client<'a> {
     notif: unotify::Notification,
     name: &'static str,
     ids: OnceCell<Ids>,
+    /// The caller's `/proc/<tid>`, opened once ([`Client::proc_dir`]).
+    proc_dir: OnceCell<OwnedFd>,
     /// When the agent received the call.
     start: std::time::Instant,
     /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
@@ -453,13 +462,50 @@ impl Client<'_> {
         }
     }
 
+    /// The calling thread's `/proc/<tid>` directory, opened once per request.
+    ///
+    /// A thread id names the caller only while the caller lives; once it dies, another thread
+    /// may get the number. The directory is opened first and the request checked live after:
+    /// a live request means the caller had not died when the directory was opened, so the
+    /// descriptor names the caller's task, and everything read through it (`status`, `cwd`)
+    /// is the caller's even if the number is reused later (a dead task's files fail with ESRCH).
+    fn proc_dir(&self) -> Result<BorrowedFd<'_>, i32> {
+        if let Some(fd) = self.proc_dir.get() {
+            return Ok(fd.as_fd());
+        }
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let fd = openat(
+            CWD,
+            format!("/proc/{}", self.tid()),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|_| libc::ESRCH)?;
+        self.live()?;
+        Ok(self.proc_dir.get_or_init(|| fd).as_fd())
+    }
+
     /// The caller's ids (read once per request).
     pub fn ids(&self) -> Result<Ids, i32> {
         if let Some(ids) = self.ids.get() {
             return Ok(*ids);
         }
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.tid()))
+        let status = {
+            use std::io::Read;
+            let fd = rustix::fs::openat(
+                self.proc_dir()?,
+                c"status",
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
             .map_err(|_| libc::ESRCH)?;
+            let mut text = String::new();
+            std::fs::File::from(fd)
+                .take(64 * 1024)
+                .read_to_string(&mut text)
+                .map_err(|_| libc::ESRCH)?;
+            text
+        };
         let field = |name: &str| {
             status
                 .lines()
@@ -485,10 +531,10 @@ impl Client<'_> {
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
     pub fn cwd(&self) -> Result<OwnedFd, i32> {
-        use rustix::fs::{openat, Mode, OFlags, CWD};
+        use rustix::fs::{openat, Mode, OFlags};
         openat(
-            CWD,
-            format!("/proc/{}/cwd", self.tid()),
+            self.proc_dir()?,
+            c"cwd",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
@@ -514,11 +560,16 @@ impl Client<'_> {
                 self.live()?;
                 p
             }
-            Err(rustix::io::Errno::INVAL) => rustix::process::pidfd_open(
-                pid(self.ids()?.tgid)?,
-                rustix::process::PidfdFlags::empty(),
-            )
-            .map_err(|e| e.raw_os_error())?,
+            Err(rustix::io::Errno::INVAL) => {
+                let p = rustix::process::pidfd_open(
+                    pid(self.ids()?.tgid)?,
+                    rustix::process::PidfdFlags::empty(),
+                )
+                .map_err(|e| e.raw_os_error())?;
+                // As above: still live after the open, so the pid was the caller's.
+                self.live()?;
+                p
+            }
             Err(e) => return Err(e.raw_os_error()),
         };
         unotify::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))

@@ -1,0 +1,90 @@
+//! The agent's privileges: what a worker thread keeps of warden's own capabilities while it
+//! performs calls for the sandbox (design: "the agent is a deputy, not a superuser").
+//!
+//! A root warden holds every capability of the host. Whatever the agent performs for the
+//! program is checked by the kernel against the *agent's* credentials, so without this a
+//! delegated `setxattr("security.capability")` leaves a file with capabilities behind
+//! (`CAP_SETFCAP`), `trusted.*` attributes are set (`CAP_SYS_ADMIN`), a socket's control
+//! messages carry `SO_MARK` or source routes (`CAP_NET_ADMIN`, `CAP_NET_RAW`), and devices open
+//! with `CAP_SYS_RAWIO`. Capabilities are per thread in Linux, so each agent worker drops them
+//! for itself when it starts ([`confine_agent_thread`]); warden's main thread keeps what it needs
+//! to set up and tear down the sandbox, and nothing it does acts on the sandbox's requests.
+//!
+//! What a worker keeps, call by call (the rest of the table in `warden check --syscalls` needs
+//! nothing beyond what any process has):
+//!
+//! | capability | why the agent needs it |
+//! | --- | --- |
+//! | `CAP_DAC_OVERRIDE` | a root warden opens, creates and removes what the policy allows whoever owns it, as the program's root would on the host |
+//! | `CAP_FOWNER` | chmod, utimes and xattrs (`user.*` only) on files the policy lets the program write but root does not own |
+//! | `CAP_CHOWN` | chown to the ids mapped into the sandbox |
+//! | `CAP_FSETID` | the set-group-ID bit of directories survives a chmod by the agent |
+//! | `CAP_NET_BIND_SERVICE` | a `net-allow incoming` rule for a port below 1024 |
+//!
+//! Everything else goes, among them `CAP_SETFCAP`, `CAP_SYS_ADMIN`, `CAP_LINUX_IMMUTABLE`,
+//! `CAP_LEASE`, `CAP_MKNOD`, `CAP_SYS_RAWIO`, `CAP_DAC_READ_SEARCH`, `CAP_NET_ADMIN`,
+//! `CAP_NET_RAW`, `CAP_SYSLOG`, `CAP_SYS_PTRACE` and `CAP_KILL`. Reading a client's memory and
+//! duplicating its descriptors need no capability: warden owns the sandbox's user namespace,
+//! and the owner of a namespace has every capability inside it.
+
+use rustix::thread::{CapabilitySet, CapabilitySets};
+use std::io;
+
+/// The capabilities an agent worker keeps (see the module's table).
+pub const AGENT_KEEPS: CapabilitySet = CapabilitySet::DAC_OVERRIDE
+    .union(CapabilitySet::FOWNER)
+    .union(CapabilitySet::CHOWN)
+    .union(CapabilitySet::FSETID)
+    .union(CapabilitySet::NET_BIND_SERVICE);
+
+/// Drops, for the calling thread only, every capability but [`AGENT_KEEPS`] from its effective
+/// and permitted sets, and empties its inheritable set (which empties the ambient set too).
+/// Dropped from the permitted set, they cannot come back to this thread.
+pub fn confine_agent_thread() -> io::Result<()> {
+    let have = rustix::thread::capabilities(None)?;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: have.effective & AGENT_KEEPS,
+            permitted: have.permitted & AGENT_KEEPS,
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
+/// The calling thread's effective and permitted capabilities (for tests and `inspect`).
+pub fn current() -> io::Result<(CapabilitySet, CapabilitySet)> {
+    let have = rustix::thread::capabilities(None)?;
+    Ok((have.effective, have.permitted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread that confines itself keeps at most the table's capabilities, and its siblings
+    /// (warden's main thread) are untouched.
+    #[test]
+    fn a_confined_thread_keeps_only_the_agents_capabilities() {
+        let before = current().unwrap();
+        let inside = std::thread::spawn(|| {
+            confine_agent_thread().unwrap();
+            current().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(AGENT_KEEPS.contains(inside.0), "{:?}", inside.0);
+        assert!(AGENT_KEEPS.contains(inside.1), "{:?}", inside.1);
+        assert!(!inside.1.contains(CapabilitySet::SETFCAP));
+        assert!(!inside.1.contains(CapabilitySet::SYS_ADMIN));
+        assert_eq!(
+            current().unwrap(),
+            before,
+            "the main thread lost capabilities"
+        );
+        if rustix::process::geteuid().is_root() {
+            assert_eq!(inside.1, AGENT_KEEPS & before.1);
+        }
+    }
+}
