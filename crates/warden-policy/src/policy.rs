@@ -395,6 +395,16 @@ impl Policy {
         }
     }
 
+    /// Whether [`Policy::check`] allows `access` to `path` and some allow rule for it names
+    /// `path` itself, not a prefix (`/dev/sda` under `/dev/*` is not named). Device nodes are
+    /// opened only for such rules: a directory rule must never hand out a disk.
+    pub fn names_exactly(&self, path: &str, access: Access) -> bool {
+        self.check(path, access).is_allowed()
+            && self.path_rules.iter().any(|r| {
+                r.access == Some(access) && !r.pattern.is_prefix() && r.pattern.matches(path)
+            })
+    }
+
     /// Every access [`Policy::check`] would allow on `path`.
     pub fn rights(&self, path: &str) -> AccessSet {
         if self.denied_by(path).is_some() {

@@ -632,3 +632,17 @@ fn ip_denials_suggest_the_rule_to_add() {
         .check_local_port(Protocol::Tcp, 8080)
         .is_some());
 }
+
+#[test]
+fn devices_are_named_only_by_exact_rules() {
+    let p = Policy::parse(
+        "t",
+        "path-allow read /dev/* /dev/null\npath-allow write /dev/null\npath-deny /dev/zero\npath-allow read /dev/zero\n",
+    )
+    .unwrap();
+    assert!(p.names_exactly("/dev/null", Access::Read));
+    assert!(p.names_exactly("/dev/null", Access::Write));
+    assert!(!p.names_exactly("/dev/sda", Access::Read));
+    assert!(!p.names_exactly("/dev/sda", Access::Write));
+    assert!(!p.names_exactly("/dev/zero", Access::Read), "a deny wins");
+}

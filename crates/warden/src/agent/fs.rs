@@ -139,7 +139,10 @@ pub fn open(c: &Client) -> Handled {
             ));
         }
         existing(c, &w)?;
-        let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32) | OFlags::CLOEXEC;
+        // The directory we checked, never a symlink swapped in for it since.
+        let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32)
+            | OFlags::CLOEXEC
+            | OFlags::NOFOLLOW;
         let fd = rustix::fs::openat(
             &w.parent,
             w.at_name().as_c_str(),
@@ -151,61 +154,92 @@ pub fn open(c: &Client) -> Handled {
         return Ok(Answer::Fd(fd, cloexec));
     }
 
-    match w.kind {
-        None if creat => c.decide(&w.path, Access::Write)?,
+    let fresh = match w.kind {
+        None if creat => {
+            c.decide(&w.path, Access::Write)?;
+            true
+        }
         None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
         Some(_) if excl => {
             c.decide_visible(&w.path)?;
             return Err(libc::EEXIST);
         }
         Some(kind) => {
-            if opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR {
-                c.decide(&w.path, Access::Read)?;
-            }
-            if !opath
-                && (accmode == libc::O_WRONLY
-                    || accmode == libc::O_RDWR
-                    || flags & libc::O_TRUNC != 0)
-            {
-                c.decide(&w.path, Access::Write)?;
-            }
-            if kind == FileType::Symlink && !opath {
-                // Only reached with O_NOFOLLOW: what the kernel answers.
-                return Err(libc::ELOOP);
-            }
-            if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) && !dev_ok(&w) {
-                return Err(c.refuse(
-                    &w.path,
-                    "device nodes are opened only where the policy names them exactly",
-                    libc::EACCES,
-                ));
-            }
+            check_existing(c, &w, kind, flags)?;
+            false
         }
-    }
+    };
     let mut of = flags & !(libc::O_CLOEXEC | libc::O_PATH);
     if opath {
         of = (of & !libc::O_ACCMODE) | libc::O_RDONLY;
         of &= !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL);
     }
+    if fresh {
+        // Only `write` was checked: create, never open something that appeared meanwhile.
+        of |= libc::O_EXCL;
+    }
     // The final component is opened relative to the parent we walked, never following a symlink:
     // a swap after our check makes the open fail (ELOOP) instead of going elsewhere.
     let of =
         OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let fd = rustix::fs::openat(
-        &w.parent,
-        w.at_name().as_c_str(),
-        of,
-        Mode::from_bits_retain(mode & !umask),
-    )
-    .map_err(errno)?;
+    let name = w.at_name();
+    let mode = Mode::from_bits_retain(mode & !umask);
+    let fd = match rustix::fs::openat(&w.parent, name.as_c_str(), of, mode) {
+        Err(rustix::io::Errno::EXIST) if fresh && !excl => {
+            // The name was made (or linked) by someone else after we looked: it is an existing
+            // file now, and gets the checks an existing file gets, on the object we open.
+            let fd = rustix::fs::openat(
+                &w.parent,
+                name.as_c_str(),
+                of & !(OFlags::CREATE | OFlags::EXCL),
+                mode,
+            )
+            .map_err(errno)?;
+            let st = rustix::fs::fstat(&fd).map_err(errno)?;
+            check_existing(c, &w, FileType::from_raw_mode(st.st_mode), flags)?;
+            fd
+        }
+        other => other.map_err(errno)?,
+    };
     c.opened_for_writing(of.bits() as i32 & libc::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, cloexec))
 }
 
-/// Device nodes are reachable only through rules that name them exactly (the default names
-/// /dev/null and friends); a `/dev/*` style prefix never hands out a disk.
-fn dev_ok(w: &Walked) -> bool {
-    w.path.starts_with("/dev/")
+/// The checks an open of an existing object of type `kind` at `w` gets: `read` and `write` as
+/// its flags ask, no symlink unless `O_PATH`, and device nodes only where a rule names them.
+fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<(), i32> {
+    let opath = flags & libc::O_PATH != 0;
+    let accmode = flags & libc::O_ACCMODE;
+    let reads = opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR;
+    let writes = !opath
+        && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);
+    if reads {
+        c.decide(&w.path, Access::Read)?;
+    }
+    if writes {
+        c.decide(&w.path, Access::Write)?;
+    }
+    if kind == FileType::Symlink && !opath {
+        // Only reached with O_NOFOLLOW: what the kernel answers.
+        return Err(libc::ELOOP);
+    }
+    if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) {
+        let named = (!reads || c.policy().names_exactly(&w.path, Access::Read))
+            && (!writes || c.policy().names_exactly(&w.path, Access::Write));
+        if !named {
+            return Err(c.refuse(
+                &w.path,
+                &format!(
+                    "device nodes are opened only where a rule names them exactly; add: \
+                     path-allow {} {}",
+                    if writes { "write" } else { "read" },
+                    w.path
+                ),
+                libc::EACCES,
+            ));
+        }
+    }
+    Ok(())
 }
 
 // ---- stat family --------------------------------------------------------------------------------
@@ -812,6 +846,30 @@ fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
     Ok(v)
 }
 
+/// Extended attributes the agent sets or removes for the program: the `user.` namespace only.
+///
+/// The others belong to the kernel and the administrator: `security.capability` gives a file
+/// capabilities (anyone who runs it later gets them, like a set-user-ID binary),
+/// `trusted.*` and `security.*` are read by other software as facts only root could set, and
+/// `system.posix_acl_*` grants access to other users. The agent would set them with warden's
+/// credentials, not the program's; a program in a user namespace could set none of them on a
+/// host file itself.
+fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
+    if name.to_bytes().starts_with(b"user.") {
+        return Ok(());
+    }
+    Err(c.refuse(
+        target,
+        &format!(
+            "only user.* extended attributes can be set or removed in a sandbox, not {:?}",
+            String::from_utf8_lossy(name.to_bytes())
+        ),
+        // What a file system without that namespace answers: copiers (install, cp -a, tar,
+        // rsync -X) then fall back to chmod or skip the attribute, as they do there.
+        libc::EOPNOTSUPP,
+    ))
+}
+
 /// Implements getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr
 /// and lremovexattr.
 pub fn xattr(c: &Client) -> Handled {
@@ -840,6 +898,7 @@ pub fn xattr(c: &Client) -> Handled {
         set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
     if writes {
         c.decide(&w.path, Access::Write)?;
+        settable_xattr(c, &w.path, name.as_deref().expect("has name"))?;
     } else {
         c.decide_visible(&w.path)?;
     }
@@ -965,6 +1024,9 @@ pub fn fd_metadata(c: &Client) -> Handled {
     };
     c.live()?;
     let fd = changed_descriptor(c, c.int(0))?;
+    if let Some(name) = &name {
+        settable_xattr(c, &format!("descriptor {}", c.int(0)), name)?;
+    }
     match nr {
         libc::SYS_fchmod => {
             rustix::fs::chmodat(
