@@ -431,8 +431,8 @@ impl Policy {
     /// Whether a path walk may pass through directory `dir`: it is visible
     /// itself, or some allow rule can match a path strictly beneath it (so
     /// `/home` may be traversed to reach an allowed `/home/app/x`, and `/`
-    /// whenever anything is allowed). A `path-deny` on `dir` itself blocks
-    /// traversal.
+    /// whenever anything is allowed); a `net-allow ... unix-domain` pattern
+    /// beneath it counts too. A `path-deny` on `dir` itself blocks traversal.
     pub fn may_traverse(&self, dir: &str) -> bool {
         if self.denied_by(dir).is_some() {
             return false;
@@ -442,6 +442,10 @@ impl Policy {
                 .path_rules
                 .iter()
                 .any(|r| r.access.is_some() && r.pattern.matches_some_beneath(dir))
+            || self
+                .net_rules
+                .iter()
+                .any(|r| matches!(&r.target, NetTarget::Unix(p) if p.matches_some_beneath(dir)))
     }
 
     /// The rights that any name not yet in directory `dir` would get once

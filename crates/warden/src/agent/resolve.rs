@@ -76,10 +76,142 @@ impl Walked {
     }
 }
 
-/// A directory on the walk's stack: our descriptor and its logical path.
+/// Longest logical path the agent checks, as the kernel's `PATH_MAX` (with its NUL): a walk
+/// whose logical path grows past it fails with `ENAMETOOLONG`.
+pub const PATH_MAX: usize = 4096;
+/// Most directories one walk holds at once. The kernel holds none; the agent holds one
+/// descriptor per level so that `..` climbs where the walk actually went. Deeper walks fail with
+/// `ENAMETOOLONG`, which bounds a request's descriptors and memory however deep a tree the
+/// program builds (design: the agent is a server facing a hostile client).
+pub const MAX_DEPTH: usize = 256;
+
+/// How a directory on the walk's stack got its logical path.
+enum Name {
+    /// The walk's root, `/`.
+    Root,
+    /// Entered by this name from the directory below it on the stack.
+    Child(Box<str>),
+    /// A translated `/proc` entry whose logical path is not its parent's plus a name
+    /// (`/proc/thread-self` sits on `/proc/self/task`).
+    Mapped(Box<str>),
+}
+
+/// A directory on the walk's stack: our descriptor and how its logical path was made.
 struct Dir {
     fd: OwnedFd,
+    name: Name,
+}
+
+/// The directories a walk holds, root first, and the logical path of the top one.
+///
+/// Memory is linear in the path: each level keeps only its own name, and the one `String` is
+/// the top's path, rebuilt from the names (not kept per level) when a pop crosses a mapped
+/// `/proc` entry. Both the path and the depth are bounded ([`PATH_MAX`], [`MAX_DEPTH`]).
+struct Stack {
+    dirs: Vec<Dir>,
     path: String,
+}
+
+impl Stack {
+    fn new(root: OwnedFd) -> Stack {
+        Stack {
+            dirs: vec![Dir {
+                fd: root,
+                name: Name::Root,
+            }],
+            path: "/".into(),
+        }
+    }
+
+    /// A stack of one directory whose logical path is `path`.
+    fn at(fd: OwnedFd, path: String) -> Stack {
+        Stack {
+            dirs: vec![Dir {
+                fd,
+                name: Name::Mapped(path.as_str().into()),
+            }],
+            path,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    fn top(&self) -> BorrowedFd<'_> {
+        self.dirs.last().expect("stack keeps root").fd.as_fd()
+    }
+
+    /// The logical path of `name` in the top directory (checked against the bound).
+    fn child_path(&self, name: &str) -> Result<String, i32> {
+        let path = join(&self.path, name);
+        if path.len() >= PATH_MAX {
+            return Err(libc::ENAMETOOLONG);
+        }
+        Ok(path)
+    }
+
+    fn push(&mut self, fd: OwnedFd, name: Name) -> Result<(), i32> {
+        if self.dirs.len() >= MAX_DEPTH {
+            return Err(libc::ENAMETOOLONG);
+        }
+        let path = match &name {
+            Name::Root => "/".to_owned(),
+            Name::Child(n) => self.child_path(n)?,
+            Name::Mapped(p) => p.to_string(),
+        };
+        self.dirs.push(Dir { fd, name });
+        self.path = path;
+        Ok(())
+    }
+
+    /// Removes the top directory and returns its descriptor and logical path.
+    fn pop(&mut self) -> Option<(OwnedFd, String)> {
+        if self.dirs.len() <= 1 {
+            // Root stays; taking it ends the walk.
+            let dir = self.dirs.pop()?;
+            return Some((dir.fd, std::mem::take(&mut self.path)));
+        }
+        let dir = self.dirs.pop()?;
+        let path = std::mem::take(&mut self.path);
+        self.path = match &dir.name {
+            Name::Child(n) => {
+                let keep = path.len() - n.len() - 1;
+                if keep == 0 {
+                    "/".to_owned()
+                } else {
+                    path[..keep].to_owned()
+                }
+            }
+            _ => self.rebuild(),
+        };
+        Some((dir.fd, path))
+    }
+
+    /// The top's logical path from the names: the last root or mapped entry, then the children.
+    fn rebuild(&self) -> String {
+        let base = self
+            .dirs
+            .iter()
+            .rposition(|d| !matches!(d.name, Name::Child(_)))
+            .unwrap_or(0);
+        let mut path = match &self.dirs[base].name {
+            Name::Mapped(p) => p.to_string(),
+            _ => "/".to_owned(),
+        };
+        for d in &self.dirs[base + 1..] {
+            if let Name::Child(n) = &d.name {
+                path = join(&path, n);
+            }
+        }
+        path
+    }
+
+    /// Back to the root alone (an absolute symlink target).
+    fn back_to_root(&mut self) {
+        self.dirs.truncate(1);
+        self.path = self.rebuild();
+    }
 }
 
 fn join(dir: &str, name: &str) -> String {
@@ -120,18 +252,14 @@ impl Resolver {
         })
     }
 
-    fn root_dir(&self) -> Result<Dir, i32> {
-        let fd = openat(
+    fn root_dir(&self) -> Result<OwnedFd, i32> {
+        openat(
             &self.root,
             ".",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| e.raw_os_error())?;
-        Ok(Dir {
-            fd,
-            path: "/".into(),
-        })
+        .map_err(|e| e.raw_os_error())
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
@@ -146,8 +274,8 @@ impl Resolver {
         policy: &Policy,
         base: Base,
         absolute: bool,
-    ) -> Result<Vec<Dir>, i32> {
-        let mut stack = vec![self.root_dir()?];
+    ) -> Result<Stack, i32> {
+        let mut stack = Stack::new(self.root_dir()?);
         if absolute {
             return Ok(stack);
         }
@@ -188,8 +316,7 @@ impl Resolver {
                 return Err(libc::ENOTDIR);
             }
         }
-        let top = stack.last().expect("stack keeps root");
-        let walked = rustix::fs::fstat(&top.fd).map_err(|e| e.raw_os_error())?;
+        let walked = rustix::fs::fstat(stack.top()).map_err(|e| e.raw_os_error())?;
         if (walked.st_dev, walked.st_ino) != (st.st_dev, st.st_ino) {
             // The directory is not reachable by its own path (deleted, or outside our view).
             return Err(libc::ENOENT);
@@ -243,11 +370,11 @@ impl Resolver {
             }
         }
         // The path ended in `/`, `.` or `..`: the target is the directory on top of the stack.
-        let top = stack.pop().expect("stack keeps root");
+        let (parent, path) = stack.pop().expect("stack keeps root");
         Ok(Walked {
-            parent: top.fd,
+            parent,
             name: None,
-            path: top.path,
+            path,
             kind: Some(FileType::Directory),
         })
     }
@@ -277,8 +404,8 @@ impl Resolver {
         let Some(last) = parts.pop_back() else {
             return Ok(None);
         };
-        let dir = if parts.is_empty() {
-            self.root_dir()?
+        let mut stack = if parts.is_empty() {
+            Stack::new(self.root_dir()?)
         } else {
             let rel: Vec<u8> = parts.iter().fold(Vec::new(), |mut acc, p| {
                 if !acc.is_empty() {
@@ -287,6 +414,9 @@ impl Resolver {
                 acc.extend_from_slice(p);
                 acc
             });
+            if rel.len() + 1 >= PATH_MAX {
+                return Ok(None);
+            }
             let how = rustix::fs::ResolveFlags::NO_SYMLINKS
                 | rustix::fs::ResolveFlags::NO_MAGICLINKS
                 | rustix::fs::ResolveFlags::NO_XDEV;
@@ -299,10 +429,8 @@ impl Resolver {
             ) else {
                 return Ok(None);
             };
-            let logical = format!("/{}", String::from_utf8_lossy(&rel));
-            Dir { fd, path: logical }
+            Stack::at(fd, format!("/{}", String::from_utf8_lossy(&rel)))
         };
-        let mut stack = vec![dir];
         let (mut rest, mut hops) = (VecDeque::new(), 0);
         // A final symlink to follow continues the walk from a stack we did not build (its
         // target may use `..`): leave that to the component walk.
@@ -318,7 +446,7 @@ impl Resolver {
         &self,
         client: &Client,
         policy: &Policy,
-        stack: &mut Vec<Dir>,
+        stack: &mut Stack,
         part: Vec<u8>,
         rest: &mut VecDeque<Vec<u8>>,
         last: bool,
@@ -334,29 +462,24 @@ impl Resolver {
             }
             return Ok(None);
         }
-        let top = stack.last().expect("stack keeps root");
-        if let Some(mapped) = self.proc_component(client, top.fd.as_fd(), &part)? {
-            for p in mapped.physical {
-                let dir = stack.last().expect("non-empty");
+        if let Some(mapped) = self.proc_component(client, stack.top(), &part)? {
+            for (p, logical) in mapped {
                 let fd = openat(
-                    &dir.fd,
+                    stack.top(),
                     p.as_slice(),
                     OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
                 )
                 .map_err(|e| e.raw_os_error())?;
-                stack.push(Dir {
-                    fd,
-                    path: String::new(),
-                });
+                stack.push(fd, Name::Mapped(logical.into()))?;
             }
-            stack.last_mut().expect("non-empty").path = mapped.logical;
             return Ok(None);
         }
-        let path = join(&top.path, &String::from_utf8_lossy(&part));
+        let text = String::from_utf8_lossy(&part);
+        let path = stack.child_path(&text)?;
         let name = cstring(&part)?;
-        let done = |stack: &mut Vec<Dir>, kind| {
-            let parent = stack.pop().expect("non-empty").fd;
+        let done = |stack: &mut Stack, kind| {
+            let (parent, _) = stack.pop().expect("non-empty");
             Ok(Some(Walked {
                 parent,
                 name: Some(name.clone()),
@@ -364,17 +487,18 @@ impl Resolver {
                 kind,
             }))
         };
+        let top = stack.top();
         // The final component is only looked at (one fstatat), unless it is a symlink to
         // follow; a directory on the way is opened, to walk on from.
         let (kind, fd) = if last {
-            match rustix::fs::statat(&top.fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            match rustix::fs::statat(top, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => (FileType::from_raw_mode(st.st_mode), None),
                 Err(rustix::io::Errno::NOENT) => return done(stack, None),
                 Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
             }
         } else {
             let fd = openat(
-                &top.fd,
+                top,
                 name.as_c_str(),
                 OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
@@ -401,7 +525,7 @@ impl Resolver {
                 // first; its target is walked and checked all the same).
                 let target = match &fd {
                     Some(fd) => readlinkat(fd, c"", Vec::new()),
-                    None => readlinkat(&top.fd, name.as_c_str(), Vec::new()),
+                    None => readlinkat(top, name.as_c_str(), Vec::new()),
                 }
                 .map_err(|e| e.raw_os_error())?
                 .into_bytes();
@@ -409,18 +533,18 @@ impl Resolver {
                     if flags.beneath {
                         return Err(libc::EXDEV);
                     }
-                    stack.truncate(1);
+                    stack.back_to_root();
                 }
                 let mut front = components(&target);
                 if front.is_empty() {
                     // "/" or ".": the target is the directory now on top.
                     front.push_back(b".".to_vec());
                     if last {
-                        let top = stack.pop().expect("non-empty");
+                        let (parent, path) = stack.pop().expect("non-empty");
                         return Ok(Some(Walked {
-                            parent: top.fd,
+                            parent,
                             name: None,
-                            path: top.path,
+                            path,
                             kind: Some(FileType::Directory),
                         }));
                     }
@@ -434,23 +558,31 @@ impl Resolver {
             }
             _ if last => done(stack, Some(kind)),
             FileType::Directory => {
-                stack.push(Dir {
-                    fd: fd.expect("opened on the way"),
-                    path,
-                });
+                // A directory the policy hides is not entered, whether or not it exists or the
+                // walk would only pass through it (`hidden/../allowed`): otherwise the answer
+                // would tell a hidden directory that exists from one that does not.
+                if !visible(policy, &path, Some(FileType::Directory)) {
+                    return Err(libc::EACCES);
+                }
+                stack.push(fd.expect("opened on the way"), Name::Child(text.into()))?;
                 Ok(None)
             }
             _ => Err(mask(policy, &path, libc::ENOTDIR)),
         }
     }
 
-    /// Translates `/proc/self`, `/proc/thread-self` and `/proc/<own pid>` for the caller.
+    /// Translates `/proc/self`, `/proc/thread-self` and `/proc/<own pid>` for the caller: the
+    /// directories to enter from procfs's root, each with its logical path.
+    ///
+    /// `/proc/thread-self` is `/proc/<tgid>/task/<tid>`: its parents on the stack are
+    /// `/proc/self` and `/proc/self/task`, so `..` from it climbs where the kernel's would, and
+    /// every path checked below it is a real one (never an empty prefix).
     fn proc_component(
         &self,
         client: &Client,
         dir: BorrowedFd<'_>,
         part: &[u8],
-    ) -> Result<Option<ProcMapping>, i32> {
+    ) -> Result<Option<Vec<ProcDir>>, i32> {
         let is_self = part == b"self";
         let is_thread = part == b"thread-self";
         let is_pid = !part.is_empty() && part.iter().all(u8::is_ascii_digit);
@@ -463,28 +595,21 @@ impl Resolver {
             return Err(libc::ENOENT);
         }
         let tgid = ids.tgid.to_string().into_bytes();
-        Ok(Some(if is_thread {
-            ProcMapping {
-                physical: vec![
-                    tgid,
-                    b"task".to_vec(),
-                    client.tid().to_string().into_bytes(),
-                ],
-                logical: "/proc/thread-self".into(),
-            }
-        } else {
-            ProcMapping {
-                physical: vec![tgid],
-                logical: "/proc/self".into(),
-            }
-        }))
+        let mut dirs = vec![(tgid, "/proc/self".to_owned())];
+        if is_thread {
+            dirs.push((b"task".to_vec(), "/proc/self/task".to_owned()));
+            dirs.push((
+                client.tid().to_string().into_bytes(),
+                "/proc/thread-self".to_owned(),
+            ));
+        }
+        Ok(Some(dirs))
     }
 }
 
-struct ProcMapping {
-    physical: Vec<Vec<u8>>,
-    logical: String,
-}
+/// A directory to enter for a translated `/proc` name: its name in the one above, and its
+/// logical path.
+type ProcDir = (Vec<u8>, String);
 
 /// Whether metadata of `path` (an object of type `kind`) may be shown: some right on it, or it
 /// is a directory the walk to an allowed path passes through (so `realpath`, `ls ..` and
