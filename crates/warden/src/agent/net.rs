@@ -179,7 +179,9 @@ pub fn socket_address(c: &Client) -> Handled {
         return unix_address(c, &sock, &addr, is_connect);
     }
     if c.net().reaches_out(&sock) {
-        check_address(c, &sock, &addr, how)?;
+        if let Some(concrete) = check_address(c, &sock, &addr, how)? {
+            return raw_call(&sock, &concrete, is_connect);
+        }
     }
     raw_call(&sock, &addr, is_connect)
 }
@@ -211,7 +213,11 @@ fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Ha
         Some(rule) => c.allow_net(&format!("unix {}", w.path), rule.span.to_string()),
         None => c.decide(&w.path, Access::Write)?,
     }
-    let name = w.name.as_deref().ok_or(libc::EISDIR)?.to_bytes();
+    let name = w.name.as_deref().ok_or(libc::EISDIR)?;
+    if is_connect {
+        return connect_checked(c, sock, &w.parent, name, &w.path);
+    }
+    let name = name.to_bytes();
     if name.len() >= 108 {
         return Err(libc::ENAMETOOLONG);
     }
@@ -226,19 +232,73 @@ fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Ha
     result
 }
 
+/// Connects `sock` to the socket named `name` in the directory we walked and checked, through
+/// the descriptor of the object we looked at, never through the name again.
+///
+/// `connect` follows symlinks, so connecting by name after the check would let a thread that
+/// swaps a symlink in (`renameat2(RENAME_EXCHANGE)`) send the agent to any socket on the host,
+/// where the server would see warden's credentials. Instead the agent opens the name with
+/// `O_PATH|O_NOFOLLOW`, requires a socket, and connects to `/proc/self/fd/N`: the kernel's
+/// lookup ends on exactly that inode.
+fn connect_checked(
+    c: &Client,
+    sock: &OwnedFd,
+    dir: &OwnedFd,
+    name: &std::ffi::CStr,
+    path: &str,
+) -> Handled {
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let obj = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| e.raw_os_error())?;
+    let st = rustix::fs::fstat(&obj).map_err(|e| e.raw_os_error())?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Socket => {}
+        FileType::Symlink => {
+            return Err(c.refuse(
+                path,
+                "the socket's name was replaced by a symlink after it was checked",
+                libc::ECONNREFUSED,
+            ))
+        }
+        // What the kernel answers for a name that is not a socket.
+        _ => return Err(libc::ECONNREFUSED),
+    }
+    let target = format!("/proc/self/fd/{}", obj.as_raw_fd());
+    let mut local = vec![0u8; 2 + target.len() + 1];
+    local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+    local[2..2 + target.len()].copy_from_slice(target.as_bytes());
+    raw_call(sock, &local, true)
+}
+
 /// Checks an address given to a socket outside the sandbox's namespace. Anything that is not
 /// an inet address the policy allows is refused: such a socket never gets an address the
 /// agent did not check.
-fn check_address(c: &Client, sock: &OwnedFd, addr: &[u8], how: Use) -> Result<(), i32> {
+///
+/// `Some(address)`: use this address instead of the caller's. The unspecified destination
+/// (`0.0.0.0`, `::`) means "this host" to the kernel, which sends it to the address the socket
+/// is bound to (or loopback when it is not bound): the agent checks that address and then
+/// names it itself, so a bind racing in between cannot send the connection somewhere else.
+fn check_address(
+    c: &Client,
+    sock: &OwnedFd,
+    addr: &[u8],
+    how: Use,
+) -> Result<Option<Vec<u8>>, i32> {
     let v4_layout = || endpoint(libc::AF_INET, addr);
     let (ip, port) = match family(addr) {
         libc::AF_INET | libc::AF_INET6 => endpoint(family(addr), addr)?,
         // AF_UNSPEC dissolves a connection ...
-        libc::AF_UNSPEC if how == Use::Connect => return Ok(()),
+        libc::AF_UNSPEC if how == Use::Connect => return Ok(None),
         // ... but an inet bind or a UDP send reads it as AF_INET (an IPv6 send, as "no
         // address": the connected peer, which was checked).
         libc::AF_UNSPEC => match rustix::net::sockopt::socket_domain(sock) {
-            Ok(rustix::net::AddressFamily::INET6) if how == Use::Send => return Ok(()),
+            Ok(rustix::net::AddressFamily::INET6) if how == Use::Send => return Ok(None),
             _ => v4_layout()?,
         },
         _ => return Err(libc::EAFNOSUPPORT),
@@ -246,16 +306,17 @@ fn check_address(c: &Client, sock: &OwnedFd, addr: &[u8], how: Use) -> Result<()
     let proto = protocol(c, sock)?;
     let policy = c.policy();
     let myhost = &c.net().myhost;
-    // The unspecified address, as a destination, is this host (the kernel routes it to
-    // loopback): check it as that, so `0.0.0.0/8`-style rules cannot let loopback in.
-    let ip = if how == Use::Bind {
-        ip
+    // The unspecified address, as a destination, is this host: the socket's own bound address,
+    // or loopback. Check it as that, and send it there by name (see above).
+    let (ip, concrete) = if how == Use::Bind || !is_unspecified(ip) {
+        (ip, None)
     } else {
-        destination(ip)
+        let to = destination(sock, ip);
+        (to, Some(sockaddr(family(addr), to, port)))
     };
     let what = format!("{proto} {}", std::net::SocketAddr::new(plain(ip), port));
     let rule = match how {
-        Use::Bind if port == 0 => return Ok(()),
+        Use::Bind if port == 0 => return Ok(None),
         Use::Bind => policy.check_local_port(proto, port),
         Use::Connect | Use::Send => policy
             .check_ip(Direction::Outgoing, proto, ip, port, myhost)
@@ -271,7 +332,7 @@ fn check_address(c: &Client, sock: &OwnedFd, addr: &[u8], how: Use) -> Result<()
     match rule {
         Some(rule) => {
             c.allow_net(&what, rule.span.to_string());
-            Ok(())
+            Ok(concrete)
         }
         None => {
             let why = match how {
@@ -320,15 +381,62 @@ fn endpoint(family: i32, addr: &[u8]) -> Result<(IpAddr, u16), i32> {
     }
 }
 
-/// Where a packet sent to `ip` goes: the unspecified address means this host.
-fn destination(ip: IpAddr) -> IpAddr {
+fn is_unspecified(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified()) => {
+        IpAddr::V4(v4) => v4.is_unspecified(),
+        IpAddr::V6(v6) => {
+            v6.is_unspecified() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified())
+        }
+    }
+}
+
+/// Where the kernel sends a packet for the unspecified address `ip` on `sock`: to the address
+/// the socket is bound to, or, when it is bound to none, to loopback (`::1`, or `127.0.0.1`
+/// for IPv4 and IPv4-mapped addresses).
+fn destination(sock: &OwnedFd, ip: IpAddr) -> IpAddr {
+    let bound = crate::sys::net::local_address(sock)
+        .ok()
+        .and_then(|name| endpoint(family(&name), &name).ok())
+        .map(|(local, _)| local)
+        .filter(|local| !is_unspecified(*local));
+    if let Some(local) = bound {
+        return local;
+    }
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => {
             IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped())
         }
-        other => other,
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    }
+}
+
+/// A `sockaddr_in` (for `AF_INET` and the `AF_UNSPEC` that inet sockets read as it) or
+/// `sockaddr_in6` naming `ip` and `port`; an IPv4 address in an IPv6 one is IPv4-mapped.
+fn sockaddr(family: i32, ip: IpAddr, port: u16) -> Vec<u8> {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(_) => None,
+    };
+    match (family, v4) {
+        (libc::AF_INET6, _) | (_, None) => {
+            let v6 = match ip {
+                IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                IpAddr::V6(v6) => v6,
+            };
+            let mut a = vec![0u8; 28];
+            a[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+            a[2..4].copy_from_slice(&port.to_be_bytes());
+            a[8..24].copy_from_slice(&v6.octets());
+            a
+        }
+        (_, Some(v4)) => {
+            let mut a = vec![0u8; 16];
+            a[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+            a[2..4].copy_from_slice(&port.to_be_bytes());
+            a[4..8].copy_from_slice(&v4.octets());
+            a
+        }
     }
 }
 
@@ -492,7 +600,9 @@ fn send_one(c: &Client, sock: &OwnedFd, mut msg: Message, flags: i32) -> Result<
                 ));
             }
         } else if c.net().reaches_out(sock) {
-            check_address(c, sock, name, Use::Send)?;
+            if let Some(concrete) = check_address(c, sock, name, Use::Send)? {
+                msg.name = Some(concrete);
+            }
         }
     }
     // Descriptors passed along are the caller's numbers: send our duplicates of them.
@@ -518,9 +628,23 @@ fn send_one(c: &Client, sock: &OwnedFd, mut msg: Message, flags: i32) -> Result<
     }
 }
 
+/// Control messages the agent passes to the kernel with a send: descriptors (translated) and
+/// the per-packet settings any unprivileged process may set. Everything else is refused.
+fn forwardable(level: i32, kind: i32) -> bool {
+    /// `UDP_SEGMENT` (linux/udp.h): the GSO segment size of a UDP send.
+    const UDP_SEGMENT: i32 = 103;
+    matches!(
+        (level, kind),
+        (libc::SOL_SOCKET, libc::SCM_RIGHTS)
+            | (libc::IPPROTO_IP, libc::IP_TOS | libc::IP_TTL)
+            | (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT | libc::IPV6_TCLASS)
+            | (libc::IPPROTO_UDP, UDP_SEGMENT)
+    )
+}
+
 /// Rewrites the `SCM_RIGHTS` descriptors in `control` (the caller's numbers) into duplicates
-/// the agent holds, returned so they stay open until the message is sent. Credentials cannot
-/// be forwarded: the kernel would check them against the agent.
+/// the agent holds, returned so they stay open until the message is sent. Other control
+/// messages must be [`forwardable`]: the kernel would check them against the agent.
 fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32> {
     use std::os::fd::AsRawFd;
     const HDR: usize = 16; // struct cmsghdr: size_t len, int level, int type
@@ -533,10 +657,14 @@ fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
         if len < HDR || at + len > control.len() {
             return Err(libc::EINVAL);
         }
-        if level == libc::SOL_SOCKET && kind == libc::SCM_CREDENTIALS {
+        if !forwardable(level, kind) {
+            // The kernel checks a control message against the sender's credentials, and the
+            // sender is the agent: credentials, IP options (source routes), marks and
+            // priorities would be set with warden's privileges, not the program's.
             return Err(c.refuse(
-                "SCM_CREDENTIALS",
-                "explicit credentials cannot be forwarded by the agent",
+                &format!("control message level {level} type {kind}"),
+                "only descriptors (SCM_RIGHTS) and the TOS, TTL, hop limit, traffic class and \
+                 GSO segment size are forwarded by the agent",
                 libc::EOPNOTSUPP,
             ));
         }
