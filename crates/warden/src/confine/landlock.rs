@@ -43,6 +43,15 @@ pub enum LandlockError {
          (--fast-path); run with --fast-path=never"
     )]
     NotFullyEnforced,
+    /// Landlock is not enforced at all, and `execve` relies on its execute right.
+    #[error(
+        "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
+         list), and warden will not run a program without it: the agent checks an execve and \
+         then lets the kernel continue it, and only Landlock's execute right keeps a path swapped \
+         in after the check from running what the policy forbids. Enable Landlock (Linux 5.13 \
+         or later, CONFIG_SECURITY_LANDLOCK=y, \"landlock\" in lsm=)"
+    )]
+    NoExecBackstop,
 }
 
 /// A ruleset built in the parent, to be applied by the sandbox's first process.
@@ -87,8 +96,23 @@ fn rights(access: Access) -> BitFlags<AccessFs> {
     want & all
 }
 
-/// Builds the ruleset for `policy` (with `$SCRATCH` already expanded).
+/// Whether this kernel enforces Landlock's execute right (ABI 1), which the `CONTINUE` of every
+/// checked `execve` relies on.
+pub fn enforces_exec() -> bool {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::Execute)
+        .and_then(|r| r.create())
+        .is_ok()
+}
+
+/// Builds the ruleset for `policy` (with `$SCRATCH` already expanded). Fails closed on a
+/// kernel that would enforce none of it ([`LandlockError::NoExecBackstop`]); on one that
+/// enforces part (an older ABI), the rights it lacks are the agent's alone.
 pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
+    if !enforces_exec() {
+        return Err(LandlockError::NoExecBackstop);
+    }
     let abi = TARGET_ABI;
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -266,6 +290,10 @@ impl Prepared {
         let status = self.ruleset.restrict_self()?;
         if required && status.ruleset != RulesetStatus::FullyEnforced {
             return Err(LandlockError::NotFullyEnforced);
+        }
+        if status.ruleset == RulesetStatus::NotEnforced {
+            // Checked before the launch too; this is the lock on the door itself.
+            return Err(LandlockError::NoExecBackstop);
         }
         Ok(match status.ruleset {
             RulesetStatus::FullyEnforced => Enforcement::Full,
