@@ -16,12 +16,33 @@ cargo clippy --locked --all-targets -q -- -D warnings
 echo "== property tests of the policy parser (a brief fuzz run: 4000 cases each)"
 PROPTEST_CASES=4000 cargo test --locked -q -p warden-policy --test proptest_parse
 
+# Skips are counted, not silent: every test that cannot run here records why (a SKIP line on
+# stderr and a line in $WARDEN_SKIP_DIR/skips.tsv), and may do so only for something this
+# machine lacks. WARDEN_REQUIRE lists what the probes in scripts/skips.sh find here; a test that
+# skips for lack of one of those fails. The summary at the end counts skips and known limits.
+skipdir=$(mktemp -d "${TMPDIR:-/tmp}/warden-skips.XXXXXX")
+trap 'rm -rf "$skipdir"' EXIT
+export WARDEN_SKIP_DIR=$skipdir
+WARDEN_REQUIRE=${WARDEN_REQUIRE-$(bash scripts/skips.sh probe)}
+export WARDEN_REQUIRE
+echo "== this machine has: ${WARDEN_REQUIRE:-nothing probed} (no test may skip for lack of these)"
+failed=0
+
 echo "== all tests"
 # One sandbox at a time per test binary would be slow; the tests are written to run in
 # parallel. RUST_TEST_THREADS keeps the 2-core machine from oversubscribing during races.
-RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked --workspace --no-fail-fast
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked --workspace --no-fail-fast 2>&1 \
+  | tee "$skipdir/all.log" || failed=1
 
 echo "== the adversarial suite again, with opens going straight to the kernel (--fast-path=always)"
 # Every escape program runs under tests/fast-path.policy with --fast-path=always: Landlock, not
 # the agent, decides its opens, and the same attacks must fail (as root and as nobody).
-WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape
+WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape 2>&1 \
+  | tee "$skipdir/fast-path.log" || failed=1
+
+bash scripts/skips.sh summary "$skipdir" "$skipdir/all.log" "$skipdir/fast-path.log" || failed=1
+if [ $failed -ne 0 ]; then
+  echo "test.sh: FAILED (see the failures above)"
+  exit 1
+fi
+echo "test.sh: ok"

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use warden::learn::{interpreters, is_lookup, learn, parse_log, Context, Observation};
 use warden::run::{RunConfig, EXIT_WARDEN};
+use warden_policy::escape::escape;
 use warden_policy::{Access, Policy};
 
 #[derive(Args)]
@@ -180,7 +181,8 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     for d in &denied {
         eprintln!(
             "warden learn: verify: {}(\"{}\") is denied under the learned policy",
-            d.syscall, d.target
+            escape(&d.syscall),
+            escape(&d.target)
         );
     }
     if code2 != code {

@@ -1,7 +1,12 @@
 //! `warden ps` and `warden inspect`: the running sandboxes, and what one of them holds.
+//!
+//! Everything a sandbox can choose (its command line, its processes' names, working
+//! directories and file names) is printed through [`escape`] in the text forms: a name is
+//! data, never terminal control. The JSON forms carry it as JSON strings.
 
 use clap::Args;
 use warden::registry::{self, Entry};
+use warden_policy::escape::escape;
 
 #[derive(Args)]
 pub struct PsArgs {
@@ -36,15 +41,15 @@ pub fn ps(args: PsArgs) -> i32 {
     for e in entries {
         println!(
             "{:<20} {:>8} {:>6} {:>7.0}s {:>9} {:>7}  {:<8} {:<30} {}",
-            e.id,
+            escape(&e.id),
             e.warden_pid,
             e.uid,
             (now - e.started).max(0.0),
             e.delegated,
             e.denied,
-            e.network,
-            e.policies.join(","),
-            e.command.join(" ")
+            escape(&e.network),
+            escape(&e.policies.join(",")),
+            escape(&e.command.join(" "))
         );
     }
     0
@@ -56,7 +61,7 @@ pub fn inspect(args: InspectArgs) -> i32 {
         eprintln!(
             "warden inspect: no running sandbox of yours is {} (see `warden ps`; only root sees \
              other users' sandboxes)",
-            args.target
+            escape(&args.target)
         );
         return 1;
     };
@@ -65,7 +70,8 @@ pub fn inspect(args: InspectArgs) -> i32 {
         Err(e) => {
             eprintln!(
                 "warden inspect: cannot look into sandbox {} (uid {}): {e}",
-                entry.id, entry.uid
+                escape(&entry.id),
+                entry.uid
             );
             return 1;
         }
@@ -77,17 +83,17 @@ pub fn inspect(args: InspectArgs) -> i32 {
     }
     println!(
         "sandbox {}: {} (warden pid {}, uid {}), up {:.0} s",
-        entry.id,
-        entry.command.join(" "),
+        escape(&entry.id),
+        escape(&entry.command.join(" ")),
         entry.warden_pid,
         entry.uid,
         (now() - entry.started).max(0.0)
     );
     println!(
         "  file calls: {} by the agent; network: {}; policy: {}",
-        entry.mode,
-        entry.network,
-        entry.policies.join(", ")
+        escape(&entry.mode),
+        escape(&entry.network),
+        escape(&entry.policies.join(", "))
     );
     println!(
         "  {} delegated calls, {} denied",
@@ -95,7 +101,12 @@ pub fn inspect(args: InspectArgs) -> i32 {
     );
     for p in procs {
         println!();
-        println!("  pid {} ({}) cwd {}", p.pid, p.comm, p.cwd);
+        println!(
+            "  pid {} ({}) cwd {}",
+            p.pid,
+            escape(&p.comm),
+            escape(&p.cwd_bytes)
+        );
         println!(
             "    {:>4} {:<6} {:<3} {:<22} {:<40} RULE",
             "FD", "TYPE", "MODE", "DEV:INODE", "OBJECT"
@@ -104,11 +115,11 @@ pub fn inspect(args: InspectArgs) -> i32 {
             println!(
                 "    {:>4} {:<6} {:<4} {:<22} {:<40} {}",
                 d.fd,
-                d.kind,
-                d.mode,
+                escape(&d.kind),
+                escape(&d.mode),
                 format!("{}:{}", d.dev, d.ino),
-                d.target,
-                d.rule.as_deref().unwrap_or("-")
+                escape(&d.target_bytes),
+                escape(d.rule.as_deref().unwrap_or("-"))
             );
         }
     }

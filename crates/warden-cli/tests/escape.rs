@@ -701,10 +701,18 @@ fn abi_control() {
         r.ok("i386_open_secret").ok("i386_open_create_outside");
         assert!(c.exists());
     } else {
-        eprintln!("SKIP abi_control (i386 part): this kernel has no i386 emulation");
+        common::skip(
+            "abi_control (i386 part)",
+            common::Lack::I386,
+            "this kernel has no i386 emulation",
+        );
     }
     if !r.get("x32_getpid").ok() {
-        eprintln!("SKIP abi_control (x32 part): this kernel has no x32 ABI");
+        common::skip(
+            "abi_control (x32 part)",
+            common::Lack::X32,
+            "this kernel has no x32 ABI",
+        );
     }
 }
 
@@ -738,7 +746,11 @@ fn io_uring_control() {
         .map(|s| s.trim() != "0")
         .unwrap_or(false)
     {
-        eprintln!("SKIP io_uring_control: io_uring is disabled on this host");
+        common::skip(
+            "io_uring_control",
+            common::Lack::IoUring,
+            "io_uring is disabled on this host (kernel.io_uring_disabled)",
+        );
         return;
     }
     let fx = Fixture::new("iouring-control", As::Me);

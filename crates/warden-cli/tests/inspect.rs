@@ -4,6 +4,7 @@
 mod common;
 
 use common::As;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,10 +23,19 @@ impl Live {
     fn start(who: As, dir: &Path, tag: &str) -> Live {
         let file = dir.join("held.txt");
         common::write_file(&file, "held\n", 0o644);
+        Live::run(who, tag, &["--read", s(dir)], |marker| {
+            format!("exec 5<{}; : {marker}; sleep 60 | cat", s(&file))
+        })
+    }
+
+    /// A sandbox running `sh -c SCRIPT` with the extra `warden run` options `opts`; `script`
+    /// gets the marker that tells this sandbox apart in `warden ps` (it must appear in it).
+    fn run(who: As, tag: &str, opts: &[&str], script: impl FnOnce(&str) -> String) -> Live {
         let marker = format!("warden-inspect-{tag}-{}", std::process::id());
-        let script = format!("exec 5<{}; : {marker}; sleep 60 | cat", s(&file));
         let child = common::warden_cmd(who)
-            .args(["run", "--read", s(dir), "--", "sh", "-c", &script])
+            .arg("run")
+            .args(opts)
+            .args(["--", "sh", "-c", &script(&marker)])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -248,5 +258,117 @@ fn users_see_their_own_and_root_sees_everyone() {
     assert!(
         !common::stdout(&o).contains(&live.marker),
         "uid 65533 lists nobody's sandbox"
+    );
+}
+
+/// A name with everything a terminal obeys: a window-title sequence (OSC ... BEL), a
+/// clear-screen (CSI 2 J), a newline that would forge a line of output, a C1 CSI character, and a
+/// byte that is not UTF-8.
+const EVIL: &[u8] = b"evil\x1b]0;pwned\x07\x1b[2J\nFD 9 shadow\xc2\x9b31m\xff";
+/// [`EVIL`] as warden must show it.
+const EVIL_SHOWN: &str = "evil\\x1b]0;pwned\\x07\\x1b[2J\\nFD 9 shadow\\u{9b}31m\\xff";
+
+/// Whether `hay` contains `needle`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The sandbox creates and holds open a file named [`EVIL`] (and has an ESC in its own command
+/// line): `warden inspect` and `warden ps` show both escaped, and never write a raw ESC, the raw
+/// name, or a C1 control to the operator's terminal.
+#[test]
+fn inspect_and_ps_escape_names_the_sandbox_chose() {
+    let dir = common::fresh_dir("inspect-evil");
+    let held = dir.join(std::ffi::OsStr::from_bytes(EVIL));
+    // The script builds the name itself (printf's octal escapes), so it comes from the sandbox.
+    let live = Live::run(As::Me, "evil", &["--write", s(&dir)], |marker| {
+        format!(
+            "name=$(printf 'evil\\033]0;pwned\\007\\033[2J\\nFD 9 shadow\\302\\23331m\\377'); \
+             exec 5>\"{}/$name\"; : {marker} \x1b[2J; sleep 60",
+            s(&dir)
+        )
+    });
+    let entry = live.entry(As::Me);
+    let id = entry["id"].as_str().unwrap().to_owned();
+    // Wait until the file exists and a process holds it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let o = common::warden_cmd(As::Me)
+            .args(["inspect", &id])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        if contains(&o.stdout, EVIL_SHOWN.as_bytes()) || Instant::now() > deadline {
+            break o.stdout;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(held.exists(), "the sandbox did not create {held:?}");
+    let shown = String::from_utf8_lossy(&text);
+    assert!(
+        contains(&text, EVIL_SHOWN.as_bytes()),
+        "inspect does not show the escaped name {EVIL_SHOWN}:\n{shown}"
+    );
+    assert!(!text.contains(&0x1b), "inspect wrote a raw ESC:\n{shown:?}");
+    assert!(
+        !contains(&text, EVIL),
+        "inspect wrote the raw name:\n{shown:?}"
+    );
+    assert!(
+        !contains(&text, "\u{9b}".as_bytes()),
+        "inspect wrote a raw C1 CSI:\n{shown:?}"
+    );
+    assert!(
+        shown.contains(&format!("{} \\x1b[2J", live.marker)),
+        "inspect does not show the command line escaped:\n{shown}"
+    );
+    // The table of `warden ps` holds the command line, ESC included.
+    let o = common::warden_cmd(As::Me).args(["ps"]).output().unwrap();
+    let ps = String::from_utf8_lossy(&o.stdout);
+    assert!(ps.contains(&format!("{} \\x1b[2J", live.marker)), "{ps}");
+    assert!(!o.stdout.contains(&0x1b), "ps wrote a raw ESC:\n{ps:?}");
+    // JSON keeps the name as data (serde escapes its control characters itself).
+    let o = inspect(As::Me, &id);
+    assert!(!o.stdout.contains(&0x1b), "inspect --json wrote a raw ESC");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lossy = String::from_utf8_lossy(EVIL).into_owned();
+    assert!(
+        doc["processes"].as_array().unwrap().iter().any(|p| p["fds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["target"].as_str().is_some_and(|t| t.ends_with(&lossy)))),
+        "{doc:#}"
+    );
+}
+
+/// A denied open of a file named [`EVIL`]: the `-v` line names it escaped, with no raw ESC.
+#[test]
+fn verbose_denials_escape_the_path() {
+    let dir = common::fresh_dir("verbose-evil");
+    let file = dir.join(std::ffi::OsStr::from_bytes(EVIL));
+    common::write_file(&file, "secret\n", 0o644);
+    let mut cmd = common::warden_cmd(As::Me);
+    // The sandbox spells the name itself (warden's own arguments must be UTF-8).
+    let script = format!(
+        "cat \"{}/$(printf 'evil\\033]0;pwned\\007\\033[2J\\nFD 9 shadow\\302\\23331m\\377')\"",
+        s(&dir)
+    );
+    cmd.args(["run", "-v", "--", "sh", "-c", &script]);
+    let (o, _) = common::finish(cmd, common::RUN_DEADLINE);
+    assert!(!o.status.success(), "cat read a file the policy denies");
+    let err = common::stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("warden: denied open"))
+        .unwrap_or_else(|| panic!("no -v denial line:\n{err}"));
+    assert!(
+        line.contains("evil\\x1b]0;pwned\\x07\\x1b[2J\\nFD 9"),
+        "{line}"
+    );
+    assert!(!o.stderr.contains(&0x1b), "-v wrote a raw ESC:\n{err:?}");
+    assert!(
+        !contains(&o.stderr, "\u{9b}".as_bytes()),
+        "-v wrote a raw C1 CSI:\n{err:?}"
     );
 }

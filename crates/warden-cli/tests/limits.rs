@@ -479,7 +479,8 @@ fn warden_out(args: &[&str]) -> Output {
 }
 
 /// Declares, for each `F: ME, NOBODY;`, the test `ME`, `F(As::Me)` (as whoever runs the tests),
-/// and the test `NOBODY`, `F(As::Nobody)` (as uid 65534, or a SKIP line where that cannot be).
+/// and the test `NOBODY`, `F(As::Nobody)` (as uid 65534, or a [`common::skip`] where that cannot
+/// be).
 macro_rules! both {
     ($($f:ident: $me:ident, $nobody:ident;)*) => {
         $(
@@ -593,7 +594,7 @@ fn wall_time_stopped(who: As) {
 
 // ---- 3. memory ----------------------------------------------------------------------------------------
 
-/// Whether `test` can run here: it needs root and a memory cgroup (prints a SKIP line if not).
+/// Whether `test` can run here: it needs root and a memory cgroup ([`common::skip`] if not).
 fn memory_cgroup(test: &str) -> bool {
     if !common::require_root(test) {
         return false;
@@ -601,7 +602,11 @@ fn memory_cgroup(test: &str) -> bool {
     let v1 = Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists();
     let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
     if !(v1 || v2) {
-        eprintln!("SKIP {test}: no memory cgroup on this machine");
+        common::skip(
+            test,
+            common::Lack::MemoryCgroup,
+            "no memory cgroup on this machine",
+        );
     }
     v1 || v2
 }
@@ -1067,7 +1072,11 @@ fn cpu_pinning(who: As) {
         cases.push(("0-1", "0,1"));
         cases.push(("0,1", "0,1"));
     } else {
-        eprintln!("SKIP cpu_pinning (CPU 1 cases): one CPU here");
+        common::skip(
+            &format!("cpu_pinning as {} (CPU 1 cases)", common::who_tag(who)),
+            common::Lack::SecondCpu,
+            "one CPU here",
+        );
     }
     for (flag, want) in cases {
         info(who, &["--cpu", flag]).expect_field("cpus", want);

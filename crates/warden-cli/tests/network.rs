@@ -44,12 +44,14 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("test paths are UTF-8")
 }
 
-/// Whether `path` exists; prints a SKIP line for `test` when it does not.
+/// Whether `path` exists; [`common::skip`]s `test` when it does not.
 fn have(path: &str, test: &str) -> bool {
     let there = Path::new(path).exists();
     if !there {
-        eprintln!(
-            "SKIP {test}: {path} is not installed (scripts/setup.sh installs python3 and curl)"
+        common::skip(
+            test,
+            common::Lack::Program,
+            &format!("{path} is not installed (scripts/setup.sh installs python3 and curl)"),
         );
     }
     there
@@ -1452,7 +1454,11 @@ fn ptrace_inside_reaches_nothing_outside() {
 fn strace_inside(who: As) {
     const STRACE: &str = "/usr/bin/strace";
     if !Path::new(STRACE).exists() {
-        eprintln!("SKIP strace_inside: {STRACE} is not installed (scripts/setup.sh installs it)");
+        common::skip(
+            &format!("strace_inside as {}", who_tag(who)),
+            common::Lack::Program,
+            &format!("{STRACE} is not installed (scripts/setup.sh installs it)"),
+        );
         return;
     }
     let dir = common::fresh_dir(&format!("net-strace-{}", who_tag(who)));

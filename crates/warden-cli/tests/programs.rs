@@ -101,7 +101,7 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
 }
 
-/// Runs `f` as uid 65534 when that is possible here (prints a SKIP line otherwise).
+/// Runs `f` as uid 65534 when that is possible here ([`common::skip`] otherwise).
 fn as_nobody(test: &str, f: impl FnOnce(As)) {
     if common::can_run_as_nobody(test) {
         f(As::Nobody);

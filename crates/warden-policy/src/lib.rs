@@ -83,6 +83,7 @@
 #![deny(missing_docs)]
 
 mod diag;
+pub mod escape;
 pub mod kernel;
 mod limits;
 mod net;

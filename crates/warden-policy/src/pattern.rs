@@ -218,20 +218,10 @@ pub(crate) fn child_base(dir: &str) -> Cow<'_, str> {
     }
 }
 
-/// Shows user text in backticks with control characters escaped, so that an
-/// error message never writes raw control bytes to a terminal.
+/// Shows user text in backticks, escaped as [`crate::escape`] does, so that an error message
+/// never writes raw control bytes to a terminal.
 pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('`');
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('`');
-    out
+    format!("`{}`", crate::escape::escape(s))
 }
 
 /// Refuses characters that cannot be part of a pattern: control characters

@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use warden_policy::escape::escape;
 use warden_policy::{Access, PathPattern, Policy};
 
 /// A directory with this many entries used with one access becomes a `DIR/*` rule.
@@ -289,7 +290,7 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
     let _ = writeln!(
         out,
         "# Learned by `warden learn` from: {}",
-        cx.command.escape_debug()
+        escape(cx.command)
     );
     let _ = writeln!(
         out,
@@ -315,8 +316,8 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
     for path in unexpressible {
         let _ = writeln!(
             out,
-            "# not expressible (whitespace, `#`, `*` or `$` in the name): {}",
-            path.escape_default()
+            "# not expressible (whitespace, a control character, `#`, `*` or `$` in the name): {}",
+            escape(&path)
         );
     }
     out
@@ -556,6 +557,14 @@ mod tests {
         let text = learned(&[obs("openat", "/opt/a b", Some(Access::Read))]);
         assert!(rules(&text).is_empty(), "{text}");
         assert!(text.contains("# not expressible"), "{text}");
+        // A name with terminal sequences is neither a rule nor raw in the comment.
+        let text = learned(&[obs("openat", "/opt/\x1b[2J\u{9b}x", Some(Access::Read))]);
+        assert!(rules(&text).is_empty(), "{text}");
+        assert!(text.contains("/opt/\\x1b[2J\\u{9b}x"), "{text}");
+        assert!(
+            !text.contains(|c: char| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -277,6 +278,9 @@ pub struct Process {
     pub comm: String,
     /// Its working directory.
     pub cwd: String,
+    /// The same, as the kernel's bytes (which need not be UTF-8): for printing, escaped.
+    #[serde(skip)]
+    pub cwd_bytes: Vec<u8>,
     /// Its descriptors.
     pub fds: Vec<Descriptor>,
 }
@@ -290,6 +294,9 @@ pub struct Descriptor {
     pub kind: String,
     /// What it names: a path, `socket:[ino]`, `pipe:[ino]`, `anon_inode:...`.
     pub target: String,
+    /// The same, as the kernel's bytes (which need not be UTF-8): for printing, escaped.
+    #[serde(skip)]
+    pub target_bytes: Vec<u8>,
     /// `r`, `w` or `rw`.
     pub mode: String,
     /// The object's device and inode.
@@ -328,9 +335,10 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
             .map(|s| s.trim_end().to_owned())
             .unwrap_or_default();
-        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"))?
-            .display()
-            .to_string();
+        let cwd_bytes = std::fs::read_link(format!("/proc/{pid}/cwd"))?
+            .into_os_string()
+            .into_vec();
+        let cwd = String::from_utf8_lossy(&cwd_bytes).into_owned();
         let mut fds = Vec::new();
         for f in std::fs::read_dir(format!("/proc/{pid}/fd"))?.flatten() {
             let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
@@ -339,7 +347,8 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
             let Ok(target) = std::fs::read_link(f.path()) else {
                 continue;
             };
-            let mut target = target.display().to_string();
+            let mut target_bytes = target.into_os_string().into_vec();
+            let mut target = String::from_utf8_lossy(&target_bytes).into_owned();
             let meta = std::fs::metadata(f.path()).ok();
             if let Some(end) = target
                 .strip_prefix("socket:[")
@@ -347,6 +356,7 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
                 .and_then(|i| endpoints.get(&i))
             {
                 target = end.clone();
+                target_bytes = target.clone().into_bytes();
             }
             let (dev, ino) = meta.as_ref().map_or((0, 0), |m| (m.dev(), m.ino()));
             let kind = kind_of(meta.as_ref(), &target);
@@ -367,6 +377,7 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
                 fd,
                 kind,
                 target,
+                target_bytes,
                 mode: mode.into(),
                 dev,
                 ino,
@@ -378,6 +389,7 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
             pid,
             comm,
             cwd,
+            cwd_bytes,
             fds,
         });
     }

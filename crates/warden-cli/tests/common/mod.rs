@@ -102,16 +102,100 @@ pub enum As {
     Nobody,
 }
 
-/// Whether [`As::Nobody`] is possible here; prints a SKIP line when it is not.
+/// Whether [`As::Nobody`] is possible here; [`skip`]s `test`'s part as nobody when it is not.
 pub fn can_run_as_nobody(test: &str) -> bool {
     let root = rustix_is_root();
     let setpriv = Path::new("/usr/bin/setpriv").exists();
     if !(root && setpriv) {
-        eprintln!(
-            "SKIP {test} (as nobody): needs root and /usr/bin/setpriv to switch to uid 65534"
+        skip(
+            &format!("{test} (as nobody)"),
+            Lack::Nobody,
+            "needs root and /usr/bin/setpriv to switch to uid 65534",
         );
     }
     root && setpriv
+}
+
+/// What a machine can lack that makes a test (or part of one) impossible to run there: the only
+/// reasons a test may [`skip`]. Each has a key, and `scripts/test.sh` probes for each key itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lack {
+    /// The tests do not run as root.
+    Root,
+    /// No uid 65534 to switch to (not root, or no setpriv).
+    Nobody,
+    /// The kernel runs no i386 code (`int $0x80`).
+    I386,
+    /// The kernel has no x32 ABI.
+    X32,
+    /// io_uring is disabled (`kernel.io_uring_disabled`).
+    IoUring,
+    /// No memory cgroup controller.
+    MemoryCgroup,
+    /// Only one CPU is available to the tests.
+    SecondCpu,
+    /// A program the test drives is not installed (scripts/setup.sh installs them all).
+    Program,
+}
+
+impl Lack {
+    /// The key in skip records and in `WARDEN_REQUIRE`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Lack::Root => "root",
+            Lack::Nobody => "nobody",
+            Lack::I386 => "i386",
+            Lack::X32 => "x32",
+            Lack::IoUring => "io_uring",
+            Lack::MemoryCgroup => "memory-cgroup",
+            Lack::SecondCpu => "second-cpu",
+            Lack::Program => "program",
+        }
+    }
+}
+
+/// Records that `test` (or the part of it named so) does not run here because the machine lacks
+/// `lack`, and why. Every skip in the suites goes through here, so none is silent:
+///
+/// * a `SKIP <binary>::<test> [<key>]: <reason>` line goes straight to the process's stderr,
+///   which cargo's output capture does not hold back;
+/// * with `WARDEN_SKIP_DIR` set, the same is appended to `$WARDEN_SKIP_DIR/skips.tsv`
+///   (`key<TAB>binary::test<TAB>reason`), which `scripts/test.sh` counts and reports;
+/// * with `WARDEN_REQUIRE` naming the key (a comma list, as `scripts/test.sh` sets it from its
+///   own probes of this machine), the skip is a test failure instead: the machine has what the
+///   test says it lacks, so the test should have run.
+///
+/// The caller returns (or leaves out the part) after calling this.
+pub fn skip(test: &str, lack: Lack, reason: &str) {
+    use std::io::Write;
+    let binary = env!("CARGO_CRATE_NAME");
+    let key = lack.key();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIP {binary}::{test} [{key}]: {reason}"
+    );
+    if let Some(dir) = std::env::var_os("WARDEN_SKIP_DIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        let line = format!("{key}\t{binary}::{test}\t{reason}\n");
+        // One write per line on an O_APPEND file: lines from parallel tests do not interleave.
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("skips.tsv"))?
+                .write_all(line.as_bytes())
+        });
+        if let Err(e) = written {
+            panic!("cannot record the skip of {test} in {}: {e}", dir.display());
+        }
+    }
+    let required = std::env::var("WARDEN_REQUIRE").unwrap_or_default();
+    if required.split(',').any(|k| k.trim() == key) {
+        panic!(
+            "{test} skipped for lack of `{key}` ({reason}), but WARDEN_REQUIRE={required} says \
+             this machine has it: the test should have run"
+        );
+    }
 }
 
 fn rustix_is_root() -> bool {
@@ -309,11 +393,11 @@ pub fn assert_ok(o: &Output) {
     );
 }
 
-/// Whether the tests run as root; prints a SKIP line for `test` when they do not.
+/// Whether the tests run as root; [`skip`]s `test` when they do not.
 pub fn require_root(test: &str) -> bool {
     let root = rustix_is_root();
     if !root {
-        eprintln!("SKIP {test}: needs root");
+        skip(test, Lack::Root, "needs root");
     }
     root
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use warden_policy::escape::escape;
 use warden_policy::Access;
 
 /// One decision, as logged.
@@ -103,15 +104,19 @@ impl Log {
     pub fn write(&self, d: &Decision<'_>) {
         let flags = open_flags(d.syscall, &d.args);
         if !d.allowed && self.verbose {
+            // The path, the thread's name and the reason (which repeats the path) are the
+            // sandbox's choice: escaped, they cannot drive the operator's terminal.
             let comm = comm(d.tid);
+            let target = escape(d.target);
             let call = match &flags {
-                Some(f) => format!("{}(\"{}\", {f})", d.syscall, d.target),
-                None => format!("{}(\"{}\")", d.syscall, d.target),
+                Some(f) => format!("{}(\"{target}\", {f})", d.syscall),
+                None => format!("{}(\"{target}\")", d.syscall),
             };
             eprintln!(
-                "warden: denied {call} for pid {} ({comm}): {}",
+                "warden: denied {call} for pid {} ({}): {}",
                 d.pid.unwrap_or(d.tid),
-                d.reason
+                escape(&comm),
+                escape(&d.reason)
             );
         }
         if self.wants_allowed() {
