@@ -233,10 +233,10 @@ impl Reports {
 
     fn write(self, m: &Measured, limits: &Limits) -> Result<(), Failure> {
         use std::io::Write;
-        let entries = report::entries(m, limits);
+        let entries = |format| report::entries(m, limits, format);
         for (file, text) in [
-            (self.meta, report::to_meta(&entries)),
-            (self.json, report::to_json(&entries)),
+            (self.meta, report::to_meta(&entries(report::Format::Meta))),
+            (self.json, report::to_json(&entries(report::Format::Json))),
         ] {
             if let Some((path, mut f)) = file {
                 f.write_all(text.as_bytes()).map_err(|e| {
