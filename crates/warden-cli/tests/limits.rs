@@ -1001,6 +1001,158 @@ fn output_limit_without_redirection() {
         .expect_output_cut("warden's stdout", &r.out.stdout);
 }
 
+// ---- 9b. the controlling terminal -----------------------------------------------------------------
+
+/// util-linux `script`, which runs a command with a fresh pseudo-terminal as its controlling
+/// terminal and copies what reaches the terminal to its own stdout.
+const SCRIPT: &str = "/usr/bin/script";
+
+/// `text` quoted for `sh`.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `warden run --report R OPTS... -- CMD...` as `who`, with a pseudo-terminal of its own as its
+/// controlling terminal (and warden's stdin, stdout and stderr). The run's stdout is what
+/// reached the terminal, from warden or from the program.
+fn under_terminal(who: As, label: &str, opts: &[&str], cmd_args: &[&str]) -> Run {
+    let dir = common::workdir().join("limits-reports");
+    std::fs::create_dir_all(&dir).unwrap();
+    common::chmod(&dir, 0o777);
+    let report = dir.join(format!("{}.report", seq()));
+    let _ = std::fs::remove_file(&report);
+    let mut line = vec![common::warden().to_owned(), "run".into(), "--report".into()];
+    line.push(s(&report).to_owned());
+    line.extend(opts.iter().map(|o| o.to_string()));
+    line.push("--".into());
+    line.extend(cmd_args.iter().map(|a| a.to_string()));
+    let line: Vec<String> = line.iter().map(|a| sh_quote(a)).collect();
+    // -q: no banner; -e: script exits with warden's status; -c: run this; /dev/null: no typescript.
+    let script = [SCRIPT, "-qec", &line.join(" "), "/dev/null"];
+    let mut cmd = match who {
+        As::Me => Command::new(SCRIPT),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(SCRIPT);
+            c
+        }
+    };
+    cmd.args(&script[1..])
+        .current_dir(common::workdir())
+        .stdin(Stdio::null())
+        .env("PATH", SYSTEM_PATH)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .env("TMPDIR", std::env::temp_dir());
+    let (out, elapsed) = finish_with(cmd, DEADLINE, |_| {});
+    let report_text = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_file(&report);
+    Run {
+        label: format!(
+            "{label} under warden {} on a terminal as {who:?}",
+            opts.join(" ")
+        ),
+        out,
+        elapsed,
+        report: parse_report(&report_text),
+        report_text,
+    }
+}
+
+/// Whether `test` can run here: it needs util-linux `script` (prints a SKIP line if not).
+fn have_script(test: &str) -> bool {
+    let there = Path::new(SCRIPT).exists();
+    if !there {
+        eprintln!("SKIP {test}: needs {SCRIPT} (util-linux) to give warden a terminal");
+    }
+    there
+}
+
+/// The sandbox has no controlling terminal: a program writing 200,000 bytes to /dev/tty under
+/// `--output-limit 100` gets ENXIO (what the kernel tells any process without one), and nothing
+/// of it reaches the terminal warden runs on. Programs that probe for a terminal behave as they
+/// do natively without one, and a shell's background job still works.
+fn tty_is_not_a_way_around_the_output_limit(who: As) {
+    if !have_script("tty_is_not_a_way_around_the_output_limit") {
+        return;
+    }
+    let (prog, bin) = program("limit_tty");
+    let out = open_dir("tty", who).join("out");
+    let opts = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--output-limit",
+        "100",
+        "--stdout",
+        s(&out),
+    ];
+    let r = under_terminal(who, "limit_tty 200000", &opts, &[&prog, "200000"]);
+    let terminal = r.stdout();
+    r.expect_ok()
+        .expect_file(&out, "tty=ENXIO\n")
+        .expect_int_in("output", ..=100)
+        .ensure(
+            !terminal.contains('Z') && terminal.len() < 200,
+            format_args!(
+                "{} bytes reached the terminal, want nothing of the program's",
+                terminal.len()
+            ),
+        );
+
+    // Probes for a terminal, natively without one (a session of its own, stdin /dev/null) and
+    // in the sandbox run on a terminal with stdin /dev/null.
+    let probe = "tty; echo tty=$?; test -t 0; echo t0=$?; \
+                 if (: >/dev/tty) 2>/dev/null; then echo ctty=yes; else echo ctty=no; fi; \
+                 sleep 0.1 & wait $!; echo job=$?";
+    let native = Command::new("/usr/bin/setsid")
+        .args(["-w", "/bin/sh", "-c", probe])
+        .stdin(Stdio::null())
+        .output()
+        .expect("setsid runs");
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    assert!(native.contains("ctty=no"), "natively: {native}");
+    let out = open_dir("tty-probe", who).join("out");
+    let opts = ["--stdin", "/dev/null", "--stdout", s(&out)];
+    under_terminal(who, "sh probing", &opts, &["/bin/sh", "-c", probe])
+        .expect_ok()
+        .expect_file(&out, &native);
+}
+
+/// `--tty` (alias `--interactive`): the program keeps warden's terminal, and what it writes
+/// there reaches it (and is not counted by `--output-limit`, as the README says).
+fn tty_flag_keeps_the_terminal(who: As) {
+    if !have_script("tty_flag_keeps_the_terminal") {
+        return;
+    }
+    let (prog, bin) = program("limit_tty");
+    for flag in ["--tty", "--interactive"] {
+        let out = open_dir("tty-kept", who).join("out");
+        let opts = [
+            flag,
+            "--read",
+            &bin,
+            "--exec",
+            &bin,
+            "--output-limit",
+            "100",
+            "--stdout",
+            s(&out),
+        ];
+        let r = under_terminal(who, "limit_tty 200000", &opts, &[&prog, "200000"]);
+        let zs = r.out.stdout.iter().filter(|&&b| b == b'Z').count();
+        r.expect_ok()
+            .expect_file(&out, "tty=OK wrote=200000\n")
+            .expect_int_in("output", ..=100)
+            .ensure(
+                zs == 200_000,
+                format_args!("{zs} of the 200000 bytes reached the terminal"),
+            );
+    }
+}
+
 // ---- 10. redirection, environment, starting directory ---------------------------------------------
 
 fn redirection(who: As) {
@@ -1857,6 +2009,12 @@ both! {
         stdout_and_stderr_may_share_a_file_as_nobody;
     output_both_streams: output_limit_counts_stdout_and_stderr_together,
         output_limit_counts_stdout_and_stderr_together_as_nobody;
+
+    // 9b. the controlling terminal
+    tty_is_not_a_way_around_the_output_limit: dev_tty_is_enxio_without_tty_flag,
+        dev_tty_is_enxio_without_tty_flag_as_nobody;
+    tty_flag_keeps_the_terminal: tty_flag_keeps_the_controlling_terminal,
+        tty_flag_keeps_the_controlling_terminal_as_nobody;
 
     // 10. redirection, environment, starting directory
     redirection: redirection_files_are_opened_by_warden,
