@@ -99,6 +99,11 @@ pub struct RunArgs {
     /// 2 are passed).
     #[arg(long = "pass-fd", value_name = "N", help_heading = "Environment")]
     pass_fd: Vec<i32>,
+    /// Let the program keep warden's controlling terminal (an interactive run): it can open
+    /// /dev/tty, and what it writes there is not counted by --output-limit nor redirected by
+    /// --stdout. Without it the sandbox has no controlling terminal and /dev/tty is ENXIO.
+    #[arg(long, alias = "interactive", help_heading = "Environment")]
+    tty: bool,
 
     /// Write a report of the run as isolate-style key:value lines to FILE.
     #[arg(long, alias = "meta", value_name = "FILE", help_heading = "Report")]
@@ -144,6 +149,7 @@ pub fn main(args: RunArgs) -> i32 {
         pass_fds: args.pass_fd,
         report: args.report,
         report_json: args.report_json,
+        terminal: args.tty,
         fast_path: match args.fast_path.as_str() {
             "always" => FastPath::Always,
             "never" => FastPath::Never,

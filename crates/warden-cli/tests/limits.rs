@@ -95,6 +95,40 @@ fn parse_report(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The statuses isolate's documentation names: the only ones its callers know.
+const ISOLATE_STATUSES: [&str; 4] = ["RE", "SG", "TO", "XX"];
+
+/// What a caller of isolate concludes from a meta file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CmsVerdict {
+    Ok,
+    SandboxError,
+    Timeout,
+    TimeoutWall,
+    MemoryLimit,
+    Signal(i32),
+    NonzeroReturn(i32),
+}
+
+/// Reads a meta file the way CMS does (`IsolateSandbox.get_exit_status` in
+/// cms/grading/Sandbox.py): `XX` first, then `TO` (wall when the message says so), then `SG`,
+/// which is a memory kill when the key `cg-oom-killed` is merely present, then `RE`; any other
+/// status, or none, is a success.
+fn cms_verdict(meta: &BTreeMap<String, String>) -> CmsVerdict {
+    let num = |k: &str| meta.get(k).and_then(|v| v.parse().ok()).unwrap_or(-1);
+    match meta.get("status").map(String::as_str) {
+        Some("XX") => CmsVerdict::SandboxError,
+        Some("TO") if meta.get("message").is_some_and(|m| m.contains("wall")) => {
+            CmsVerdict::TimeoutWall
+        }
+        Some("TO") => CmsVerdict::Timeout,
+        Some("SG") if meta.contains_key("cg-oom-killed") => CmsVerdict::MemoryLimit,
+        Some("SG") => CmsVerdict::Signal(num("exitsig")),
+        Some("RE") => CmsVerdict::NonzeroReturn(num("exitcode")),
+        _ => CmsVerdict::Ok,
+    }
+}
+
 fn clip(text: &str) -> String {
     if text.len() > 3000 {
         let mut end = 3000;
@@ -144,6 +178,12 @@ impl Run {
             self.report.contains_key("time-wall"),
             "no report (or no time-wall in it)",
         );
+        if let Some(st) = self.opt("status") {
+            self.ensure(
+                ISOLATE_STATUSES.contains(&st),
+                format_args!("status:{st} is not one of isolate's {ISOLATE_STATUSES:?}"),
+            );
+        }
         if self.opt("status") == Some("XX") {
             return self;
         }
@@ -245,12 +285,10 @@ impl Run {
                 format_args!("want a clean run, but the report has {k}"),
             );
         }
-        // The interface names `cg-oom-killed:1`; a cgroup run that was not killed may say 0.
-        self.ensure(
-            matches!(self.opt("cg-oom-killed"), None | Some("0")),
-            "cg-oom-killed on a clean run",
-        );
-        self.expect_key("exitcode", "0").expect_code(0)
+        // isolate writes the key only when the OOM killer struck; its callers test presence.
+        self.expect_no_key("cg-oom-killed")
+            .expect_key("exitcode", "0")
+            .expect_code(0)
     }
 
     /// `status:WANT` with a message.
@@ -276,6 +314,48 @@ impl Run {
             .expect_key("exitsig", &sig.to_string())
             .expect_no_key("killed")
             .expect_code(128 + sig)
+    }
+
+    /// The run read the way CMS reads an isolate meta file gives `want`.
+    fn expect_cms(&self, want: CmsVerdict) -> &Self {
+        assert_eq!(
+            cms_verdict(&self.report),
+            want,
+            "CMS's verdict\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    /// Killed by the OOM killer under the memory limit, in isolate's words: `SG` by SIGKILL,
+    /// `killed:1`, `cg-oom-killed:1`, a message naming the memory limit; warden exits 137.
+    fn expect_oom_kill(&self) -> &Self {
+        self.expect_status("SG")
+            .expect_killed()
+            .expect_key("cg-oom-killed", "1")
+            .ensure(
+                self.key("message").contains("Memory limit exceeded"),
+                "the message does not name the memory limit",
+            )
+            .expect_cms(CmsVerdict::MemoryLimit)
+    }
+
+    /// Stopped at the output limit, in isolate's words: warden's kill (`SG`, SIGKILL,
+    /// `killed:1`) or, when the program had ended by itself before the kill landed, `RE` with
+    /// its exit code; the message names the output limit either way.
+    fn expect_output_limit(&self) -> &Self {
+        let st = self.status();
+        self.ensure(
+            self.key("message").contains("Output limit exceeded"),
+            "the message does not name the output limit",
+        );
+        match st {
+            "SG" => self.expect_killed(),
+            "RE" => self
+                .expect_no_key("killed")
+                .ensure(self.opt("exitcode").is_some(), "RE without an exit code"),
+            _ => self.ensure(false, format_args!("status {st}, want SG or RE")),
+        }
     }
 
     /// The program's output has the line `want`.
@@ -631,20 +711,23 @@ impl Run {
 }
 
 #[test]
-fn memory_hog_is_ml_under_a_cgroup() {
-    if !memory_cgroup("memory_hog_is_ml_under_a_cgroup") {
+fn memory_hog_is_an_oom_kill_under_a_cgroup() {
+    if !memory_cgroup("memory_hog_is_an_oom_kill_under_a_cgroup") {
         return;
     }
-    sandbox(As::Me, "limit_mem", &["--mem", "128M"], &["400"])
-        .expect_status("ML")
+    // The OOM killer's SIGKILL: SG, killed, cg-oom-killed:1, which CMS reads as a memory kill.
+    let (prog, bin) = program("limit_mem");
+    let opts = ["--read", &bin, "--exec", &bin, "--mem", "128M"];
+    let (r, v) = with_json(As::Me, "limit_mem 400", &opts, &[&prog, "400"]);
+    r.expect_oom_kill()
         .expect_accounting(As::Me)
-        .expect_key("cg-oom-killed", "1")
-        // The OOM killer's SIGKILL.
-        .expect_key("exitsig", "9")
-        .expect_code(137)
         .expect_hog_stopped()
         // 64 MiB .. 128 MiB (+5%), in KiB.
         .expect_int_in("cg-mem", 64 * 1024..=128 * 1024 * 105 / 100);
+    // The JSON keeps warden's own word for it.
+    assert_json_agrees(&r, &v);
+    assert_eq!(v["status"].as_str(), Some("ML"), "JSON: {v}");
+    assert_eq!(v["cg-oom-killed"].as_i64(), Some(1), "JSON: {v}");
 }
 
 /// Under a cgroup the limit is the whole sandbox's: three processes of 64 MiB each do not fit
@@ -654,8 +737,10 @@ fn memory_limit_covers_every_process_under_a_cgroup() {
     if !memory_cgroup("memory_limit_covers_every_process_under_a_cgroup") {
         return;
     }
+    // A child is OOM-killed and the program exits 3 by itself: RE with the key, as isolate.
     sandbox(As::Me, "limit_mem", &["--mem", "128M"], &["64", "3"])
-        .expect_status("ML")
+        .expect_status("RE")
+        .expect_key("exitcode", "3")
         .expect_accounting(As::Me)
         .expect_key("cg-oom-killed", "1")
         .expect_stdout_lacks("all done", "the three processes all got their 64 MiB");
@@ -836,7 +921,7 @@ fn output_to_file(who: As, test: &str, bytes: usize) -> (Run, Vec<u8>) {
 
 fn output_over_limit(who: As) {
     let (r, got) = output_to_file(who, "output-over", 10 << 20);
-    r.expect_status("OL")
+    r.expect_output_limit()
         .expect_killed()
         .expect_output_cut("--stdout", &got)
         .ensure(
@@ -866,7 +951,7 @@ fn output_under_limit(who: As) {
 fn output_one_byte_over(who: As) {
     let exact: usize = 1 << 20;
     let (r, got) = output_to_file(who, "output-one-over", exact + 1);
-    r.expect_status("OL").ensure(
+    r.expect_output_limit().ensure(
         got.len() <= exact && is_output_prefix(&got),
         format_args!("{} bytes reached the file", got.len()),
     );
@@ -891,7 +976,7 @@ fn output_both_streams(who: As) {
     let opts = ["--output-limit", "1M", "--stdout", s(&o), "--stderr", s(&e)];
     let r = sandbox(who, "limit_output", &opts, &["600000", "600000"]);
     let (out, err) = (read_bytes(&o), read_bytes(&e));
-    r.expect_status("OL")
+    r.expect_output_limit()
         .expect_killed()
         .ensure(
             out == pattern(600_000),
@@ -916,9 +1001,161 @@ fn output_limit_without_redirection() {
         &["--output-limit", "1M"],
         &["10485760"],
     );
-    r.expect_status("OL")
+    r.expect_output_limit()
         .expect_killed()
         .expect_output_cut("warden's stdout", &r.out.stdout);
+}
+
+// ---- 9b. the controlling terminal -----------------------------------------------------------------
+
+/// util-linux `script`, which runs a command with a fresh pseudo-terminal as its controlling
+/// terminal and copies what reaches the terminal to its own stdout.
+const SCRIPT: &str = "/usr/bin/script";
+
+/// `text` quoted for `sh`.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `warden run --report R OPTS... -- CMD...` as `who`, with a pseudo-terminal of its own as its
+/// controlling terminal (and warden's stdin, stdout and stderr). The run's stdout is what
+/// reached the terminal, from warden or from the program.
+fn under_terminal(who: As, label: &str, opts: &[&str], cmd_args: &[&str]) -> Run {
+    let dir = common::workdir().join("limits-reports");
+    std::fs::create_dir_all(&dir).unwrap();
+    common::chmod(&dir, 0o777);
+    let report = dir.join(format!("{}.report", seq()));
+    let _ = std::fs::remove_file(&report);
+    let mut line = vec![common::warden().to_owned(), "run".into(), "--report".into()];
+    line.push(s(&report).to_owned());
+    line.extend(opts.iter().map(|o| o.to_string()));
+    line.push("--".into());
+    line.extend(cmd_args.iter().map(|a| a.to_string()));
+    let line: Vec<String> = line.iter().map(|a| sh_quote(a)).collect();
+    // -q: no banner; -e: script exits with warden's status; -c: run this; /dev/null: no typescript.
+    let script = [SCRIPT, "-qec", &line.join(" "), "/dev/null"];
+    let mut cmd = match who {
+        As::Me => Command::new(SCRIPT),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(SCRIPT);
+            c
+        }
+    };
+    cmd.args(&script[1..])
+        .current_dir(common::workdir())
+        .stdin(Stdio::null())
+        .env("PATH", SYSTEM_PATH)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .env("TMPDIR", std::env::temp_dir());
+    let (out, elapsed) = finish_with(cmd, DEADLINE, |_| {});
+    let report_text = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_file(&report);
+    Run {
+        label: format!(
+            "{label} under warden {} on a terminal as {who:?}",
+            opts.join(" ")
+        ),
+        out,
+        elapsed,
+        report: parse_report(&report_text),
+        report_text,
+    }
+}
+
+/// Whether `test` can run here: it needs util-linux `script` (prints a SKIP line if not).
+fn have_script(test: &str) -> bool {
+    let there = Path::new(SCRIPT).exists();
+    if !there {
+        eprintln!("SKIP {test}: needs {SCRIPT} (util-linux) to give warden a terminal");
+    }
+    there
+}
+
+/// The sandbox has no controlling terminal: a program writing 200,000 bytes to /dev/tty under
+/// `--output-limit 100` gets ENXIO (what the kernel tells any process without one), and nothing
+/// of it reaches the terminal warden runs on. Programs that probe for a terminal behave as they
+/// do natively without one, and a shell's background job still works.
+fn tty_is_not_a_way_around_the_output_limit(who: As) {
+    if !have_script("tty_is_not_a_way_around_the_output_limit") {
+        return;
+    }
+    let (prog, bin) = program("limit_tty");
+    let out = open_dir("tty", who).join("out");
+    let opts = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--output-limit",
+        "100",
+        "--stdout",
+        s(&out),
+    ];
+    let r = under_terminal(who, "limit_tty 200000", &opts, &[&prog, "200000"]);
+    let terminal = r.stdout();
+    r.expect_ok()
+        .expect_file(&out, "tty=ENXIO\n")
+        .expect_int_in("output", ..=100)
+        .ensure(
+            !terminal.contains('Z') && terminal.len() < 200,
+            format_args!(
+                "{} bytes reached the terminal, want nothing of the program's",
+                terminal.len()
+            ),
+        );
+
+    // Probes for a terminal, natively without one (a session of its own, stdin /dev/null) and
+    // in the sandbox run on a terminal with stdin /dev/null.
+    let probe = "tty; echo tty=$?; test -t 0; echo t0=$?; \
+                 if (: >/dev/tty) 2>/dev/null; then echo ctty=yes; else echo ctty=no; fi; \
+                 sleep 0.1 & wait $!; echo job=$?";
+    let native = Command::new("/usr/bin/setsid")
+        .args(["-w", "/bin/sh", "-c", probe])
+        .stdin(Stdio::null())
+        .output()
+        .expect("setsid runs");
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    assert!(native.contains("ctty=no"), "natively: {native}");
+    let out = open_dir("tty-probe", who).join("out");
+    let opts = ["--stdin", "/dev/null", "--stdout", s(&out)];
+    under_terminal(who, "sh probing", &opts, &["/bin/sh", "-c", probe])
+        .expect_ok()
+        .expect_file(&out, &native);
+}
+
+/// `--tty` (alias `--interactive`): the program keeps warden's terminal, and what it writes
+/// there reaches it (and is not counted by `--output-limit`, as the README says).
+fn tty_flag_keeps_the_terminal(who: As) {
+    if !have_script("tty_flag_keeps_the_terminal") {
+        return;
+    }
+    let (prog, bin) = program("limit_tty");
+    for flag in ["--tty", "--interactive"] {
+        let out = open_dir("tty-kept", who).join("out");
+        let opts = [
+            flag,
+            "--read",
+            &bin,
+            "--exec",
+            &bin,
+            "--output-limit",
+            "100",
+            "--stdout",
+            s(&out),
+        ];
+        let r = under_terminal(who, "limit_tty 200000", &opts, &[&prog, "200000"]);
+        let zs = r.out.stdout.iter().filter(|&&b| b == b'Z').count();
+        r.expect_ok()
+            .expect_file(&out, "tty=OK wrote=200000\n")
+            .expect_int_in("output", ..=100)
+            .ensure(
+                zs == 200_000,
+                format_args!("{zs} of the 200000 bytes reached the terminal"),
+            );
+    }
 }
 
 // ---- 10. redirection, environment, starting directory ---------------------------------------------
@@ -1429,6 +1666,10 @@ fn with_json(who: As, label: &str, opts: &[&str], cmd_args: &[&str]) -> (Run, se
 fn assert_json_agrees(r: &Run, v: &serde_json::Value) {
     let ctx = format!("JSON: {v}\n{}", r.dump());
     for (k, val) in &r.report {
+        if k == "status" {
+            // Compared below: the two formats word it differently.
+            continue;
+        }
         let j = if let Some(fam) = k.strip_prefix("delegated-") {
             &v["delegated-families"][fam]
         } else {
@@ -1448,12 +1689,24 @@ fn assert_json_agrees(r: &Run, v: &serde_json::Value) {
             _ => assert_eq!(j.as_str(), Some(val.as_str()), "{k}\n{ctx}"),
         }
     }
-    let want_status = r.opt("status").unwrap_or("OK");
-    assert_eq!(
-        v["status"].as_str(),
-        Some(want_status),
-        "status in the JSON\n{ctx}"
+    // The JSON keeps warden's finer status; the meta file says what isolate would.
+    let meta_status = r.opt("status").unwrap_or("OK");
+    let json_status = v["status"].as_str().unwrap_or("none");
+    let agree = match json_status {
+        "ML" | "OL" => ["SG", "RE"].contains(&meta_status),
+        other => other == meta_status,
+    };
+    assert!(
+        agree,
+        "status {json_status} in the JSON, {meta_status} in the meta file\n{ctx}"
     );
+    // The JSON has cg-oom-killed (0 or 1) wherever a cgroup counted; the meta file only at 1.
+    if r.opt("cg-oom-killed").is_none() {
+        assert!(
+            matches!(v["cg-oom-killed"].as_i64(), None | Some(0)),
+            "cg-oom-killed\n{ctx}"
+        );
+    }
 }
 
 fn report_cost_keys(who: As) {
@@ -1490,6 +1743,45 @@ fn report_cost_keys(who: As) {
         .expect_int_in("denied", 1..);
     assert_json_agrees(&r, &v);
     assert_eq!(v["exitcode"].as_i64(), Some(1), "JSON exitcode: {v}");
+}
+
+/// What isolate's callers conclude from warden's meta file, for each way a run ends: read as
+/// CMS reads it, a segfault is a signal (not a memory kill), a timeout a timeout, a nonzero exit
+/// a nonzero exit and a clean run a success (no `status` key at all, as isolate). The memory
+/// kill is [`memory_hog_is_an_oom_kill_under_a_cgroup`] (it needs root and a memory cgroup).
+fn isolate_callers_read_the_meta_file(who: As) {
+    // SIGSEGV: SG with its signal, no cg-oom-killed key.
+    sandbox(who, "limit_stack", &["--stack", "8M"], &["65536"])
+        .expect_signal(libc::SIGSEGV)
+        .expect_no_key("cg-oom-killed")
+        .expect_cms(CmsVerdict::Signal(libc::SIGSEGV));
+    // The CPU limit: TO, killed.
+    sandbox(
+        who,
+        "limit_cpu",
+        &["--time", "0.3", "--extra-time", "0.1"],
+        &["spin", "inf"],
+    )
+    .expect_status("TO")
+    .expect_killed()
+    .expect_no_key("cg-oom-killed")
+    .expect_cms(CmsVerdict::Timeout);
+    // The wall-clock limit: TO, and the message says wall.
+    sandbox_cmd(who, "sleep", &["--wall-time", "0.3"], &["/bin/sleep", "5"])
+        .expect_status("TO")
+        .expect_killed()
+        .expect_cms(CmsVerdict::TimeoutWall);
+    // A nonzero exit: RE with the code.
+    sandbox_cmd(who, "exit 3", &[], &["/bin/sh", "-c", "exit 3"])
+        .expect_status("RE")
+        .expect_key("exitcode", "3")
+        .expect_no_key("killed")
+        .expect_no_key("cg-oom-killed")
+        .expect_cms(CmsVerdict::NonzeroReturn(3));
+    // A clean run: no status, no cg-oom-killed.
+    sandbox_cmd(who, "true", &[], &["/bin/true"])
+        .expect_ok()
+        .expect_cms(CmsVerdict::Ok);
 }
 
 #[test]
@@ -1581,7 +1873,7 @@ fn policy_limits(who: As) {
     let procs = policy_file(&d, "procs.policy", "limit-processes 10\nlimit-output 1M\n");
     ten_processes(who, &["--policy", &procs], "bomb", "1000", "forks", |_| {});
     sandbox(who, "limit_output", &["--policy", &procs], &["10485760"])
-        .expect_status("OL")
+        .expect_output_limit()
         .expect_killed();
 }
 
@@ -1593,7 +1885,7 @@ fn memory_limit_from_a_policy_file() {
     }
     let d = open_dir("policy-mem", As::Me);
     let p = policy_file(&d, "mem.policy", "limit-mem 128M\n");
-    sandbox(As::Me, "limit_mem", &["--policy", &p], &["400"]).expect_status("ML");
+    sandbox(As::Me, "limit_mem", &["--policy", &p], &["400"]).expect_oom_kill();
     let opts = ["--policy", &p, "--mem", "512M"];
     sandbox(As::Me, "limit_mem", &opts, &["400"])
         .expect_ok()
@@ -1727,6 +2019,12 @@ both! {
     output_both_streams: output_limit_counts_stdout_and_stderr_together,
         output_limit_counts_stdout_and_stderr_together_as_nobody;
 
+    // 9b. the controlling terminal
+    tty_is_not_a_way_around_the_output_limit: dev_tty_is_enxio_without_tty_flag,
+        dev_tty_is_enxio_without_tty_flag_as_nobody;
+    tty_flag_keeps_the_terminal: tty_flag_keeps_the_controlling_terminal,
+        tty_flag_keeps_the_controlling_terminal_as_nobody;
+
     // 10. redirection, environment, starting directory
     redirection: redirection_files_are_opened_by_warden,
         redirection_files_are_opened_by_warden_as_nobody;
@@ -1753,7 +2051,9 @@ both! {
     report_time_all_processes: report_time_covers_every_process,
         report_time_covers_every_process_as_nobody;
 
-    // 13. the sandbox's own cost in the report, and
+    // 13. the sandbox's own cost in the report, and what isolate's callers read in it
+    isolate_callers_read_the_meta_file: meta_file_reads_right_to_isolate_callers,
+        meta_file_reads_right_to_isolate_callers_as_nobody;
     report_cost_keys: report_counts_the_sandbox_cost_and_json_agrees,
         report_counts_the_sandbox_cost_and_json_agrees_as_nobody;
 

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Init has no seccomp filter but holds nothing: it closes every descriptor but its channel and
-//! only waits. When it exits the kernel kills every other process of the PID namespace, and it
+//! only waits. Unless asked to keep warden's terminal, init first leaves warden's session
+//! (`setsid`), so the sandbox has no controlling terminal. When it exits the kernel kills every other process of the PID namespace, and it
 //! has `PR_SET_PDEATHSIG(SIGKILL)`, so if warden dies the sandbox dies (invariant 7).
 
 use crate::confine::landlock::Prepared;
@@ -52,6 +53,10 @@ pub struct Command {
     pub rlimits: Vec<(Resource, u64)>,
     /// CPUs the whole sandbox runs on (`None`: wherever warden may).
     pub cpus: Option<CpuSet>,
+    /// Keep warden's session and controlling terminal (`warden run --tty`). Otherwise the
+    /// sandbox runs in a session of its own without one, so `/dev/tty` (which would bypass
+    /// `--stdout` and `--output-limit`) is `ENXIO` inside, as for any process without a terminal.
+    pub keep_terminal: bool,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -391,6 +396,15 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // The private network namespace starts with loopback down; bring it up so processes of the
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
+    if !child.cmd.keep_terminal {
+        // A session of the sandbox's own, without a controlling terminal: the program and all it
+        // starts inherit it. Init is never a process-group leader (it is a fresh child of
+        // warden's), so this cannot fail but for a kernel that says otherwise.
+        if let Err(e) = rustix::process::setsid() {
+            fail(channel.as_fd(), Stage::Resources, &e.into());
+            process::exit_now(1);
+        }
+    }
     if let Some(cpus) = &child.cmd.cpus {
         // Before the fork, so the program and everything it starts inherit it.
         if let Err(e) = rustix::thread::sched_setaffinity(None, cpus) {

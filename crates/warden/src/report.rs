@@ -1,8 +1,12 @@
 //! The run report: how the program ended, what it used, and what the sandbox cost.
 //!
-//! `--report FILE` writes `key:value` lines compatible with isolate's meta file (a judge that
-//! parses isolate's output parses warden's); `--report-json FILE` writes the same keys as one
-//! JSON object. Keys (isolate's first, then warden's own):
+//! `--report FILE` writes isolate's meta file (`key:value` lines) and speaks only isolate's
+//! words there, so that isolate's own callers read it right: `status` is one of `RE`, `SG`,
+//! `TO`, `XX` (absent when the run was OK), and `cg-oom-killed:1` appears only when the OOM
+//! killer struck (CMS takes the key's mere presence for a memory kill). `--report-json FILE`
+//! writes the same keys as one JSON object with warden's finer status (`OK`, `RE`, `SG`, `TO`,
+//! `ML`, `OL`, `XX`, always present) and `cg-oom-killed` as `0` or `1` under a cgroup.
+//! Keys (isolate's first, then warden's own):
 //!
 //! | key | meaning |
 //! | --- | --- |
@@ -11,11 +15,12 @@
 //! | `max-rss` | KiB, the largest resident size of any one process |
 //! | `csw-voluntary`, `csw-forced` | context switches of every process |
 //! | `exitcode` / `exitsig` | how the program ended (one of them) |
-//! | `killed` | `1` when warden's kill for a limit is what ended the program |
-//! | `status` | only when not OK, as isolate: `RE` nonzero exit, `SG` fatal signal, `TO` time limit, `ML` memory limit, `OL` output limit, `XX` warden could not run it (JSON: always, `OK` on success) |
+//! | `killed` | `1` when the sandbox killed the program for a limit (warden's kill, or the OOM killer under the memory limit) |
+//! | `status` | see [`Status::meta_code`] (meta) and [`Status::code`] (JSON) |
 //! | `message` | a sentence when not OK |
 //! | `cg-mem`, `cg-oom-killed` | KiB peak of the sandbox's memory cgroup, and whether the OOM killer struck |
 //! | `accounting` | `cgroup-v2`, `cgroup-v1` or `rusage`: where the figures come from |
+//! | `output` | bytes passed on, when `--output-limit` was in force |
 //! | `delegated`, `delegated-FAMILY` | calls the agent performed, in all and per family |
 //! | `denied` | policy decisions that refused a call |
 //! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
@@ -27,7 +32,7 @@ use serde_json::{Map, Value};
 use std::time::Duration;
 use warden_policy::Limits;
 
-/// How the run ended, in isolate's words.
+/// How the run ended: warden's verdict (the JSON report's `status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// Exit status 0.
@@ -47,7 +52,7 @@ pub enum Status {
 }
 
 impl Status {
-    /// The two-letter code.
+    /// The two-letter code of the JSON report (warden's own: `ML` and `OL` are not isolate's).
     pub fn code(self) -> &'static str {
         match self {
             Status::Ok => "OK",
@@ -59,6 +64,36 @@ impl Status {
             Status::Internal => "XX",
         }
     }
+
+    /// The meta file's `status`: only isolate's four codes, and none for an OK run. A limit
+    /// isolate has no status for is told by how the program ended: killed by a signal (the OOM
+    /// killer's, or warden's kill at the output limit) is `SG`, with `exitsig`, `killed:1` and
+    /// the message naming the limit; a program that ended by itself before the kill (its output
+    /// cut at the limit, or a child of it OOM-killed) is `RE`, whatever its exit code, so that
+    /// no caller takes the run for a success.
+    pub fn meta_code(self, outcome: Option<Outcome>) -> Option<&'static str> {
+        Some(match self {
+            Status::Ok => return None,
+            Status::RuntimeError => "RE",
+            Status::Signal => "SG",
+            Status::Timeout => "TO",
+            Status::Internal => "XX",
+            Status::MemoryLimit | Status::OutputLimit => match outcome {
+                Some(Outcome::Signaled(_)) => "SG",
+                Some(Outcome::Exited(_)) => "RE",
+                _ => "XX",
+            },
+        })
+    }
+}
+
+/// Which report the entries are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `--report`: isolate's meta file, in isolate's words.
+    Meta,
+    /// `--report-json`: warden's finer view.
+    Json,
 }
 
 /// Where the figures come from.
@@ -174,9 +209,11 @@ pub fn classify(m: &Measured, limits: &Limits) -> (Status, Option<String>) {
     }
 }
 
-/// The report as ordered key/value pairs (shared by both formats).
-pub fn entries(m: &Measured, limits: &Limits) -> Vec<(String, Value)> {
+/// The report as ordered key/value pairs for `format` (the two differ only in `status` and
+/// `cg-oom-killed`; see the module's documentation).
+pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Value)> {
     let (status, message) = classify(m, limits);
+    let oom = m.oom_kills.is_some_and(|n| n > 0);
     let secs = |d: Duration| Value::from((d.as_secs_f64() * 1000.0).round() / 1000.0);
     let mut out: Vec<(String, Value)> = Vec::new();
     let mut put = |k: &str, v: Value| out.push((k.to_owned(), v));
@@ -190,18 +227,31 @@ pub fn entries(m: &Measured, limits: &Limits) -> Vec<(String, Value)> {
         Some(Outcome::Signaled(sig)) if m.failure.is_none() => put("exitsig", sig.into()),
         _ => {}
     }
-    if m.killed {
+    // The OOM killer's SIGKILL under the sandbox's memory limit is the sandbox killing it.
+    let oom_killed =
+        status == Status::MemoryLimit && m.outcome == Some(Outcome::Signaled(libc::SIGKILL));
+    if m.killed || oom_killed {
         put("killed", 1.into());
     }
-    put("status", status.code().into());
+    match format {
+        Format::Json => put("status", status.code().into()),
+        Format::Meta => {
+            if let Some(code) = status.meta_code(m.outcome) {
+                put("status", code.into());
+            }
+        }
+    }
     if let Some(message) = message {
         put("message", message.into());
     }
     if let Some(peak) = m.cgroup_peak {
         put("cg-mem", (peak / 1024).into());
     }
-    if let Some(kills) = m.oom_kills {
-        put("cg-oom-killed", u64::from(kills > 0).into());
+    // isolate writes the key only when the OOM killer struck, and its callers test presence.
+    match format {
+        Format::Json if m.oom_kills.is_some() => put("cg-oom-killed", u64::from(oom).into()),
+        Format::Meta if oom => put("cg-oom-killed", 1.into()),
+        _ => {}
     }
     put("accounting", m.accounting.name().into());
     if let Some(bytes) = m.output {
@@ -219,13 +269,10 @@ pub fn entries(m: &Measured, limits: &Limits) -> Vec<(String, Value)> {
     out
 }
 
-/// isolate's meta format: `key:value` lines; `status` only when not OK.
+/// isolate's meta format: `key:value` lines (from [`Format::Meta`] entries).
 pub fn to_meta(entries: &[(String, Value)]) -> String {
     let mut text = String::new();
     for (k, v) in entries {
-        if k == "status" && v == "OK" {
-            continue;
-        }
         let v = match v {
             Value::String(s) => s.replace('\n', " "),
             // Seconds as isolate prints them (milliseconds), the agent's time to microseconds.
@@ -247,7 +294,8 @@ pub fn to_meta(entries: &[(String, Value)]) -> String {
     text
 }
 
-/// The same keys as one JSON object; per-family counts gathered in `delegated-families`.
+/// One JSON object (from [`Format::Json`] entries); per-family counts gathered in
+/// `delegated-families`.
 pub fn to_json(entries: &[(String, Value)]) -> String {
     let mut obj = Map::new();
     let mut families = Map::new();
@@ -297,20 +345,122 @@ mod tests {
         }
     }
 
+    fn meta(m: &Measured, limits: &Limits) -> String {
+        to_meta(&entries(m, limits, Format::Meta))
+    }
+
+    fn json(m: &Measured, limits: &Limits) -> Value {
+        serde_json::from_str(&to_json(&entries(m, limits, Format::Json))).unwrap()
+    }
+
     #[test]
-    fn ok_run_meta_has_no_status() {
+    fn ok_run_meta_has_no_status_and_no_oom_key() {
         let m = measured(Outcome::Exited(0));
-        let meta = to_meta(&entries(&m, &Limits::default()));
         assert_eq!(
-            meta,
+            meta(&m, &Limits::default()),
             "time:1.234\ntime-wall:1.500\nmax-rss:2048\ncsw-voluntary:3\ncsw-forced:4\n\
-             exitcode:0\ncg-mem:4096\ncg-oom-killed:0\naccounting:cgroup-v1\ndelegated:13\n\
+             exitcode:0\ncg-mem:4096\naccounting:cgroup-v1\ndelegated:13\n\
              denied:1\nagent-time:0.000250\ndelegated-open:12\ndelegated-exec:1\n"
         );
-        let json: Value = serde_json::from_str(&to_json(&entries(&m, &Limits::default()))).unwrap();
+        let json = json(&m, &Limits::default());
         assert_eq!(json["status"], "OK");
+        // The JSON keeps `cg-oom-killed:0` under a cgroup, as it always has.
+        assert_eq!(json["cg-oom-killed"], 0);
         assert_eq!(json["delegated-families"]["open"], 12);
         assert_eq!(json["time"], 1.234);
+    }
+
+    /// The meta file's `status` lines, `cg-oom-killed` and `killed` for each outcome.
+    fn meta_keys(m: &Measured, limits: &Limits) -> Vec<String> {
+        meta(m, limits)
+            .lines()
+            .filter(|l| {
+                [
+                    "status:",
+                    "cg-oom-killed:",
+                    "killed:",
+                    "exitsig:",
+                    "exitcode:",
+                ]
+                .iter()
+                .any(|k| l.starts_with(k))
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn meta_speaks_only_isolates_statuses() {
+        let none = Limits::default();
+        // A memory kill: SG by SIGKILL, killed, and the OOM key; the JSON keeps ML.
+        let mut m = measured(Outcome::Signaled(libc::SIGKILL));
+        m.oom_kills = Some(1);
+        assert_eq!(
+            meta_keys(&m, &none),
+            ["exitsig:9", "killed:1", "status:SG", "cg-oom-killed:1"]
+        );
+        assert!(meta(&m, &none).contains("message:Memory limit exceeded\n"));
+        let j = json(&m, &none);
+        assert_eq!(
+            (j["status"].as_str(), j["killed"].as_u64()),
+            (Some("ML"), Some(1))
+        );
+        assert_eq!(j["cg-oom-killed"], 1);
+        // A child OOM-killed, the program exited by itself: RE, never OK, and the key.
+        let mut m = measured(Outcome::Exited(0));
+        m.oom_kills = Some(2);
+        assert_eq!(
+            meta_keys(&m, &none),
+            ["exitcode:0", "status:RE", "cg-oom-killed:1"]
+        );
+        assert_eq!(json(&m, &none)["status"], "ML");
+        // A segfault: SG with its signal, and no OOM key at all.
+        let m = measured(Outcome::Signaled(libc::SIGSEGV));
+        assert_eq!(meta_keys(&m, &none), ["exitsig:11", "status:SG"]);
+        // Output limit, killed by warden: SG, exitsig 9, killed; the JSON keeps OL.
+        let mut m = measured(Outcome::Signaled(libc::SIGKILL));
+        m.exceeded = Some(KillReason::Output);
+        m.killed = true;
+        let limits = Limits {
+            output: Some(100),
+            ..Limits::default()
+        };
+        assert_eq!(
+            meta_keys(&m, &limits),
+            ["exitsig:9", "killed:1", "status:SG"]
+        );
+        assert!(meta(&m, &limits).contains("message:Output limit exceeded (100 bytes)\n"));
+        assert_eq!(json(&m, &limits)["status"], "OL");
+        // Output limit, the program done before the kill: RE, whatever its exit code.
+        let mut m = measured(Outcome::Exited(0));
+        m.exceeded = Some(KillReason::Output);
+        assert_eq!(meta_keys(&m, &limits), ["exitcode:0", "status:RE"]);
+        // Never a status outside isolate's four in the meta file.
+        for status in [
+            Status::Ok,
+            Status::RuntimeError,
+            Status::Signal,
+            Status::Timeout,
+            Status::MemoryLimit,
+            Status::OutputLimit,
+            Status::Internal,
+        ] {
+            for outcome in [
+                None,
+                Some(Outcome::Exited(0)),
+                Some(Outcome::Exited(1)),
+                Some(Outcome::Signaled(9)),
+                Some(Outcome::Lost),
+                Some(Outcome::Failed(crate::launch::Stage::Exec, libc::ENOENT)),
+            ] {
+                let code = status.meta_code(outcome);
+                assert!(
+                    code.is_none_or(|c| ["RE", "SG", "TO", "XX"].contains(&c)),
+                    "{status:?} {outcome:?}: {code:?}"
+                );
+                assert_eq!(code.is_none(), status == Status::Ok);
+            }
+        }
     }
 
     #[test]
@@ -344,7 +494,7 @@ mod tests {
         assert!(msg.unwrap().contains("wall"));
         m.failure = Some("cannot run x".into());
         assert_eq!(classify(&m, &none).0, Status::Internal);
-        let meta = to_meta(&entries(&m, &none));
+        let meta = meta(&m, &none);
         assert!(meta.contains("status:XX\nmessage:cannot run x\n"));
         assert!(!meta.contains("exitsig"));
     }

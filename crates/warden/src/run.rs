@@ -61,6 +61,10 @@ pub struct RunConfig {
     pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     /// Whether opens may go straight to the kernel.
     pub fast_path: FastPath,
+    /// Keep warden's controlling terminal in the sandbox (`--tty`): `/dev/tty` then reaches the
+    /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
+    /// terminal and `/dev/tty` is `ENXIO`.
+    pub terminal: bool,
 }
 
 /// `warden run --fast-path`: who decides opens.
@@ -233,10 +237,10 @@ impl Reports {
 
     fn write(self, m: &Measured, limits: &Limits) -> Result<(), Failure> {
         use std::io::Write;
-        let entries = report::entries(m, limits);
+        let entries = |format| report::entries(m, limits, format);
         for (file, text) in [
-            (self.meta, report::to_meta(&entries)),
-            (self.json, report::to_json(&entries)),
+            (self.meta, report::to_meta(&entries(report::Format::Meta))),
+            (self.json, report::to_json(&entries(report::Format::Json))),
         ] {
             if let Some((path, mut f)) = file {
                 f.write_all(text.as_bytes()).map_err(|e| {
@@ -348,6 +352,7 @@ fn run_in(
         pass_fds: cfg.pass_fds.clone(),
         rlimits: limits::rlimits(&limits, cgroup.is_some()),
         cpus,
+        keep_terminal: cfg.terminal,
     };
     let log_file = match &cfg.log {
         Some(p) => Some(
@@ -416,7 +421,7 @@ fn run_in(
     let log =
         Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
     let agent_net_mode = net.mode;
-    let agent = Agent::new(listener, policy, net, ids, log)
+    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     agent.start();
     // `warden ps` and `warden inspect` find the sandbox here; without a registry directory they

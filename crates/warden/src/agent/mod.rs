@@ -79,17 +79,22 @@ pub struct Agent {
     /// Where each path rule was written (`file:line:col`), by rule index, formatted once: a
     /// grant is recorded on every delegated open.
     rule_spans: Vec<Arc<str>>,
+    /// Whether the sandbox shares warden's controlling terminal (`--tty`). When it does not,
+    /// the agent must not open warden's terminal for it: see [`Agent::handle`].
+    terminal: bool,
 }
 
 impl Agent {
     /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`, with the network
-    /// context `net` made from the same policy.
+    /// context `net` made from the same policy; `terminal`: the sandbox shares warden's
+    /// controlling terminal.
     pub fn new(
         listener: OwnedFd,
         policy: Policy,
         net: net::Context,
         ids: IdMap,
         log: Log,
+        terminal: bool,
     ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
@@ -105,6 +110,7 @@ impl Agent {
             grants: Arc::default(),
             rule_spans: policy_spans(&policy),
             policy,
+            terminal,
         }))
     }
 
@@ -277,6 +283,17 @@ impl Agent {
         let Ok(st) = rustix::fs::fstat(&fd) else {
             return Ok(Answer::Fd(fd, cloexec));
         };
+        // /dev/tty (5:0, under any name) opens the *opener's* controlling terminal, and the
+        // opener is the agent, which shares warden's. A sandbox without a terminal of its own
+        // gets the kernel's answer to such a process instead; the descriptor is closed unused.
+        let tty = rustix::fs::makedev(5, 0);
+        if !self.terminal
+            && rustix::fs::FileType::from_raw_mode(st.st_mode)
+                == rustix::fs::FileType::CharacterDevice
+            && st.st_rdev == tty
+        {
+            return Err(libc::ENXIO);
+        }
         if let Some((path, rule)) = client.granted.take() {
             if let Some(rule) = self.rule_spans.get(rule.0) {
                 self.grants
