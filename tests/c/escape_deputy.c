@@ -30,7 +30,7 @@ static const unsigned char fcap[20] = {0x01, 0x00, 0x00, 0x02, 0x02, 0, 0, 0, 0,
 static void meta(const char *rofile, const char *wdir) {
     char f[4096];
     snprintf(f, sizeof f, "%s/x", wdir);
-    int w = open(f, O_CREAT | O_RDWR, 0644);
+    int w = open(f, O_CREAT | O_WRONLY, 0644);
     result_rc("create_x", w);
     result_rc("xattr_user", setxattr(f, "user.warden", "1", 1, 0));
     result_rc("xattr_cap", setxattr(f, "security.capability", fcap, sizeof fcap, 0));
@@ -50,7 +50,7 @@ static void meta(const char *rofile, const char *wdir) {
 }
 
 static void proc_(void) {
-    const char *paths[] = {"/proc/thread-self/../../environ", "/proc/thread-self/../../../proc/self/environ"};
+    const char *paths[] = {"/proc/thread-self/../../environ", "/proc/thread-self/../../../self/environ"};
     const char *names[] = {"thread_self_dotdot", "thread_self_dotdot3"};
     for (int i = 0; i < 2; i++) {
         int fd = open(paths[i], O_RDONLY);
@@ -63,9 +63,9 @@ static void proc_(void) {
     }
     int fd = open("/proc/thread-self/comm", O_RDONLY);
     if (fd < 0)
-        result("thread_self_comm", 0, errno);
+        result("benign_thread_self_comm", 0, errno);
     else
-        report_fd_read("thread_self_comm", fd);
+        report_fd_read("benign_thread_self_comm", fd);
     printf("DONE\n");
 }
 
@@ -216,6 +216,7 @@ static void unixrace(const char *dir, const char *hostsock) {
     int b = bind(srv, (struct sockaddr *)&a, sizeof a);
     result_rc("benign_bind", b);
     listen(srv, 4096);
+    fcntl(srv, F_SETFL, O_NONBLOCK);
     symlink(hostsock, l);
     int c = socket(AF_UNIX, SOCK_STREAM, 0);
     result_rc("benign_connect", connect(c, (struct sockaddr *)&a, sizeof a));
@@ -235,7 +236,6 @@ static void unixrace(const char *dir, const char *hostsock) {
         int acc;
         while ((acc = accept4(srv, NULL, NULL, SOCK_NONBLOCK)) >= 0)
             close(acc);
-        fcntl(srv, F_SETFL, O_NONBLOCK);
     }
     stop = 1;
     pthread_join(t, NULL);
@@ -266,6 +266,7 @@ static void deep(const char *dir) {
         result("chdir", 0, errno);
         return;
     }
+    int top = open(".", O_PATH | O_DIRECTORY);
     char name[] = "dddddddddddd";
     int made = 0;
     for (int i = 0; i < 300; i++) {
@@ -275,8 +276,8 @@ static void deep(const char *dir) {
             break;
         made++;
     }
-    resultf("benign_made", made == 300, errno, "levels=%d", made);
-    chdir(dir);
+    resultf("benign_made", made >= 200, errno, "levels=%d", made);
+    fchdir(top);
     /* A relative path through 280 levels: ENAMETOOLONG from the agent, not memory. */
     static char path[8192];
     size_t o = 0;

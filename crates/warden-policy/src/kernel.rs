@@ -117,6 +117,16 @@ fn allow_plan(
              own /proc/self"
         ));
     }
+    if pattern.is_prefix()
+        && access != Access::Exec
+        && ("/dev/".starts_with(lit) || lit.starts_with("/dev/"))
+    {
+        // A sandbox whose uid maps to root could open a disk through such a rule.
+        return Enforcer::Blocks(format!(
+            "`{pattern}` covers the device nodes in /dev, and Landlock cannot tell a device from a \
+             file; the agent opens a device only where a rule names it exactly"
+        ));
+    }
     if pattern.per_process() {
         return Enforcer::Narrower(
             "Landlock has no rule for a path that means a different process to each caller, so \
@@ -329,6 +339,27 @@ mod tests {
             Enforcer::Agent,
             "unlink is always the agent's"
         );
+    }
+
+    #[test]
+    fn trees_over_dev_keep_opens_with_the_agent() {
+        let dirs = ["/", "/dev", "/dev/pts"];
+        let files = ["/dev/null", "/dev/loop0"];
+        let find = fs(&dirs, &files, &[]);
+        for text in [
+            "path-allow read /dev /dev/*",
+            "path-allow read /dev/pts /dev/pts/*",
+            "path-allow write /dev/*",
+        ] {
+            let p = plan(text, &find);
+            assert!(
+                reasons(&p).iter().any(|r| r.contains("device nodes")),
+                "{text}: {:?}",
+                reasons(&p)
+            );
+        }
+        // A device named exactly is a file rule, which Landlock can say.
+        assert!(plan("path-allow read /dev/null", &find).exact());
     }
 
     #[test]
