@@ -124,7 +124,11 @@ const PRCTL_ALLOWED: &[i32] = &[
 
 /// Compiles the table into a BPF program, for a policy of profile `profile`.
 pub fn compile(profile: Profile) -> Result<Vec<Instruction>, FilterError> {
-    let ctx = context(profile)?;
+    export(&context(profile)?)
+}
+
+/// The BPF program libseccomp makes of `ctx`.
+fn export(ctx: &ScmpFilterContext) -> Result<Vec<Instruction>, FilterError> {
     let mut file = memfd()?;
     ctx.export_bpf(&file).map_err(err("export"))?;
     let mut bytes = Vec::new();
@@ -152,12 +156,7 @@ pub fn compile_argument_denials() -> Result<Vec<Instruction>, FilterError> {
         )
         .map_err(err(d.note))?;
     }
-    let mut file = memfd()?;
-    ctx.export_bpf(&file).map_err(err("export"))?;
-    let mut bytes = Vec::new();
-    file.rewind().map_err(err("rewind"))?;
-    file.read_to_end(&mut bytes).map_err(err("read back"))?;
-    Ok(decode(&bytes))
+    export(&ctx)
 }
 
 /// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.

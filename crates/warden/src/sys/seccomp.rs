@@ -6,36 +6,9 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 pub use warden_filter::{Instruction, AUDIT_ARCH_X86_64};
 
-/// Installs `program` on the calling thread (and so on everything it will fork and exec), with
-/// no listener: a filter whose every verdict is an allow or an errno. The caller must have set
-/// no_new_privs first. Allocates nothing (it runs between fork and exec).
-pub fn install(program: &[Instruction]) -> io::Result<()> {
-    let prog = libc::sock_fprog {
-        len: u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
-        filter: program.as_ptr().cast_mut(),
-    };
-    // SAFETY: SECCOMP_SET_MODE_FILTER reads `prog.len` instructions from `prog.filter`, which
-    // points into `program`, a live slice of exactly that many instructions; the kernel copies
-    // them before returning and keeps no pointer. With no flags it returns 0 or -1.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Installs `program` on the calling thread (and so on everything it will fork and exec) and
-/// returns the listener descriptor. The caller must have set no_new_privs first.
-///
-/// Runs in the sandbox's first process between fork and exec: it allocates nothing.
-pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
+/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, program)`: the raw return value (a listener
+/// descriptor with `NEW_LISTENER`, else 0). Allocates nothing (it runs between fork and exec).
+fn set_filter(program: &[Instruction], flags: libc::c_ulong) -> io::Result<i64> {
     let prog = libc::sock_fprog {
         len: u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
         filter: program.as_ptr().cast_mut(),
@@ -47,16 +20,34 @@ pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            // WAIT_KILLABLE_RECV: once the agent has received a request, only a fatal signal
-            // interrupts the caller's wait. Otherwise a signal would restart the call after the
-            // agent had already performed it (creating a file twice, say).
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+            flags,
             &prog as *const libc::sock_fprog,
         )
     };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(rc)
+}
+
+/// Installs `program` on the calling thread (and so on everything it will fork and exec), with
+/// no listener: a filter whose every verdict is an allow or an errno. The caller must have set
+/// no_new_privs first.
+pub fn install(program: &[Instruction]) -> io::Result<()> {
+    set_filter(program, 0).map(drop)
+}
+
+/// Installs `program` on the calling thread (and so on everything it will fork and exec) and
+/// returns the listener descriptor. The caller must have set no_new_privs first.
+///
+/// Runs in the sandbox's first process between fork and exec: it allocates nothing.
+pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
+    // WAIT_KILLABLE_RECV: once the agent has received a request, only a fatal signal
+    // interrupts the caller's wait. Otherwise a signal would restart the call after the
+    // agent had already performed it (creating a file twice, say).
+    let flags =
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+    let rc = set_filter(program, flags as libc::c_ulong)?;
     // SAFETY: with NEW_LISTENER, success returns a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(rc as i32) })
 }
