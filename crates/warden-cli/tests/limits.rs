@@ -590,6 +590,22 @@ fn cpu_time_over_limit(who: As) {
         .expect_stdout_lacks("spun", "the busy loop ended by itself?");
 }
 
+/// Issue 18, item 1: eight threads that only stat() a long path make warden's agent burn the
+/// CPU. That time is the sandbox's: the run ends as a timeout long before its wall limit, and
+/// the report counts the agent's share in `time` (before: `time:0.2`, status OK, 13 s of CPU in
+/// warden, only `--wall-time` stopped it).
+fn cpu_time_spent_by_the_agent(who: As) {
+    let opts = ["--time", "1", "--wall-time", "20"];
+    let r = sandbox(who, "limit_agent_cpu", &opts, &["15"]);
+    r.expect_status("TO")
+        .expect_killed()
+        .expect_elapsed_under(Duration::from_secs(10))
+        .expect_num_in("time", 1.0..4.0)
+        .expect_num_in("agent-cpu", 0.3..4.0)
+        .expect_stdout_lacks("calls=", "the storm ran to its end");
+    assert!(r.num("agent-mem") > 0.0, "{}", r.dump());
+}
+
 fn cpu_time_under_limit(who: As) {
     sandbox(who, "limit_cpu", &["--time", "2"], &["spin", "0.2"])
         .expect_ok()
@@ -1970,6 +1986,8 @@ both! {
         cpu_time_counts_every_process_of_the_sandbox_as_nobody;
     cpu_time_of_dead_children: cpu_time_counts_reaped_and_orphaned_children,
         cpu_time_counts_reaped_and_orphaned_children_as_nobody;
+    cpu_time_spent_by_the_agent: cpu_time_counts_the_agents_work,
+        cpu_time_counts_the_agents_work_as_nobody;
 
     // 2. wall time
     wall_time_over_limit: wall_time_over_limit_is_to,

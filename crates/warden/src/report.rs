@@ -10,7 +10,7 @@
 //!
 //! | key | meaning |
 //! | --- | --- |
-//! | `time` | CPU seconds (user+sys) of every process of the sandbox |
+//! | `time` | CPU seconds (user+sys) of every process of the sandbox, and of the agent's work for it (`agent-cpu`) |
 //! | `time-wall` | wall-clock seconds from start to the program's end |
 //! | `max-rss` | KiB, the largest resident size of any one process |
 //! | `csw-voluntary`, `csw-forced` | context switches of every process |
@@ -24,6 +24,8 @@
 //! | `delegated`, `delegated-FAMILY` | calls the agent performed, in all and per family |
 //! | `denied` | policy decisions that refused a call |
 //! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
+//! | `agent-cpu` | CPU seconds the agent's workers spent on the calls; included in `time` and in `--time` |
+//! | `agent-mem` | KiB, warden's own peak resident size (the agent's memory, for this sandbox alone) |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -151,6 +153,8 @@ pub struct Measured {
     pub output: Option<u64>,
     /// What the agent did.
     pub agent: StatsSnapshot,
+    /// warden's own peak resident size, KiB (the agent's memory; one warden per sandbox).
+    pub agent_mem_kib: u64,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -263,6 +267,11 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         "agent-time",
         Value::from((m.agent.busy.as_secs_f64() * 1e6).round() / 1e6),
     );
+    put(
+        "agent-cpu",
+        Value::from((m.agent.cpu.as_secs_f64() * 1e6).round() / 1e6),
+    );
+    put("agent-mem", m.agent_mem_kib.into());
     for &(family, n) in &m.agent.calls {
         put(&format!("delegated-{}", family.name()), n.into());
     }
@@ -278,7 +287,7 @@ pub fn to_meta(entries: &[(String, Value)]) -> String {
             // Seconds as isolate prints them (milliseconds), the agent's time to microseconds.
             Value::Number(n) if n.is_f64() => {
                 let f = n.as_f64().unwrap_or(0.0);
-                if k == "agent-time" {
+                if k == "agent-time" || k == "agent-cpu" {
                     format!("{f:.6}")
                 } else {
                     format!("{f:.3}")
@@ -341,7 +350,9 @@ mod tests {
                 allowed: 12,
                 denied: 1,
                 busy: Duration::from_micros(250),
+                cpu: Duration::from_micros(200),
             },
+            agent_mem_kib: 3000,
         }
     }
 
@@ -360,7 +371,8 @@ mod tests {
             meta(&m, &Limits::default()),
             "time:1.234\ntime-wall:1.500\nmax-rss:2048\ncsw-voluntary:3\ncsw-forced:4\n\
              exitcode:0\ncg-mem:4096\naccounting:cgroup-v1\ndelegated:13\n\
-             denied:1\nagent-time:0.000250\ndelegated-open:12\ndelegated-exec:1\n"
+             denied:1\nagent-time:0.000250\nagent-cpu:0.000200\nagent-mem:3000\n\
+             delegated-open:12\ndelegated-exec:1\n"
         );
         let json = json(&m, &Limits::default());
         assert_eq!(json["status"], "OK");

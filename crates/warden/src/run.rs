@@ -470,9 +470,11 @@ fn run_in(
                 }
             },
         };
+        let a = Arc::clone(&agent);
         limits::watch_time(
             &limits,
             cpu,
+            Arc::new(move || a.stats.cpu()),
             started,
             Arc::clone(&launched),
             Arc::clone(&verdicts),
@@ -526,6 +528,9 @@ fn run_in(
         cg.remove();
     }
     measured.agent = agent.stats.snapshot();
+    // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
+    measured.cpu += measured.agent.cpu;
+    measured.agent_mem_kib = crate::sys::process::peak_rss_kib();
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);
     }

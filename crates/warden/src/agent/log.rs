@@ -216,6 +216,7 @@ pub struct Stats {
     allowed: AtomicU64,
     denied: AtomicU64,
     busy_ns: AtomicU64,
+    cpu_ns: AtomicU64,
 }
 
 /// A copy of [`Stats`] at one moment.
@@ -232,6 +233,10 @@ pub struct StatsSnapshot {
     /// Time from receiving each call to having its answer ready (before the reply's own
     /// wake-up of the caller), summed.
     pub busy: std::time::Duration,
+    /// CPU time the agent's workers spent serving the sandbox's calls (their own thread CPU
+    /// clocks, from receiving each call to having answered it): the sandbox's work done by the
+    /// agent, counted in the sandbox's time and its limit.
+    pub cpu: std::time::Duration,
 }
 
 impl Stats {
@@ -248,6 +253,17 @@ impl Stats {
         self.busy_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
+    /// Adds CPU time a worker spent on one request (served or refused).
+    pub fn worked(&self, cpu: std::time::Duration) {
+        let ns = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+        self.cpu_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// CPU time the workers spent so far (see [`StatsSnapshot::cpu`]).
+    pub fn cpu(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.cpu_ns.load(Ordering::Relaxed))
+    }
+
     /// The figures so far.
     pub fn snapshot(&self) -> StatsSnapshot {
         let calls: Vec<(Family, u64)> = Family::ALL
@@ -261,6 +277,7 @@ impl Stats {
             allowed: self.allowed.load(Ordering::Relaxed),
             denied: self.denied.load(Ordering::Relaxed),
             busy: std::time::Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
+            cpu: self.cpu(),
         }
     }
 }

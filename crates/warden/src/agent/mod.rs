@@ -204,6 +204,7 @@ impl Agent {
         // ADDFD|SEND the kernel already counts the request as answered while we wait for the
         // descriptor to be installed, and interrupting that wait would lose the reply.
         let start = std::time::Instant::now();
+        let cpu_start = thread_cpu();
         if let Ok(mut t) = self.in_flight.lock() {
             t.insert(notif.id, crate::sys::signals::current_thread());
         }
@@ -257,6 +258,9 @@ impl Agent {
         if let Some((family, _)) = family {
             self.stats.served(family, took);
         }
+        // The sandbox's own work, done here: it counts in the sandbox's time (issue 18), so a
+        // program cannot make the agent burn CPU its --time limit does not see.
+        self.stats.worked(thread_cpu().saturating_sub(cpu_start));
     }
 
     fn handle(
@@ -344,6 +348,12 @@ impl Agent {
             Family::Accept => net::accept(client),
         }
     }
+}
+
+/// The calling thread's CPU time (user and system).
+fn thread_cpu() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn policy_spans(policy: &Policy) -> Vec<Arc<str>> {

@@ -156,11 +156,16 @@ fn stat_cpu_ticks(stat: &str) -> Option<u64> {
         .sum::<Option<u64>>()
 }
 
+/// CPU time spent for the sandbox outside it (by warden's agent), counted with its own.
+pub type ExtraCpu = Arc<dyn Fn() -> Duration + Send + Sync>;
+
 /// Starts a thread that samples CPU and wall time and kills the sandbox at limit + grace (call
-/// only when `limits` has a time limit). It stops by itself once `verdicts` is closed.
+/// only when `limits` has a time limit). It stops by itself once `verdicts` is closed. The CPU
+/// limit counts `cpu` and `extra` together.
 pub fn watch_time(
     limits: &Limits,
     cpu: CpuSource,
+    extra: ExtraCpu,
     started: Instant,
     launched: Arc<Launched>,
     verdicts: Arc<Verdicts>,
@@ -184,7 +189,7 @@ pub fn watch_time(
                 verdicts.kill(&launched, KillReason::WallTime);
                 return;
             }
-            if cpu_limit.is_some_and(|c| cpu.sample() >= c) {
+            if cpu_limit.is_some_and(|c| cpu.sample() + extra() >= c) {
                 verdicts.kill(&launched, KillReason::CpuTime);
                 return;
             }

@@ -240,3 +240,15 @@ pub fn become_ids(uid: u32, gid: u32) -> io::Result<()> {
 pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
     Some(stat[stat.rfind(')')? + 1..].split_whitespace().collect())
 }
+
+/// This process's peak resident size in KiB (`VmHWM` of `/proc/self/status`), 0 if unreadable.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
