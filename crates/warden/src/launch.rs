@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Init has no seccomp filter but holds nothing: it closes every descriptor but its channel and
-//! only waits. Unless asked to keep warden's terminal, init first leaves warden's session
-//! (`setsid`), so the sandbox has no controlling terminal. When it exits the kernel kills every other process of the PID namespace, and it
+//! only waits. Unless asked to keep warden's terminal, init first gives up its controlling
+//! terminal (`TIOCNOTTY`), so nothing in the sandbox has one. When it exits the kernel kills
+//! every other process of the PID namespace, and it
 //! has `PR_SET_PDEATHSIG(SIGKILL)`, so if warden dies the sandbox dies (invariant 7).
 
 use crate::confine::landlock::Prepared;
@@ -54,7 +55,7 @@ pub struct Command {
     /// CPUs the whole sandbox runs on (`None`: wherever warden may).
     pub cpus: Option<CpuSet>,
     /// Keep warden's session and controlling terminal (`warden run --tty`). Otherwise the
-    /// sandbox runs in a session of its own without one, so `/dev/tty` (which would bypass
+    /// sandbox has no controlling terminal (it stays in warden's session), so `/dev/tty` (which would bypass
     /// `--stdout` and `--output-limit`) is `ENXIO` inside, as for any process without a terminal.
     pub keep_terminal: bool,
 }
@@ -397,10 +398,10 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
     if !child.cmd.keep_terminal {
-        // A session of the sandbox's own, without a controlling terminal: the program and all it
-        // starts inherit it. Init is never a process-group leader (it is a fresh child of
-        // warden's), so this cannot fail but for a kernel that says otherwise.
-        if let Err(e) = rustix::process::setsid() {
+        // No controlling terminal, for init and all it starts; init stays in warden's session
+        // (a new session would put the sandbox in a scheduler autogroup of its own, which made
+        // every delegated call slower: see give_up_controlling_terminal).
+        if let Err(e) = process::give_up_controlling_terminal() {
             fail(channel.as_fd(), Stage::Resources, &e.into());
             process::exit_now(1);
         }

@@ -252,3 +252,34 @@ pub fn peak_rss_kib() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Gives up the calling process's controlling terminal while staying in its session and
+/// process group (`TIOCNOTTY` from a process that is not a session leader clears only its own
+/// `signal->tty`). Everything it forks afterwards has no controlling terminal either, so
+/// `/dev/tty` is `ENXIO` for them. No terminal to give up is success.
+///
+/// Unlike `setsid`, this makes no new session, so no new scheduler autogroup
+/// (`kernel.sched_autogroup_enabled`): with the sandbox in an autogroup of its own, every
+/// delegated call's round trip between it and the agent cost 20-40% more here.
+///
+/// Runs in the sandbox's init between clone and exec: it allocates nothing.
+pub fn give_up_controlling_terminal() -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = match rustix::fs::open(
+        c"/dev/tty",
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        // No controlling terminal (ENXIO), or no /dev/tty to open: nothing to give up.
+        Err(rustix::io::Errno::NXIO | rustix::io::Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    // SAFETY: TIOCNOTTY takes no argument (tty_ioctl(4)); `fd` is an open descriptor we own for
+    // the duration of the call; the kernel reads and writes no memory of ours.
+    let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::TIOCNOTTY) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

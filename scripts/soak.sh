@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# A soak under hostile load (issue 17): many sandboxes at once, each running something written
+# to hurt the agent, for MINUTES minutes (default 2), while the adversarial suite runs beside
+# them. Checked from outside, after every sandbox and at the end:
+#   - no crash and no hang: every warden ends by itself within its wall limit plus slack, with a
+#     status its workload may end with (never 125, warden's own failure, never a signal);
+#   - the agent stays bounded: each run's report (agent-mem) stays under AGENT_MEM_MAX KiB;
+#   - nothing is left behind: no scratch directory, no cgroup, no registry entry, no process;
+#   - no escape: the adversarial suite passes while the load runs.
+#
+#   bash scripts/soak.sh [MINUTES]      (run it after scripts/setup.sh; CI runs 2 minutes)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+minutes=${1:-2}
+# SOAK_SECONDS overrides, for a short check of the script itself.
+deadline=$(( $(date +%s) + ${SOAK_SECONDS:-$(( minutes * 60 ))} ))
+parallel=${SOAK_PARALLEL:-6}
+agent_mem_max=${AGENT_MEM_MAX:-262144}
+warden=$PWD/target/release/warden
+[ -x "$warden" ] || { echo "soak: build first (bash scripts/setup.sh)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/warden-soak.XXXXXX)
+chmod 755 "$work"
+bin=$work/bin
+mkdir -p "$bin" "$work/reports" "$work/data"
+for p in escape_agent threads_open limit_fork escape_deputy limit_agent_cpu; do
+  cc -O1 -Wall -o "$bin/$p" "tests/c/$p.c" -lpthread || exit 2
+done
+printf 'alpha\n' > "$work/data/a.txt"; printf 'bravo\n' > "$work/data/b.txt"
+chmod -R a+rX "$work"
+
+tmpdir=${TMPDIR:-/tmp}
+leftovers() {
+  # Scratch directories, cgroups and registry entries of wardens (not of this script).
+  { ls -d "$tmpdir"/warden-[0-9]*-* 2>/dev/null
+    ls -d /sys/fs/cgroup/*/warden-* /sys/fs/cgroup/warden-* 2>/dev/null
+    ls /run/warden 2>/dev/null | sed 's|^|registry: |'
+  } | sort
+}
+before=$(leftovers)
+
+# One workload: NAME, allowed exit statuses, wall limit, then warden's arguments.
+# Each is hostile to the agent in its own way.
+workload() {
+  local i=$1 r="$work/reports/$1.json" rc=0
+  local common=(--read "$bin" --exec "$bin" --report-json "$r")
+  local name ok wall args
+  case $(( i % 7 )) in
+    0) name=bad-arguments;  ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_agent" 80) ;;
+    1) name=thread-storm;   ok="0";     wall=30; args=(--read "$work/data" --wall-time 30 -- "$bin/threads_open" "$work/data" 16 300) ;;
+    2) name=fork-bomb;      ok="0 137"; wall=10; args=(--processes 64 --wall-time 5 -- "$bin/limit_fork" soak-marker bomb 5000) ;;
+    3) name=deep-trees;     ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_deputy" deep .) ;;
+    4) name=agent-cpu;      ok="137";   wall=10; args=(--time 1 --wall-time 8 -- "$bin/limit_agent_cpu" 30) ;;
+    5) name=killed-mid-call; ok="137";  wall=5;  args=(--wall-time 1 -- "$bin/threads_open" "$work/data" 32 1000000) ;;
+    6) name=create-races;   ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_deputy" tmpfile . /usr) ;;
+  esac
+  local start=$(date +%s%N)
+  timeout -s KILL $(( wall + 30 )) "$warden" run "${common[@]}" "${args[@]}" >"$work/reports/$i.out" 2>&1 || rc=$?
+  local took=$(( ($(date +%s%N) - start) / 1000000 ))
+  local verdict=ok
+  if [ $rc -eq 137 ] && [ $took -ge $(( (wall + 30) * 1000 )) ]; then verdict="HANG (killed by timeout after ${took} ms)"
+  elif ! [[ " $ok " == *" $rc "* ]]; then verdict="unexpected exit $rc"
+  fi
+  local mem=$(sed -n 's/.*"agent-mem": *\([0-9]*\).*/\1/p' "$r" 2>/dev/null)
+  if [ -z "$mem" ]; then verdict="$verdict; no report"
+  elif [ "$mem" -gt "$agent_mem_max" ]; then verdict="agent-mem ${mem} KiB over $agent_mem_max"
+  fi
+  echo "$i $name rc=$rc ms=$took agent-mem=${mem:-?} $verdict"
+}
+
+echo "soak: $minutes min, $parallel sandboxes at once, work in $work"
+# The adversarial suite, concurrently, for as long as the load runs.
+escape_log=$work/escape.log
+( escape_rc=0; rounds=0
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    RUST_TEST_THREADS=1 cargo test --locked -q -p warden-cli --test escape >>"$escape_log" 2>&1 || escape_rc=1
+    rounds=$((rounds + 1))
+  done
+  echo "escape rounds=$rounds rc=$escape_rc" >>"$escape_log" ) &
+suite=$!
+
+results=$work/results.txt
+n=0
+while [ "$(date +%s)" -lt "$deadline" ]; do
+  for _ in $(seq "$parallel"); do workload $n >>"$results" & n=$((n + 1)); done
+  wait $(jobs -p | grep -v "^$suite\$") 2>/dev/null
+  # Everything of the round is gone: no sandbox process outlives its warden.
+  if pgrep -f "$bin/" >/dev/null; then echo "leftover-processes: $(pgrep -af "$bin/" | head -3)" >>"$results"; fi
+done
+wait "$suite"
+
+after=$(leftovers)
+fail=0
+bad=$(grep -v " ok$" "$results")
+if [ -n "$bad" ]; then echo "soak: failures:"; echo "$bad" | head -20; fail=1; fi
+if [ "$before" != "$after" ]; then
+  echo "soak: left behind:"; comm -13 <(echo "$before") <(echo "$after") | head; fail=1
+fi
+if ! grep -q "rc=0$" "$escape_log"; then
+  echo "soak: the adversarial suite failed under load:"; grep -E "FAILED|panicked|ESCAPE" "$escape_log" | head; fail=1
+fi
+runs=$(wc -l <"$results")
+maxmem=$(sed -n 's/.*agent-mem=\([0-9]*\).*/\1/p' "$results" | sort -n | tail -1)
+echo "soak: $runs sandboxes in $minutes min ($(grep -c ' ok$' "$results") ok), largest agent-mem ${maxmem:-?} KiB; $(tail -1 "$escape_log")"
+for w in bad-arguments thread-storm fork-bomb deep-trees agent-cpu killed-mid-call create-races; do
+  printf '  %-16s %s runs\n' "$w" "$(grep -c " $w " "$results")"
+done
+if [ $fail -eq 0 ]; then echo "soak: ok"; rm -rf "$work"; else echo "soak: FAILED (kept $work)"; fi
+exit $fail
