@@ -402,7 +402,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
         // every delegated call slower: see give_up_controlling_terminal).
         if let Err(e) = process::give_up_controlling_terminal() {
-            fail(channel.as_fd(), Stage::Resources, &e.into());
+            fail(channel.as_fd(), Stage::Resources, &e);
             process::exit_now(1);
         }
     }
