@@ -746,6 +746,37 @@ fn memory_hog_is_an_oom_kill_under_a_cgroup() {
     assert_eq!(v["cg-oom-killed"].as_i64(), Some(1), "JSON: {v}");
 }
 
+/// Issue 18, item 2: files the agent opens for the sandbox are charged to the sandbox's memory
+/// group, not warden's. Six processes hold 114,000 descriptors of /dev/null that the agent
+/// opened: under 256 MiB the group's peak counts them (was ~3 MiB: the files were warden's);
+/// under 16 MiB they do not fit, and the run is a memory kill of the program (was: OK).
+#[test]
+fn files_the_agent_opens_count_against_the_memory_limit() {
+    if !memory_cgroup("files_the_agent_opens_count_against_the_memory_limit") {
+        return;
+    }
+    let (prog, bin) = program("limit_agent_mem");
+    let roomy = ["--read", &bin, "--exec", &bin, "--mem", "256M"];
+    let r = sandbox_cmd(As::Me, "limit_agent_mem", &roomy, &[&prog, "6", "19000"]);
+    r.expect_ok();
+    let opened: i64 = r
+        .stdout()
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("opened="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no opened= line\n{}", r.dump()));
+    assert!(opened > 50_000, "{}", r.dump());
+    // A struct file is 256 bytes of slab; count at least 100 bytes a descriptor (KiB).
+    r.expect_int_in("cg-mem", opened / 10..=256 * 1024);
+    let tight = ["--read", &bin, "--exec", &bin, "--mem", "16M"];
+    // The OOM killer picks one of the program's processes (init never: Cgroup::attach); which
+    // one decides between SG (the parent) and RE (a child; the parent then reports fewer).
+    sandbox_cmd(As::Me, "limit_agent_mem", &tight, &[&prog, "6", "19000"])
+        .expect_key("cg-oom-killed", "1")
+        .expect_int_in("cg-mem", 12 * 1024..=17 * 1024)
+        .expect_stdout_lacks("opened=114000", "the program held every file under 16 MiB");
+}
+
 /// Under a cgroup the limit is the whole sandbox's: three processes of 64 MiB each do not fit
 /// in 128 MiB together (each would alone), and do in 256 MiB.
 #[test]

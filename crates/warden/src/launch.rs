@@ -452,6 +452,9 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
 /// The program's process: confine itself, hand the listener to warden, exec.
 fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // The program and all it starts come before init in the OOM killer's choice: init holds
+    // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
+    process::prefer_for_oom();
     if let Err(e) = rustix::process::chdir(child.cwd.as_c_str()) {
         fail(channel.as_fd(), Stage::Chdir, &e.into());
         process::exit_now(125);

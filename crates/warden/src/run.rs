@@ -423,6 +423,9 @@ fn run_in(
     let agent_net_mode = net.mode;
     let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
+        agent.charge_workers_to(tasks);
+    }
     agent.start();
     // `warden ps` and `warden inspect` find the sandbox here; without a registry directory they
     // just do not see it.

@@ -79,6 +79,9 @@ pub struct Agent {
     /// Where each path rule was written (`file:line:col`), by rule index, formatted once: a
     /// grant is recorded on every delegated open.
     rule_spans: Vec<Arc<str>>,
+    /// Where each worker writes its thread id to join the sandbox's memory group, so the kernel
+    /// objects it creates for the sandbox are charged to it ([`Agent::charge_workers_to`]).
+    charge: std::sync::OnceLock<std::fs::File>,
     /// Whether the sandbox shares warden's controlling terminal (`--tty`). When it does not,
     /// the agent must not open warden's terminal for it: see [`Agent::handle`].
     terminal: bool,
@@ -110,8 +113,16 @@ impl Agent {
             grants: Arc::default(),
             rule_spans: policy_spans(&policy),
             policy,
+            charge: std::sync::OnceLock::new(),
             terminal,
         }))
+    }
+
+    /// Makes every worker join the memory group whose v1 `tasks` file this is, before it serves
+    /// anything (call before [`Agent::start`]): sockets, files and dentries the agent creates
+    /// for the sandbox are then charged to the sandbox's memory limit, not to warden's group.
+    pub fn charge_workers_to(&self, tasks: std::fs::File) {
+        let _ = self.charge.set(tasks);
     }
 
     /// Starts the first workers and the watchdog. They run until the process exits.
@@ -166,6 +177,17 @@ impl Agent {
         if let Err(e) = crate::confine::privileges::confine_agent_thread() {
             eprintln!("warden: an agent worker cannot drop its capabilities ({e}); stopping");
             std::process::abort();
+        }
+        if let Some(mut tasks) = self.charge.get() {
+            use std::io::Write;
+            // One write per worker, not per call (a migration takes a global lock). A worker
+            // that cannot join serves all the same: the objects it makes are warden's.
+            let _ = tasks.write_all(
+                rustix::thread::gettid()
+                    .as_raw_nonzero()
+                    .to_string()
+                    .as_bytes(),
+            );
         }
         // Each worker gets its own cwd, so binding or connecting a unix socket by a short
         // relative name from a held directory cannot race with another worker.

@@ -268,13 +268,38 @@ impl Cgroup {
         self.version
     }
 
-    /// Moves process `pid` (with everything it starts later) into the group.
+    /// Moves process `pid` (the sandbox's init, with everything it starts later) into the group.
+    ///
+    /// Init holds nothing, so it is made the OOM killer's last choice: `oom_score_adj` -1000
+    /// where warden may lower it (`CAP_SYS_RESOURCE`), and the program raises its own to 1000
+    /// before exec (`launch`) in any case, so a memory kill lands on a process of the program,
+    /// never on init (whose death would end the sandbox with no verdict).
     pub fn attach(&self, pid: i32) -> io::Result<()> {
         use std::io::Write;
         for mut f in &self.procs {
             f.write_all(pid.to_string().as_bytes())?;
         }
+        let _ = fs::write(format!("/proc/{pid}/oom_score_adj"), "-1000");
         Ok(())
+    }
+
+    /// The memory group's `tasks` file, opened for writing, where a *thread* can join the group
+    /// on its own: cgroup v1 only (v2 keeps a process's threads together for memory).
+    ///
+    /// Agent workers join it (issue 18): the kernel charges a socket, an open file or a dentry
+    /// to the memory group of the thread that creates it, and the agent creates them for the
+    /// sandbox. Their own heap stays charged to warden (user memory follows the process's
+    /// leader), and the OOM killer never picks warden (it looks at the group's processes, and
+    /// warden's leader is not in it): at the limit, the agent's call fails with the kernel's
+    /// ENOMEM, or the OOM killer ends a process of the sandbox.
+    pub fn memory_tasks(&self) -> Option<fs::File> {
+        match self.version {
+            Version::V1 => fs::OpenOptions::new()
+                .write(true)
+                .open(self.dirs[0].join("tasks"))
+                .ok(),
+            Version::V2 => None,
+        }
     }
 
     /// CPU time (user+sys) of everything that ran in the group.
@@ -313,6 +338,18 @@ impl Cgroup {
     /// Removes the groups. Call after the sandbox's processes are gone; a group whose last task
     /// is still being torn down is retried for a moment.
     pub fn remove(&self) {
+        if self.version == Version::V1 {
+            // Agent workers that joined the memory group (see `memory_tasks`) go back to the
+            // parent group, so it can be removed; their charges leave with the group.
+            let memory = &self.dirs[0];
+            if let (Ok(tasks), Some(parent)) =
+                (fs::read_to_string(memory.join("tasks")), memory.parent())
+            {
+                for tid in tasks.lines() {
+                    let _ = fs::write(parent.join("tasks"), tid);
+                }
+            }
+        }
         for dir in self.dirs.iter().rev() {
             for _ in 0..50 {
                 match fs::remove_dir(dir) {

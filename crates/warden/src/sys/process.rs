@@ -283,3 +283,16 @@ pub fn give_up_controlling_terminal() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Sets the calling process's `oom_score_adj` to 1000, the OOM killer's first choice (raising
+/// it needs no privilege). Best effort, allocation-free: it runs between fork and exec.
+pub fn prefer_for_oom() {
+    use rustix::fs::{Mode, OFlags};
+    if let Ok(fd) = rustix::fs::open(
+        c"/proc/self/oom_score_adj",
+        OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let _ = rustix::io::write(&fd, b"1000");
+    }
+}
