@@ -73,7 +73,10 @@ echo "soak: $minutes min, $parallel sandboxes at once, work in $work"
 escape_log=$work/escape.log
 ( escape_rc=0; rounds=0
   while [ "$(date +%s)" -lt "$deadline" ]; do
-    RUST_TEST_THREADS=1 cargo test --locked -q -p warden-cli --test escape >>"$escape_log" 2>&1 || escape_rc=1
+    # The *_control tests run the attacks natively to show they work without warden; races
+    # among them need the CPU this load takes, so only the tests of warden run here.
+    RUST_TEST_THREADS=1 cargo test --locked -q -p warden-cli --test escape -- --skip _control \
+      >>"$escape_log" 2>&1 || escape_rc=1
     rounds=$((rounds + 1))
   done
   echo "escape rounds=$rounds rc=$escape_rc" >>"$escape_log" ) &

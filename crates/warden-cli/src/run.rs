@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// (policy: limit-output).
     #[arg(long = "output-limit", value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Output))]
     output_limit: Option<LimitValue>,
+    /// Sockets in the host's network the sandbox may hold at once, with net-allow IP rules
+    /// (policy: limit-sockets; default 4096).
+    #[arg(long, value_name = "N", help_heading = "Limits", value_parser = limit(LimitKind::Sockets))]
+    sockets: Option<LimitValue>,
 
     /// Read the program's stdin from FILE (opened by warden, outside the policy).
     #[arg(long, value_name = "FILE", help_heading = "Environment")]
@@ -216,6 +220,7 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
         (LimitKind::Stack, args.stack),
         (LimitKind::OpenFiles, args.open_files),
         (LimitKind::Output, args.output_limit),
+        (LimitKind::Sockets, args.sockets),
     ] {
         if let Some(v) = value {
             flags.set(kind, v);

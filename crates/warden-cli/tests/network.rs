@@ -1889,3 +1889,66 @@ fn network_control() {
         .ok("connect_unspecified_tcp");
     assert!(udp.stop() > 0 && tcp.stop() > 0, "{}", r.dump());
 }
+
+// ---- the sockets a sandbox holds in the host's network (issue 18, item 3) ------------------------
+
+/// A sandbox with a TCP rule binds sockets to port 0 until refused. It gets at most its
+/// `limit-sockets` (here 300; 4096 by default), and while it holds them the host still binds
+/// ephemeral ports of its own; sockets closed make room again (the churn never fails). Before
+/// the limit, an unprivileged sandbox took the whole range (28,232 ports) and the host got
+/// EADDRINUSE/EADDRNOTAVAIL until it exited.
+fn ports_are_bounded(who: As) {
+    let dir = common::fresh_dir(&format!("ports-{}", who_tag(who)));
+    // warden writes its report here, as whoever runs it.
+    common::chmod(&dir, 0o777);
+    let (prog, bin) = program("net_ports");
+    let pol = policy(&dir, "net-allow outgoing tcp 127.0.0.1 9\n");
+    let report = dir.join("report.txt");
+    let mut cmd = common::warden_cmd(who);
+    cmd.args(["run", "--read", &bin, "--exec", &bin, "--policy", &pol])
+        .args([
+            "--sockets",
+            "300",
+            "--report",
+            s(&report),
+            "--",
+            &prog,
+            "1000",
+        ]);
+    let mut run = Running::start(cmd, "net_ports 1000 --sockets 300", true);
+    run.expect("bound=");
+    assert!(
+        run.stdout().contains("bound=300 errno=EMFILE"),
+        "{}\n{}",
+        run.stdout(),
+        tail(&run.stderr(), 20)
+    );
+    // From outside, while the sandbox holds its 300: the host binds ports of its own.
+    let mine: Vec<TcpListener> = (0..200)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("the host can still bind port 0"))
+        .collect();
+    drop(mine);
+    run.send(b"\n");
+    let out = run.finish(DEADLINE);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    assert!(text.lines().any(|l| l == "sockets:300"), "{text}");
+
+    // Closing makes room: 2000 sockets made and closed one at a time under a limit of 300.
+    let mut cmd = common::warden_cmd(who);
+    cmd.args(["run", "--read", &bin, "--exec", &bin, "--policy", &pol])
+        .args(["--sockets", "300", "--", &prog, "2000", "churn"]);
+    let run = Running::start(cmd, "net_ports 2000 churn --sockets 300", true);
+    let out = run.finish(DEADLINE);
+    assert!(
+        common::stdout(&out).contains("bound=2000 errno=none"),
+        "{}\n{}",
+        common::stdout(&out),
+        tail(&common::stderr(&out), 20)
+    );
+}
+
+#[test]
+fn host_sockets_are_bounded_per_sandbox() {
+    each_user("host_sockets_are_bounded_per_sandbox", ports_are_bounded);
+}

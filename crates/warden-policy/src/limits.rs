@@ -10,6 +10,7 @@
 //! limit-stack       64M      # stack size
 //! limit-open-files  64       # descriptors per process
 //! limit-output      1M       # bytes on stdout and stderr together
+//! limit-sockets     256      # sockets in the host's network held at once (default 4096)
 //! ```
 //!
 //! Values are plain functions of their text ([`parse_seconds`], [`parse_size`], [`parse_count`]),
@@ -39,6 +40,8 @@ pub enum LimitKind {
     OpenFiles,
     /// Bytes written to stdout and stderr.
     Output,
+    /// Sockets in the host's network the sandbox holds at once.
+    Sockets,
 }
 
 /// What a limit's value is measured in.
@@ -54,7 +57,7 @@ pub enum Unit {
 
 impl LimitKind {
     /// Every limit, in the order normalized policies list them.
-    pub const ALL: [LimitKind; 9] = [
+    pub const ALL: [LimitKind; 10] = [
         LimitKind::Time,
         LimitKind::WallTime,
         LimitKind::ExtraTime,
@@ -64,6 +67,7 @@ impl LimitKind {
         LimitKind::Stack,
         LimitKind::OpenFiles,
         LimitKind::Output,
+        LimitKind::Sockets,
     ];
 
     /// The policy keyword, such as `limit-mem`.
@@ -78,6 +82,7 @@ impl LimitKind {
             LimitKind::Stack => "limit-stack",
             LimitKind::OpenFiles => "limit-open-files",
             LimitKind::Output => "limit-output",
+            LimitKind::Sockets => "limit-sockets",
         }
     }
 
@@ -91,7 +96,7 @@ impl LimitKind {
         match self {
             LimitKind::Time | LimitKind::WallTime | LimitKind::ExtraTime => Unit::Seconds,
             LimitKind::Mem | LimitKind::Fsize | LimitKind::Stack | LimitKind::Output => Unit::Bytes,
-            LimitKind::Processes | LimitKind::OpenFiles => Unit::Count,
+            LimitKind::Processes | LimitKind::OpenFiles | LimitKind::Sockets => Unit::Count,
         }
     }
 }
@@ -216,7 +221,14 @@ pub struct Limits {
     pub open_files: Option<u64>,
     /// Bytes on stdout and stderr together.
     pub output: Option<u64>,
+    /// Sockets in the host's network held at once (the agent's default: [`DEFAULT_SOCKETS`]).
+    pub sockets: Option<u64>,
 }
+
+/// How many sockets in the host's network a sandbox may hold at once when its policy says
+/// nothing (`limit-sockets`): enough for a busy server, far from the 28,000 ephemeral ports a
+/// program could otherwise take from the host.
+pub const DEFAULT_SOCKETS: u64 = 4096;
 
 impl Limits {
     /// Sets one limit. A value of the wrong unit for `kind` is ignored (parse with
@@ -232,6 +244,7 @@ impl Limits {
             (LimitKind::Stack, LimitValue::Amount(n)) => self.stack = Some(n),
             (LimitKind::OpenFiles, LimitValue::Amount(n)) => self.open_files = Some(n),
             (LimitKind::Output, LimitValue::Amount(n)) => self.output = Some(n),
+            (LimitKind::Sockets, LimitValue::Amount(n)) => self.sockets = Some(n),
             _ => {}
         }
     }
@@ -250,6 +263,7 @@ impl Limits {
             LimitKind::Stack => a(self.stack),
             LimitKind::OpenFiles => a(self.open_files),
             LimitKind::Output => a(self.output),
+            LimitKind::Sockets => a(self.sockets),
         }
     }
 

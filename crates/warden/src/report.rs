@@ -26,6 +26,7 @@
 //! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
 //! | `agent-cpu` | CPU seconds the agent's workers spent on the calls; included in `time` and in `--time` |
 //! | `agent-mem` | KiB, warden's own peak resident size (the agent's memory, for this sandbox alone) |
+//! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -155,6 +156,8 @@ pub struct Measured {
     pub agent: StatsSnapshot,
     /// warden's own peak resident size, KiB (the agent's memory; one warden per sandbox).
     pub agent_mem_kib: u64,
+    /// The most sockets in the host's network held at once, when the sandbox reaches it.
+    pub sockets: Option<u64>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -272,6 +275,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         Value::from((m.agent.cpu.as_secs_f64() * 1e6).round() / 1e6),
     );
     put("agent-mem", m.agent_mem_kib.into());
+    if let Some(n) = m.sockets {
+        put("sockets", n.into());
+    }
     for &(family, n) in &m.agent.calls {
         put(&format!("delegated-{}", family.name()), n.into());
     }
@@ -353,6 +359,7 @@ mod tests {
                 cpu: Duration::from_micros(200),
             },
             agent_mem_kib: 3000,
+            sockets: None,
         }
     }
 

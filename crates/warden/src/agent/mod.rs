@@ -19,6 +19,7 @@
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
 pub mod fs;
+pub mod held;
 pub mod incoming;
 pub mod log;
 pub mod net;
@@ -534,6 +535,17 @@ impl Client<'_> {
         Ok(self.proc_dir.get_or_init(|| fd).as_fd())
     }
 
+    /// The caller's PID namespace, as the device and inode of its `/proc/<tid>/ns/pid`.
+    pub fn pid_namespace(&self) -> Option<(u64, u64)> {
+        let st = rustix::fs::statat(
+            self.proc_dir().ok()?,
+            c"ns/pid",
+            rustix::fs::AtFlags::empty(),
+        )
+        .ok()?;
+        Some((st.st_dev, st.st_ino))
+    }
+
     /// The caller's ids (read once per request).
     pub fn ids(&self) -> Result<Ids, i32> {
         if let Some(ids) = self.ids.get() {
@@ -752,6 +764,15 @@ impl Client<'_> {
 
 /// Borrow helper: the agent's listener, for tests.
 impl Agent {
+    /// The most sockets in the host's network the sandbox held at once (`None` when its
+    /// sockets stay in its own network namespace).
+    pub fn sockets_peak(&self) -> Option<u64> {
+        match self.net.mode {
+            syscalls::Network::Host { .. } => Some(self.net.held.peak()),
+            syscalls::Network::Private => None,
+        }
+    }
+
     /// The listener descriptor.
     pub fn listener(&self) -> BorrowedFd<'_> {
         self.listener.as_fd()

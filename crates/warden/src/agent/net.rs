@@ -53,6 +53,8 @@ pub struct Context {
     myhost: Vec<IpAddr>,
     host_cookie: Option<u64>,
     udp_filter: Vec<Instruction>,
+    /// The host sockets the sandbox holds, bounded by `limit-sockets` ([`super::held`]).
+    pub held: super::held::Held,
 }
 
 impl Context {
@@ -96,6 +98,12 @@ impl Context {
             myhost,
             host_cookie,
             udp_filter,
+            held: super::held::Held::new(
+                policy
+                    .limits
+                    .sockets
+                    .unwrap_or(warden_policy::DEFAULT_SOCKETS),
+            ),
         })
     }
 
@@ -161,7 +169,34 @@ pub fn socket(c: &Client) -> Handled {
         crate::sys::net::attach_locked_filter(&sock, &net.udp_filter)
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     }
+    admit(c, &sock)?;
     Ok(Answer::Fd(sock, ty & libc::SOCK_CLOEXEC != 0))
+}
+
+/// Counts a host socket about to be handed to the sandbox, or refuses it at `limit-sockets`
+/// (see [`super::held`]); `EMFILE`, what a descriptor limit answers.
+fn admit(c: &Client, sock: &OwnedFd) -> Result<(), i32> {
+    let inode = rustix::fs::fstat(sock)
+        .map_err(|e| e.raw_os_error())?
+        .st_ino;
+    let held = &c.net().held;
+    let live = || {
+        c.pid_namespace()
+            .map(super::held::held_in_namespace)
+            .unwrap_or_default()
+    };
+    if held.admit(inode, live) {
+        return Ok(());
+    }
+    let max = held.max();
+    Err(c.refuse(
+        "socket",
+        &format!(
+            "the sandbox holds {max} sockets in the host's network, the most limit-sockets \
+             allows; raise it with --sockets N or `limit-sockets N`"
+        ),
+        libc::EMFILE,
+    ))
 }
 
 /// Implements connect(2) and bind(2).
@@ -712,6 +747,9 @@ pub fn accept(c: &Client) -> Handled {
         if checked && !incoming_allowed(c, &conn, &peer) {
             // Closed here: the peer sees its connection reset, the program sees nothing.
             continue;
+        }
+        if checked {
+            admit(c, &conn)?;
         }
         if addr_at != 0 {
             let n = peer.len().min(room as usize);

@@ -338,10 +338,10 @@ impl Cgroup {
     /// Removes the groups. Call after the sandbox's processes are gone; a group whose last task
     /// is still being torn down is retried for a moment.
     pub fn remove(&self) {
-        if self.version == Version::V1 {
+        // A half-made v1 group (its creation failed part way) may have no directory at all.
+        if let (Version::V1, Some(memory)) = (self.version, self.dirs.first()) {
             // Agent workers that joined the memory group (see `memory_tasks`) go back to the
             // parent group, so it can be removed; their charges leave with the group.
-            let memory = &self.dirs[0];
             if let (Ok(tasks), Some(parent)) =
                 (fs::read_to_string(memory.join("tasks")), memory.parent())
             {
