@@ -505,6 +505,8 @@ fn run_in(
     measured.killed = measured.exceeded.is_some() && outcome == Outcome::Signaled(libc::SIGKILL);
     launched.kill();
     let usage = launched.reap();
+    // Requests of callers that died mid-call finish before anything is cleaned up.
+    agent.quiesce(Duration::from_secs(2));
     for c in copiers {
         let _ = c.join();
     }
@@ -879,7 +881,14 @@ impl Scratch {
     }
 
     fn remove(self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        // A second try for an entry made while the first ran (an agent worker finishing a
+        // dead caller's create after Agent::quiesce gave up on it).
+        for _ in 0..3 {
+            if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

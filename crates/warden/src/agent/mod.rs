@@ -119,6 +119,22 @@ impl Agent {
         }))
     }
 
+    /// Waits (at most `limit`) until no request is being served. Call once the sandbox's
+    /// processes are gone: no new request can come, but a worker may still be acting for a
+    /// caller that died after it checked (creating a file in the scratch directory, say), and
+    /// what it does must be done before warden cleans up after the sandbox.
+    pub fn quiesce(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            match self.in_flight.lock() {
+                Ok(t) if t.is_empty() => return,
+                Ok(_) => {}
+                Err(_) => return,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Makes every worker join the memory group whose v1 `tasks` file this is, before it serves
     /// anything (call before [`Agent::start`]): sockets, files and dentries the agent creates
     /// for the sandbox are then charged to the sandbox's memory limit, not to warden's group.
