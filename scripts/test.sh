@@ -40,6 +40,9 @@ echo "== the adversarial suite again, with opens going straight to the kernel (-
 WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape 2>&1 \
   | tee "$skipdir/fast-path.log" || failed=1
 
+echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
+
 echo "== soak: many hostile sandboxes at once for 2 minutes, the adversarial suite beside them"
 # scripts/soak.sh checks from outside: no crash or hang, the agent's memory bounded, nothing left
 # in /tmp, the cgroups or the registry, and no escape under load.

@@ -1,4 +1,5 @@
-/* Takes ephemeral ports from the host: TCP sockets bound to 127.0.0.1 port 0, held, up to
+/* Takes ephemeral ports from the host: TCP sockets bound to 127.0.0.9 port 0 (an address of
+ * its own, so that other tests' ports on 127.0.0.1 are not disturbed), held, up to
  * COUNT or the first failure (issue 18, item 3). Prints "bound=N errno=NAME" and, while it
  * holds them, waits for a line on stdin (the test checks the host from outside meanwhile).
  *
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
             break;
         }
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_addr.s_addr = htonl(0x7f000009);
         if (bind(s, (struct sockaddr *)&a, sizeof a) != 0) {
             err = errno;
             break;

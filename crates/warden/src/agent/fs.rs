@@ -81,18 +81,10 @@ pub fn open(c: &Client) -> Handled {
         libc::SYS_openat => (c.int(0), c.arg(1), c.arg(2), c.arg(3), 0),
         _ => {
             // openat2(dirfd, path, how, size): struct open_how { u64 flags, mode, resolve }.
-            let size = c.arg(3) as usize;
-            if !(24..=4096).contains(&size) {
-                return Err(if size < 24 { libc::EINVAL } else { libc::E2BIG });
-            }
-            let mut how = vec![0u8; size];
+            let mut how = vec![0u8; super::decode::open_how_size(c.arg(3))?];
             c.read(c.arg(2), &mut how)?;
-            if how[24..].iter().any(|&b| b != 0) {
-                return Err(libc::E2BIG);
-            }
-            let word =
-                |i: usize| u64::from_ne_bytes(how[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            (c.int(0), c.arg(1), word(0), word(1), word(2))
+            let how = super::decode::open_how(&how)?;
+            (c.int(0), c.arg(1), how.flags, how.mode, how.resolve)
         }
     };
     let path = c.path_arg(path_addr)?;
@@ -855,7 +847,7 @@ fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
 /// credentials, not the program's; a program in a user namespace could set none of them on a
 /// host file itself.
 fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
-    if name.to_bytes().starts_with(b"user.") {
+    if super::decode::is_user_xattr(name.to_bytes()) {
         return Ok(());
     }
     Err(c.refuse(
@@ -884,9 +876,7 @@ pub fn xattr(c: &Client) -> Handled {
     } else {
         Some(c.path_arg(c.arg(1))?)
     };
-    let name = name
-        .map(|n| CString::new(n).map_err(|_| libc::EINVAL))
-        .transpose()?;
+    let name = name.map(super::decode::xattr_name).transpose()?;
     let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
         Some(xattr_value(c)?)
     } else {
@@ -1013,7 +1003,7 @@ pub fn fd_metadata(c: &Client) -> Handled {
     let nr = c.nr();
     let name = match nr {
         libc::SYS_fsetxattr | libc::SYS_fremovexattr => {
-            Some(CString::new(c.path_arg(c.arg(1))?).map_err(|_| libc::EINVAL)?)
+            Some(super::decode::xattr_name(c.path_arg(c.arg(1))?)?)
         }
         _ => None,
     };

@@ -18,6 +18,7 @@
 //! bounded by the agent, every error becomes an errno, and a panic in one request is caught and
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
+pub mod decode;
 pub mod fs;
 pub mod held;
 pub mod incoming;

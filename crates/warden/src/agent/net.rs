@@ -24,6 +24,7 @@
 //! binding needs `net-allow incoming unix-domain` or `write` on the new name. Abstract unix
 //! sockets belong to a network namespace too, and Landlock's scope confines them besides.
 
+use super::decode::{endpoint, family};
 use super::resolve::{Base, WalkFlags};
 use super::{incoming, value, Answer, Client, Handled};
 use crate::sys::seccomp::Instruction;
@@ -224,16 +225,14 @@ pub fn socket_address(c: &Client) -> Handled {
 /// A path-named unix socket is resolved like any path; abstract and unnamed ones are left to
 /// the socket's own namespace (and Landlock's scope).
 fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Handled {
-    let path = &addr[2..];
-    if path.first().is_none_or(|&b| b == 0) {
+    let Some(path) = super::decode::unix_path(addr) else {
         return raw_call(sock, addr, is_connect);
-    }
-    let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    };
     let w = c.resolver().walk(
         c,
         c.policy(),
         Base::Cwd,
-        &path[..end],
+        path,
         WalkFlags {
             follow: is_connect,
             ..WalkFlags::default()
@@ -389,30 +388,6 @@ fn protocol(c: &Client, sock: &OwnedFd) -> Result<Protocol, i32> {
             "only TCP and UDP sockets reach the network",
             libc::EACCES,
         )),
-    }
-}
-
-fn family(addr: &[u8]) -> i32 {
-    match addr {
-        [a, b, ..] => i32::from(u16::from_ne_bytes([*a, *b])),
-        _ => libc::AF_UNSPEC,
-    }
-}
-
-/// The address and port of a `sockaddr_in` or `sockaddr_in6` laid out in `addr`.
-fn endpoint(family: i32, addr: &[u8]) -> Result<(IpAddr, u16), i32> {
-    let port = |a: &[u8]| u16::from_be_bytes([a[2], a[3]]);
-    match family {
-        libc::AF_INET if addr.len() >= 16 => {
-            let o: [u8; 4] = addr[4..8].try_into().expect("4 bytes");
-            Ok((IpAddr::V4(Ipv4Addr::from(o)), port(addr)))
-        }
-        // The kernel accepts the old 24-byte sockaddr_in6 (no scope id).
-        libc::AF_INET6 if addr.len() >= 24 => {
-            let o: [u8; 16] = addr[8..24].try_into().expect("16 bytes");
-            Ok((IpAddr::V6(Ipv6Addr::from(o)), port(addr)))
-        }
-        _ => Err(libc::EINVAL),
     }
 }
 
@@ -682,36 +657,27 @@ fn forwardable(level: i32, kind: i32) -> bool {
 /// messages must be [`forwardable`]: the kernel would check them against the agent.
 fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32> {
     use std::os::fd::AsRawFd;
-    const HDR: usize = 16; // struct cmsghdr: size_t len, int level, int type
     let mut held = Vec::new();
-    let mut at = 0;
-    while at + HDR <= control.len() {
-        let len = u64::from_ne_bytes(control[at..at + 8].try_into().expect("8 bytes")) as usize;
-        let level = i32::from_ne_bytes(control[at + 8..at + 12].try_into().expect("4 bytes"));
-        let kind = i32::from_ne_bytes(control[at + 12..at + 16].try_into().expect("4 bytes"));
-        if len < HDR || at + len > control.len() {
-            return Err(libc::EINVAL);
-        }
-        if !forwardable(level, kind) {
+    for m in super::decode::cmsgs(control)? {
+        if !forwardable(m.level, m.kind) {
             // The kernel checks a control message against the sender's credentials, and the
             // sender is the agent: credentials, IP options (source routes), marks and
             // priorities would be set with warden's privileges, not the program's.
             return Err(c.refuse(
-                &format!("control message level {level} type {kind}"),
+                &format!("control message level {} type {}", m.level, m.kind),
                 "only descriptors (SCM_RIGHTS) and the TOS, TTL, hop limit, traffic class and \
                  GSO segment size are forwarded by the agent",
                 libc::EOPNOTSUPP,
             ));
         }
-        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
-            for slot in control[at + HDR..at + len].chunks_exact_mut(4) {
+        if m.level == libc::SOL_SOCKET && m.kind == libc::SCM_RIGHTS {
+            for slot in control[m.data].chunks_exact_mut(4) {
                 let theirs = i32::from_ne_bytes(slot.try_into().expect("4 bytes"));
                 let ours = c.fd(theirs)?;
                 slot.copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
                 held.push(ours);
             }
         }
-        at += (len + 7) & !7;
     }
     Ok(held)
 }

@@ -15,6 +15,7 @@
 //! - `/proc/self`, `/proc/thread-self` and `/proc/<the caller's own pid>` are translated to the
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
+use super::decode::components;
 use super::Client;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::collections::VecDeque;
@@ -220,14 +221,6 @@ fn join(dir: &str, name: &str) -> String {
     } else {
         format!("{dir}/{name}")
     }
-}
-
-/// Splits a path into components, dropping empty ones and `.`.
-fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
-    path.split(|&b| b == b'/')
-        .filter(|c| !c.is_empty() && *c != b".")
-        .map(<[u8]>::to_vec)
-        .collect()
 }
 
 /// The resolver's view of the world: the agent's root and procfs identity.

@@ -1,0 +1,222 @@
+//! Decoding what a client hands the agent: pure functions over bytes the agent has already
+//! copied out of the client, with no I/O, so that they can be unit-tested and fuzzed
+//! (`fuzz/`, cargo-fuzz). A hostile client chooses every byte, every length and every count:
+//! each function bounds what it reads by the buffer it is given and answers a malformed input
+//! with the errno the kernel would, never with a panic.
+
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::ops::Range;
+
+/// The address family of a `sockaddr` (its first two bytes); `AF_UNSPEC` when too short.
+pub fn family(addr: &[u8]) -> i32 {
+    match addr {
+        [a, b, ..] => i32::from(u16::from_ne_bytes([*a, *b])),
+        _ => libc::AF_UNSPEC,
+    }
+}
+
+/// The address and port of a `sockaddr_in` or `sockaddr_in6` laid out in `addr`.
+pub fn endpoint(family: i32, addr: &[u8]) -> Result<(IpAddr, u16), i32> {
+    let port = |a: &[u8]| u16::from_be_bytes([a[2], a[3]]);
+    match family {
+        libc::AF_INET if addr.len() >= 16 => {
+            let o: [u8; 4] = addr[4..8].try_into().expect("4 bytes");
+            Ok((IpAddr::V4(Ipv4Addr::from(o)), port(addr)))
+        }
+        // The kernel accepts the old 24-byte sockaddr_in6 (no scope id).
+        libc::AF_INET6 if addr.len() >= 24 => {
+            let o: [u8; 16] = addr[8..24].try_into().expect("16 bytes");
+            Ok((IpAddr::V6(Ipv6Addr::from(o)), port(addr)))
+        }
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// The path of a path-named `sockaddr_un` (up to its first NUL), or `None` for an abstract
+/// (leading NUL) or unnamed (no path) socket address.
+pub fn unix_path(addr: &[u8]) -> Option<&[u8]> {
+    let path = addr.get(2..)?;
+    if path.first().is_none_or(|&b| b == 0) {
+        return None;
+    }
+    let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    Some(&path[..end])
+}
+
+/// `struct open_how` (openat2(2)): flags, mode, resolve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenHow {
+    /// `O_*` flags.
+    pub flags: u64,
+    /// The mode for a created file.
+    pub mode: u64,
+    /// `RESOLVE_*` flags.
+    pub resolve: u64,
+}
+
+/// The sizes of `struct open_how` the agent copies: the kernel's first version (24 bytes) up
+/// to a page, as the kernel accepts (`E2BIG` above, `EINVAL` below).
+pub fn open_how_size(size: u64) -> Result<usize, i32> {
+    match size {
+        0..=23 => Err(libc::EINVAL),
+        24..=4096 => Ok(size as usize),
+        _ => Err(libc::E2BIG),
+    }
+}
+
+/// Decodes an `open_how` of the size the caller gave: bytes past the 24 this kernel ABI knows
+/// must be zero (`E2BIG` otherwise, as `copy_struct_from_user`).
+pub fn open_how(bytes: &[u8]) -> Result<OpenHow, i32> {
+    if bytes.len() < 24 {
+        return Err(libc::EINVAL);
+    }
+    if bytes[24..].iter().any(|&b| b != 0) {
+        return Err(libc::E2BIG);
+    }
+    let word = |i: usize| u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    Ok(OpenHow {
+        flags: word(0),
+        mode: word(1),
+        resolve: word(2),
+    })
+}
+
+/// One control message of a `msghdr`'s control buffer: its level, type, and where its data
+/// lies in the buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cmsg {
+    /// `cmsg_level`.
+    pub level: i32,
+    /// `cmsg_type`.
+    pub kind: i32,
+    /// The data bytes (after the 16-byte header), within the buffer.
+    pub data: Range<usize>,
+}
+
+/// The control messages in `control`, as the kernel walks them (`CMSG_NXTHDR`: each header's
+/// length rounded up to 8). A header whose length is below the header's own or runs past the
+/// buffer is `EINVAL`; trailing bytes too short for a header are ignored, as the kernel does.
+pub fn cmsgs(control: &[u8]) -> Result<Vec<Cmsg>, i32> {
+    /// `struct cmsghdr`: size_t len, int level, int type.
+    const HDR: usize = 16;
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while control.len().saturating_sub(at) >= HDR {
+        let word = u64::from_ne_bytes(control[at..at + 8].try_into().expect("8 bytes"));
+        let level = i32::from_ne_bytes(control[at + 8..at + 12].try_into().expect("4 bytes"));
+        let kind = i32::from_ne_bytes(control[at + 12..at + 16].try_into().expect("4 bytes"));
+        let len = usize::try_from(word).map_err(|_| libc::EINVAL)?;
+        let end = at.checked_add(len).ok_or(libc::EINVAL)?;
+        if len < HDR || end > control.len() {
+            return Err(libc::EINVAL);
+        }
+        out.push(Cmsg {
+            level,
+            kind,
+            data: at + HDR..end,
+        });
+        // The next header starts at the length rounded up to 8; past the end, the walk ends.
+        let step = len.checked_add(7).ok_or(libc::EINVAL)? & !7;
+        at = at.checked_add(step).ok_or(libc::EINVAL)?;
+    }
+    Ok(out)
+}
+
+/// Splits a path into components, dropping empty ones and `.`.
+pub fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
+    path.split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// An extended attribute's name as copied (up to its NUL): `EINVAL` for a name with no
+/// characters, `ERANGE` for one longer than `XATTR_NAME_MAX` (255), as the kernel answers.
+pub fn xattr_name(bytes: Vec<u8>) -> Result<CString, i32> {
+    if bytes.is_empty() {
+        return Err(libc::EINVAL);
+    }
+    if bytes.len() > 255 {
+        return Err(libc::ERANGE);
+    }
+    CString::new(bytes).map_err(|_| libc::EINVAL)
+}
+
+/// Whether the agent sets or removes an attribute of this name for a sandbox: the `user.`
+/// namespace only (see `fs::settable_xattr`).
+pub fn is_user_xattr(name: &[u8]) -> bool {
+    name.starts_with(b"user.") && name.len() > 5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_messages_are_walked_as_the_kernel_does() {
+        let mut buf = Vec::new();
+        for (level, kind, data) in [(1i32, 1i32, &[1u8, 0, 0, 0][..]), (0, 1, &[7u8][..])] {
+            let len = 16 + data.len();
+            buf.extend_from_slice(&(len as u64).to_ne_bytes());
+            buf.extend_from_slice(&level.to_ne_bytes());
+            buf.extend_from_slice(&kind.to_ne_bytes());
+            buf.extend_from_slice(data);
+            buf.resize(buf.len().div_ceil(8) * 8, 0);
+        }
+        let got = cmsgs(&buf).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].data, 16..20);
+        assert_eq!(got[1].level, 0);
+        // A length that wraps the buffer's arithmetic is refused, not a panic.
+        let mut bad = vec![0u8; 32];
+        bad[16..24].copy_from_slice(&(u64::MAX - 15).to_ne_bytes());
+        bad[..8].copy_from_slice(&16u64.to_ne_bytes());
+        assert_eq!(cmsgs(&bad), Err(libc::EINVAL));
+        let mut short = vec![0u8; 16];
+        short[..8].copy_from_slice(&8u64.to_ne_bytes());
+        assert_eq!(cmsgs(&short), Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn open_how_follows_copy_struct_from_user() {
+        assert_eq!(open_how_size(23), Err(libc::EINVAL));
+        assert_eq!(open_how_size(4097), Err(libc::E2BIG));
+        let mut how = vec![0u8; 32];
+        how[..8].copy_from_slice(&(libc::O_RDONLY as u64).to_ne_bytes());
+        how[16..24].copy_from_slice(&4u64.to_ne_bytes());
+        assert_eq!(open_how(&how).unwrap().resolve, 4);
+        how[31] = 1;
+        assert_eq!(open_how(&how), Err(libc::E2BIG));
+    }
+
+    #[test]
+    fn addresses() {
+        let mut v4 = vec![0u8; 16];
+        v4[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        v4[2..4].copy_from_slice(&80u16.to_be_bytes());
+        v4[4..8].copy_from_slice(&[127, 0, 0, 1]);
+        assert_eq!(
+            endpoint(family(&v4), &v4),
+            Ok((IpAddr::V4(Ipv4Addr::LOCALHOST), 80))
+        );
+        assert_eq!(endpoint(libc::AF_INET, &v4[..15]), Err(libc::EINVAL));
+        let mut un = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        assert_eq!(unix_path(&un), None);
+        un.extend_from_slice(b"/run/x\0garbage");
+        assert_eq!(unix_path(&un), Some(&b"/run/x"[..]));
+        un[2] = 0;
+        assert_eq!(unix_path(&un), None, "abstract");
+    }
+
+    #[test]
+    fn xattr_names() {
+        assert_eq!(xattr_name(Vec::new()), Err(libc::EINVAL));
+        assert_eq!(xattr_name(vec![b'a'; 256]), Err(libc::ERANGE));
+        assert!(is_user_xattr(b"user.x"));
+        assert!(!is_user_xattr(b"user."));
+        assert!(!is_user_xattr(b"security.capability"));
+        assert!(!is_user_xattr(b"trusted.user.x"));
+    }
+}
