@@ -1709,3 +1709,72 @@ fn check_explain_shows_the_fast_path_rule_by_rule() {
     );
     assert!(out.contains("matches names by how they start"), "{out}");
 }
+
+// --- errno fidelity where the program may already know (issue 14, item 3) ------------------------
+
+/// Where the program may list a directory, whether a name in it exists is no secret, and the
+/// agent answers as the kernel would: `mkdir` of an existing directory is EEXIST (not EACCES:
+/// Rust's create_dir_all and so cargo failed), `unlink` and `access` of a missing file are
+/// ENOENT (`rm -f` of a missing file failed, and `make clean` with it). Paths the policy hides
+/// still answer EACCES whether or not they exist.
+fn errno_fidelity(who: As) {
+    let dir = common::fresh_dir(&format!("errno-{who:?}"));
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    common::chmod(&dir.join("sub"), 0o755);
+    let hidden = common::fresh_dir(&format!("errno-hidden-{who:?}"));
+    std::fs::create_dir(hidden.join("there")).unwrap();
+    let script = format!(
+        "import ctypes, errno, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def call(name, *args):\n\
+         \x20   rc = getattr(libc, name)(*args)\n\
+         \x20   print(name, args[0].decode(), 'ok' if rc == 0 else errno.errorcode[ctypes.get_errno()])\n\
+         d, h = b'{d}', b'{h}'\n\
+         call('mkdir', d + b'/sub', 0o755)\n\
+         call('unlink', d + b'/missing')\n\
+         call('access', d + b'/missing', os.X_OK)\n\
+         call('access', d + b'/missing', os.W_OK)\n\
+         call('mkdir', h + b'/there', 0o755)\n\
+         call('mkdir', h + b'/absent', 0o755)\n\
+         call('unlink', h + b'/absent')\n\
+         call('access', h + b'/absent', os.X_OK)\n",
+        d = s(&dir),
+        h = s(&hidden)
+    );
+    let o = run(who, &["--read", s(&dir), "--", "python3", "-c", &script]);
+    common::assert_ok(&o);
+    let out = common::stdout(&o);
+    let d = s(&dir);
+    let h = s(&hidden);
+    for want in [
+        format!("mkdir {d}/sub EEXIST"),
+        format!("unlink {d}/missing ENOENT"),
+        format!("access {d}/missing ENOENT"),
+        format!("mkdir {h}/there EACCES"),
+        format!("mkdir {h}/absent EACCES"),
+        format!("unlink {h}/absent EACCES"),
+        format!("access {h}/absent EACCES"),
+    ] {
+        assert!(out.lines().any(|l| l == want), "want {want:?}\n{out}");
+    }
+    // W_OK of a missing file: ENOENT as well (the kernel looks the name up first).
+    assert!(
+        out.lines()
+            .any(|l| l == format!("access {d}/missing ENOENT")),
+        "{out}"
+    );
+    assert!(!hidden.join("absent").exists() && dir.join("sub").is_dir());
+}
+
+#[test]
+fn errno_fidelity_where_existence_is_no_secret() {
+    errno_fidelity(As::Me);
+}
+
+#[test]
+fn errno_fidelity_where_existence_is_no_secret_as_nobody() {
+    as_nobody(
+        "errno_fidelity_where_existence_is_no_secret_as_nobody",
+        errno_fidelity,
+    );
+}

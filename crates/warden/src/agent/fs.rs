@@ -7,7 +7,7 @@
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
 
-use super::resolve::{mask, Base, WalkFlags, Walked};
+use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
 use super::{value, Answer, Client, Handled};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
@@ -321,6 +321,8 @@ pub fn access(c: &Client) -> Handled {
         return value(0);
     }
     let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    // A missing file is ENOENT whatever the mode asks, where its absence is no secret.
+    existing(c, &w)?;
     let dir = w.kind == Some(FileType::Directory);
     if mode == libc::F_OK {
         c.decide_metadata(&w.path, w.kind)?;
@@ -401,6 +403,10 @@ pub fn mkdir(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let w = walk(c, dirfd, &path, false)?;
+    if w.kind.is_some() && knowable(c.policy(), &w.path) {
+        // What the kernel answers first, and what `mkdir -p` and create_dir_all expect.
+        return Err(libc::EEXIST);
+    }
     c.decide(&w.path, Access::Write)?;
     let name = w.name.as_deref().ok_or(libc::EEXIST)?;
     let mode = safe_mode(mode as u32, true) & !c.ids()?.umask;
@@ -476,8 +482,9 @@ pub fn unlink(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     let w = walk(c, dirfd, &path, false)?;
-    c.decide(&w.path, Access::Unlink)?;
+    // Removing what is not there is ENOENT (so `rm -f` succeeds), where that is no secret.
     existing(c, &w)?;
+    c.decide(&w.path, Access::Unlink)?;
     let name = w.name.as_deref().ok_or(libc::EBUSY)?;
     let at = rustix::fs::AtFlags::from_bits_retain(flags as u32);
     rustix::fs::unlinkat(&w.parent, name, at).map_err(errno)?;

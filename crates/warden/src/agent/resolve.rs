@@ -614,11 +614,26 @@ pub fn visible(policy: &Policy, path: &str, kind: Option<FileType>) -> bool {
 
 /// Reports `errno` for `path` only if the policy lets the program know about `path`.
 pub fn mask(policy: &Policy, path: &str, errno: i32) -> i32 {
-    if errno == libc::EACCES || policy.visible(path).is_some() || policy.may_traverse(path) {
+    if errno == libc::EACCES || knowable(policy, path) {
         errno
     } else {
         libc::EACCES
     }
+}
+
+/// Whether the program may already know if `path` exists: it has some right on it, a walk may
+/// pass through it, or it may list the directory that holds it. There the agent answers with
+/// the kernel's own errno (`ENOENT`, `EEXIST`), so `rm -f`, `mkdir -p` and `access` probes
+/// behave as they do natively; elsewhere every answer is `EACCES`.
+pub fn knowable(policy: &Policy, path: &str) -> bool {
+    policy.visible(path).is_some()
+        || policy.may_traverse(path)
+        || path
+            .rsplit_once('/')
+            .map(|(dir, _)| if dir.is_empty() { "/" } else { dir })
+            .is_some_and(|dir| {
+                dir != path && policy.check(dir, warden_policy::Access::Read).is_allowed()
+            })
 }
 
 fn cstring(bytes: &[u8]) -> Result<CString, i32> {
