@@ -1778,3 +1778,42 @@ fn errno_fidelity_where_existence_is_no_secret_as_nobody() {
         errno_fidelity,
     );
 }
+
+// --- the program's own descriptors by name (issue 14, item 1) -----------------------------------
+
+/// `/dev/stdin`, `/dev/stderr`, `/proc/self/fd/N` and bash's `<(...)` on pipes: reopening a
+/// descriptor the program holds is its own right (they failed with ENOENT and EACCES, with a
+/// suggestion to allow `/proc/self/fd/pipe:[N]`). A file descriptor's link still leads to its
+/// path, where the policy decides as before; a socket is ENXIO, as natively.
+fn own_descriptors(who: As) {
+    // stderr a pipe, as under `2>&1 | less` (the harness's own stderr is a file, whose path
+    // the policy decides: the agent follows a file descriptor's link to its path).
+    let script = "echo in | cat /dev/stdin; (echo err > /dev/stderr) 2>&1 | cat; \
+                  (echo tee | tee /dev/stderr > /dev/null) 2>&1 | cat; \
+                  echo fd | cat /proc/self/fd/0; cat <(echo procsub); \
+                  echo same | diff - /dev/stdin && echo diff-ok; \
+                  exec 3<>/dev/null; python3 -c 'import socket,os; a,b=socket.socketpair(); \
+                  print(os.open(\"/proc/self/fd/%d\" % a.fileno(), os.O_RDWR))' 2>&1 | tail -1";
+    let o = run(who, &["--", "bash", "-c", script]);
+    let out = common::stdout(&o);
+    let err = common::stderr(&o);
+    for want in ["in", "err", "tee", "fd", "procsub", "diff-ok"] {
+        assert!(
+            out.lines().any(|l| l == want),
+            "{want:?} missing\n{out}\n{err}"
+        );
+    }
+    // A socket cannot be opened by path, here as natively.
+    assert!(out.contains("No such device or address"), "{out}");
+    assert!(!err.contains("pipe:["), "{err}");
+}
+
+#[test]
+fn own_descriptors_by_name() {
+    own_descriptors(As::Me);
+}
+
+#[test]
+fn own_descriptors_by_name_as_nobody() {
+    as_nobody("own_descriptors_by_name_as_nobody", own_descriptors);
+}

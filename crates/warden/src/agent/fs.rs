@@ -113,6 +113,9 @@ pub fn open(c: &Client) -> Handled {
     let w = c
         .resolver()
         .walk(c, c.policy(), base(dirfd), &path, wflags)?;
+    if let Some(n) = w.descriptor {
+        return reopen(c, n, flags);
+    }
     let accmode = flags & libc::O_ACCMODE;
     let cloexec = flags & libc::O_CLOEXEC != 0;
     // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
@@ -197,6 +200,38 @@ pub fn open(c: &Client) -> Handled {
     Ok(Answer::Fd(fd, cloexec))
 }
 
+/// Opens `/proc/self/fd/N` for a caller whose descriptor `N` is not a file on a path (a pipe,
+/// a socket): what `cat /dev/stdin`, `> /dev/stderr` and `<(...)` do. The program already
+/// holds the object, so reopening it is its own right (issue 14): the agent duplicates exactly
+/// that descriptor (`pidfd_getfd`) and opens it anew through its own `/proc/self/fd`, with the
+/// caller's flags, as the kernel does for the caller (a pipe opens again, in either direction;
+/// a socket is `ENXIO`).
+fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
+    let theirs = c.fd(n).map_err(|_| libc::ENOENT)?;
+    if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        return Err(libc::ENOTDIR);
+    }
+    if flags & (libc::O_CREAT | libc::O_EXCL) == libc::O_CREAT | libc::O_EXCL {
+        return Err(libc::EEXIST);
+    }
+    // The object exists: O_CREAT does nothing (`> /dev/stderr` asks for it). O_PATH is served
+    // as a read-only open, as everywhere in the agent (ADDFD cannot install O_PATH files).
+    let mut bits = flags & !(libc::O_CLOEXEC | libc::O_CREAT | libc::O_EXCL);
+    if bits & libc::O_PATH != 0 {
+        bits = (bits & !(libc::O_PATH | libc::O_ACCMODE | libc::O_TRUNC)) | libc::O_RDONLY;
+    }
+    let of = OFlags::from_bits_retain(bits as u32) | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::openat(
+        rustix::fs::CWD,
+        proc_path(&theirs).as_c_str(),
+        of,
+        Mode::empty(),
+    )
+    .map_err(errno)?;
+    c.opened_for_writing(bits & libc::O_ACCMODE != libc::O_RDONLY);
+    Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
+}
+
 /// The checks an open of an existing object of type `kind` at `w` gets: `read` and `write` as
 /// its flags ask, no symlink unless `O_PATH`, and device nodes only where a rule names them.
 fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<(), i32> {
@@ -263,10 +298,16 @@ pub fn stat(c: &Client) -> Handled {
         (fd, CString::default())
     } else {
         let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-        c.decide_metadata(&w.path, w.kind)?;
-        existing(c, &w)?;
-        let name = w.at_name();
-        (w.parent, name)
+        match w.descriptor {
+            // stat of /dev/stdin on a pipe: the caller's own descriptor, as fstat would.
+            Some(n) => (c.fd(n).map_err(|_| libc::ENOENT)?, CString::default()),
+            None => {
+                c.decide_metadata(&w.path, w.kind)?;
+                existing(c, &w)?;
+                let name = w.at_name();
+                (w.parent, name)
+            }
+        }
     };
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | sync;
     // Owners as the program's user namespace shows them, not as the agent sees them.

@@ -56,6 +56,11 @@ pub struct Walked {
     pub path: String,
     /// The final object's type, if it exists (not following a final symlink unless asked).
     pub kind: Option<FileType>,
+    /// The path named one of the caller's own descriptors through `/proc/self/fd/N` (or
+    /// `/dev/stdin`, `/dev/fd/N`, ...), and that descriptor is not a file on a path (a pipe, a
+    /// socket): `Some(N)`, and `kind` is `None`. Its link names no path to walk; reopening what
+    /// the program already holds is its own right ([`super::fs`]).
+    pub descriptor: Option<i32>,
 }
 
 impl Walked {
@@ -369,6 +374,7 @@ impl Resolver {
             name: None,
             path,
             kind: Some(FileType::Directory),
+            descriptor: None,
         })
     }
 
@@ -478,6 +484,7 @@ impl Resolver {
                 name: Some(name.clone()),
                 path: path.clone(),
                 kind,
+                descriptor: None,
             }))
         };
         let top = stack.top();
@@ -522,6 +529,19 @@ impl Resolver {
                 }
                 .map_err(|e| e.raw_os_error())?
                 .into_bytes();
+                if last && !target.starts_with(b"/") {
+                    if let Some(n) = own_descriptor(&stack.path, &part) {
+                        // `pipe:[N]`, `socket:[N]`, `anon_inode:...`: no path to walk.
+                        let (parent, _) = stack.pop().expect("non-empty");
+                        return Ok(Some(Walked {
+                            parent,
+                            name: Some(name.clone()),
+                            path: path.clone(),
+                            kind: None,
+                            descriptor: Some(n),
+                        }));
+                    }
+                }
                 if target.starts_with(b"/") {
                     if flags.beneath {
                         return Err(libc::EXDEV);
@@ -539,6 +559,7 @@ impl Resolver {
                             name: None,
                             path,
                             kind: Some(FileType::Directory),
+                            descriptor: None,
                         }));
                     }
                 }
@@ -598,6 +619,15 @@ impl Resolver {
         }
         Ok(Some(dirs))
     }
+}
+
+/// `N` when `name` is entry `N` of the caller's own descriptor directory `dir` (logical path
+/// `/proc/self/fd` or `/proc/thread-self/fd`, which the walk only reaches by translation).
+fn own_descriptor(dir: &str, name: &[u8]) -> Option<i32> {
+    if dir != "/proc/self/fd" && dir != "/proc/thread-self/fd" {
+        return None;
+    }
+    std::str::from_utf8(name).ok()?.parse().ok()
 }
 
 /// A directory to enter for a translated `/proc` name: its name in the one above, and its
