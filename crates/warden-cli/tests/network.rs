@@ -1952,3 +1952,63 @@ fn ports_are_bounded(who: As) {
 fn host_sockets_are_bounded_per_sandbox() {
     each_user("host_sockets_are_bounded_per_sandbox", ports_are_bounded);
 }
+
+// ---- the agent as a network deputy (issue 17, items 14 and 15) ---------------------------------
+
+/// With only `outgoing tcp/udp 127.0.0.1 PORT`: a socket bound to 127.0.0.2 that connects or
+/// sends to `0.0.0.0:PORT` reaches 127.0.0.2 (the kernel's destination for "this host" is the
+/// bound address), so it is refused; an unbound one reaches loopback, which the rule allows. And
+/// the control messages a UDP send carries are the agent's to the kernel: a source route
+/// (IP_RETOPTS), SO_MARK and SO_PRIORITY are refused, IP_TOS passes. Checked from outside:
+/// listeners on 127.0.0.2 hear nothing (the first release: one connection, one datagram).
+fn network_deputy(who: As) {
+    let dir = common::fresh_dir(&format!("net-deputy-{}", who_tag(who)));
+    let port = free_port();
+    let pol = policy(
+        &dir,
+        &format!(
+            "net-allow outgoing tcp 127.0.0.1 {port}\nnet-allow outgoing udp 127.0.0.1 {port}\n"
+        ),
+    );
+    let allowed = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let other = TcpListener::bind(("127.0.0.2", port)).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let other_udp = UdpSocket::bind(("127.0.0.2", port)).unwrap();
+    other_udp.set_nonblocking(true).unwrap();
+    let (prog, bin) = program("net_deputy");
+    let port_s = port.to_string();
+    let out = common::run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run", "--read", &bin, "--exec", &bin, "--policy", &pol, "--", &prog, &port_s,
+        ],
+    );
+    let r = Report::new(&format!("net_deputy as {who:?}"), out);
+    r.finished().benign_ok_rest_denied();
+    r.errnos(
+        &["cmsg_retopts", "cmsg_mark", "cmsg_priority"],
+        "EOPNOTSUPP",
+    );
+    r.errnos(&["unspec_tcp_bound", "unspec_udp_bound"], "EACCES");
+    let mut buf = [0u8; 64];
+    assert!(
+        other.accept().is_err(),
+        "127.0.0.2 accepted a connection\n{}",
+        r.dump()
+    );
+    assert!(
+        other_udp.recv(&mut buf).is_err(),
+        "127.0.0.2 got a datagram\n{}",
+        r.dump()
+    );
+    drop(allowed);
+}
+
+#[test]
+fn unspecified_destinations_and_control_messages_are_checked_as_the_kernel_uses_them() {
+    each_user(
+        "unspecified_destinations_and_control_messages_are_checked_as_the_kernel_uses_them",
+        network_deputy,
+    );
+}
