@@ -65,21 +65,7 @@ impl Held {
 /// `/proc/PID/ns/pid`) hold open, read from `/proc/PID/fd`.
 pub fn held_in_namespace(ns: (u64, u64)) -> HashSet<u64> {
     let mut out = HashSet::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for p in procs.flatten() {
-        let name = p.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        match rustix::fs::stat(format!("/proc/{pid}/ns/pid")) {
-            Ok(st) if (st.st_dev, st.st_ino) == ns => {}
-            _ => continue,
-        }
+    for pid in crate::sys::process::pids_in_namespace(ns) {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };

@@ -123,26 +123,11 @@ impl NamespaceCpu {
 
     /// CPU time so far.
     pub fn sample(&self) -> Duration {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return Duration::ZERO;
-        };
-        let mut ticks = 0u64;
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
-            match rustix::fs::stat(format!("/proc/{pid}/ns/pid")) {
-                Ok(st) if (st.st_dev, st.st_ino) == self.ns => {}
-                _ => continue,
-            }
-            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-                ticks += stat_cpu_ticks(&stat).unwrap_or(0);
-            }
-        }
+        let ticks: u64 = crate::sys::process::pids_in_namespace(self.ns)
+            .into_iter()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .map(|stat| stat_cpu_ticks(&stat).unwrap_or(0))
+            .sum();
         self.tick * u32::try_from(ticks).unwrap_or(u32::MAX)
     }
 }

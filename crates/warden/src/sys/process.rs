@@ -296,3 +296,18 @@ pub fn prefer_for_oom() {
         let _ = rustix::io::write(&fd, b"1000");
     }
 }
+
+/// The processes whose PID namespace is `ns` (the device and inode of `/proc/PID/ns/pid`), by
+/// their pids in warden's namespace: the sandbox's processes, found from outside.
+pub fn pids_in_namespace(ns: (u64, u64)) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            rustix::fs::stat(format!("/proc/{pid}/ns/pid"))
+                .is_ok_and(|st| (st.st_dev, st.st_ino) == ns)
+        })
+        .collect()
+}
