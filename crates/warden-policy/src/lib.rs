@@ -85,6 +85,7 @@
 mod diag;
 pub mod escape;
 pub mod kernel;
+pub mod view;
 mod limits;
 mod net;
 mod parse;

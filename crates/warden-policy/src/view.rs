@@ -1,0 +1,466 @@
+//! The sandbox's own file system view, planned from the policy: which host trees appear in it,
+//! where, with which mount flags, and what is hidden.
+//!
+//! The view is a mount namespace whose root is an empty, read-only tmpfs. Every tree the policy
+//! allows anything in is bind-mounted at its own path (`nosuid,nodev` always, read-only unless
+//! the policy gives `write` somewhere in it, `noexec` unless it gives `exec`); a `path-deny`
+//! inside such a tree is covered by an empty, unreadable file or directory (a *mask*); `/dev` is
+//! a tmpfs holding only the devices the policy names exactly; `/proc` is a fresh procfs of the
+//! sandbox's PID namespace with every entry the policy does not name masked. A path the policy
+//! says nothing about does not exist in the view.
+//!
+//! The view decides *existence and mount flags*; Landlock (see [`crate::kernel`]) still decides
+//! the rights inside it. Because a mount's `noexec` is checked by the kernel on every mapping, a
+//! file the policy does not call executable cannot be run by `execve`, by `ld.so`, or by any
+//! loader that maps it `PROT_EXEC`.
+//!
+//! This module is pure: [`view_plan`] turns a policy (with `$SCRATCH` expanded) and what a
+//! [`Host`] says about its paths into a [`ViewPlan`], a list of steps that
+//! `warden::confine::view` carries out in one place.
+
+use crate::policy::{Access, Policy, RuleId};
+use std::collections::BTreeMap;
+
+/// What the host has at a path, without following a final symlink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// Nothing.
+    Missing,
+    /// A directory.
+    Dir,
+    /// A regular file (or a FIFO or socket: anything bindable that is not a device).
+    File,
+    /// A character device.
+    Device,
+    /// A symlink, with its target as written.
+    Symlink(String),
+}
+
+/// What the planner may ask of the host. Implemented with `lstat`/`readlink`/`readdir` by the
+/// launcher, and with tables by the tests.
+pub trait Host {
+    /// What `path` is (no final symlink followed).
+    fn node(&self, path: &str) -> Node;
+    /// The names in directory `dir` (empty when it is not one).
+    fn list(&self, dir: &str) -> Vec<String>;
+}
+
+/// Mount flags of one bind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// Writable (otherwise read-only).
+    pub write: bool,
+    /// Executable (otherwise `noexec`).
+    pub exec: bool,
+}
+
+/// One step of building the view. Steps run in order; paths are absolute, in the view, and the
+/// same on the host (the view never moves a tree).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Bind the host's `path` (with everything mounted beneath it) at `path`.
+    Bind {
+        /// Where, on the host and in the view.
+        path: String,
+        /// A directory (otherwise a single file).
+        dir: bool,
+        /// Its flags (`nosuid,nodev` always).
+        flags: Flags,
+    },
+    /// A symlink as the host has it.
+    Symlink {
+        /// The link.
+        path: String,
+        /// Its target, as written.
+        target: String,
+    },
+    /// Bind one host character device at its path (`nosuid,noexec`, read-only unless `write`).
+    Device {
+        /// The device node.
+        path: String,
+        /// Writable.
+        write: bool,
+    },
+    /// Cover `path` with an empty file or directory nobody may read or change.
+    Mask {
+        /// What is hidden.
+        path: String,
+        /// A directory (otherwise a file).
+        dir: bool,
+    },
+    /// An empty tmpfs at `/dev` (before any device step).
+    DevTmpfs,
+    /// A fresh procfs of the sandbox's PID namespace at `/proc`, with everything outside `keep`
+    /// masked (process directories are the sandbox's own, and stay).
+    Proc {
+        /// What the policy names in /proc.
+        keep: Keep,
+    },
+}
+
+/// The part of a tree the policy names: everything, or some children.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// The whole tree.
+    pub all: bool,
+    /// Named children, each with what is named beneath it.
+    pub children: BTreeMap<String, Keep>,
+}
+
+impl Keep {
+    fn add(&mut self, rest: &[&str]) {
+        match rest.split_first() {
+            None => self.all = true,
+            Some((first, rest)) => self
+                .children
+                .entry((*first).to_string())
+                .or_default()
+                .add(rest),
+        }
+    }
+}
+
+/// The whole plan, and what it cannot say exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViewPlan {
+    /// The steps, in order: binds (outer before inner), symlinks, masks, `/dev`, `/proc`.
+    pub steps: Vec<Step>,
+    /// Rules the view shows more of than the policy allows (the agent and Landlock still decide
+    /// them) or cannot show, each with a sentence for `warden check --explain`.
+    pub notes: Vec<(RuleId, String)>,
+}
+
+/// Where a rule anchors in the view: the path whose bind makes the rule's paths appear.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Anchor {
+    path: String,
+    /// The rule covers the whole tree beneath `path`.
+    tree: bool,
+    access: Access,
+}
+
+/// Plans the view for `policy` (with `$SCRATCH` expanded).
+pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
+    let mut plan = ViewPlan::default();
+    let mut anchors: Vec<Anchor> = Vec::new();
+    let mut proc_keep = Keep::default();
+    let mut proc_named = false;
+    let mut devices: BTreeMap<String, bool> = BTreeMap::new();
+    let mut dev_links: Vec<(String, String)> = Vec::new();
+
+    for (i, rule) in policy.path_rules().iter().enumerate() {
+        let Some(access) = rule.access else { continue };
+        let id = RuleId(i);
+        let lit = rule.pattern.literal();
+        if lit == "/proc" || lit.starts_with("/proc/") {
+            proc_named = true;
+            proc_rule(&mut proc_keep, lit, rule.pattern.is_prefix(), &mut plan, id);
+            continue;
+        }
+        if lit == "/dev/" || lit.starts_with("/dev/") {
+            if rule.pattern.is_prefix() {
+                plan.notes.push((
+                    id,
+                    format!(
+                        "`{}`: the view's /dev holds only devices and links the policy names \
+                         exactly, so nothing appears for this pattern",
+                        rule.pattern
+                    ),
+                ));
+                continue;
+            }
+            match host.node(lit) {
+                Node::Device => {
+                    let w = devices.entry(lit.to_string()).or_default();
+                    *w |= access == Access::Write;
+                }
+                Node::Symlink(target) => dev_links.push((lit.to_string(), target)),
+                _ => plan.notes.push((
+                    id,
+                    format!("{lit} is not a character device or a link on this host"),
+                )),
+            }
+            continue;
+        }
+        match anchor_of(&rule.pattern) {
+            Some((path, tree)) => {
+                if !tree && matches!(host.node(&path), Node::Dir) && !rule.pattern.is_prefix() {
+                    // `read DIR` alone lists DIR: the view shows the names it holds, which are
+                    // the policy's own. Nothing to bind.
+                    plan.notes.push((
+                        id,
+                        format!(
+                            "{path} is listed as the view has it: only the names other rules \
+                             bring in appear"
+                        ),
+                    ));
+                    continue;
+                }
+                if rule.pattern.is_prefix() && !lit.ends_with('/') {
+                    plan.notes.push((
+                        id,
+                        format!(
+                            "`{}` matches names by how they start: the whole of {path} appears \
+                             in the view, and the agent and Landlock refuse the other names in it",
+                            rule.pattern
+                        ),
+                    ));
+                }
+                anchors.push(Anchor { path, tree, access });
+            }
+            None => continue,
+        }
+    }
+
+    binds(host, &anchors, &mut plan);
+    masks(policy, host, &plan.steps.clone(), &mut plan);
+    if !devices.is_empty() || !dev_links.is_empty() {
+        plan.steps.push(Step::DevTmpfs);
+        for (path, write) in devices {
+            plan.steps.push(Step::Device { path, write });
+        }
+        for (path, target) in dev_links {
+            plan.steps.push(Step::Symlink { path, target });
+        }
+    }
+    if proc_named {
+        plan.steps.push(Step::Proc { keep: proc_keep });
+    }
+    plan
+}
+
+/// The path a pattern's paths live under, and whether the whole tree is covered.
+fn anchor_of(pattern: &crate::PathPattern) -> Option<(String, bool)> {
+    let lit = pattern.literal();
+    if !pattern.is_prefix() {
+        return Some((lit.to_string(), false));
+    }
+    // `D/*` covers D's tree; `D/na*` needs D in the view.
+    let dir = match lit.rsplit_once('/') {
+        Some(("", _)) => "/",
+        Some((d, _)) => d,
+        None => return None,
+    };
+    Some((dir.to_string(), true))
+}
+
+fn proc_rule(keep: &mut Keep, lit: &str, prefix: bool, plan: &mut ViewPlan, id: RuleId) {
+    let rest = lit.trim_start_matches("/proc").trim_start_matches('/');
+    let mut parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    if prefix && !lit.ends_with('/') {
+        // `/proc/sys/ker*`: keep the directory it names names in.
+        parts.pop();
+        plan.notes.push((
+            id,
+            format!("`{lit}*` matches names by how they start: all of its directory appears"),
+        ));
+    }
+    match parts.first() {
+        // The process's own entries are its own processes' in the view's procfs.
+        Some(&"self") | Some(&"thread-self") => {
+            keep.children.entry(parts[0].to_string()).or_default().all = true;
+        }
+        _ => keep.add(&parts),
+    }
+}
+
+/// The rights a bind at `path` needs: every access of a rule on `path` itself or on a tree
+/// around it, and of rules on paths beneath it that do not exist yet (`missing`), which can only
+/// appear through this bind.
+fn flags_at(anchors: &[Anchor], path: &str, tree: bool, missing: &[String]) -> Flags {
+    let mut flags = Flags::default();
+    for a in anchors {
+        let here = a.path == path;
+        let covers = a.tree && is_beneath(path, &a.path);
+        let later = tree && is_beneath(&a.path, path) && missing.contains(&a.path);
+        if here || covers || later {
+            match a.access {
+                Access::Write => flags.write = true,
+                Access::Exec => flags.exec = true,
+                _ => {}
+            }
+        }
+    }
+    flags
+}
+
+/// `path` is strictly beneath `dir`.
+fn is_beneath(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/'
+}
+
+/// One anchored path as the host has it.
+struct Resolved {
+    /// The path the rules name.
+    logical: String,
+    /// Where symlinks along it lead.
+    at: String,
+    dir: bool,
+    tree: bool,
+    links: Vec<(String, String)>,
+}
+
+fn resolve(host: &dyn Host, path: &str) -> (String, Node, Vec<(String, String)>) {
+    let mut at = path.to_string();
+    let mut links = Vec::new();
+    for _ in 0..8 {
+        match host.node(&at) {
+            Node::Symlink(target) => {
+                let next = resolve_link(&at, &target);
+                links.push((at, target));
+                at = next;
+            }
+            other => return (at, other, links),
+        }
+    }
+    (at, Node::Missing, links)
+}
+
+fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
+    let mut paths: Vec<(String, bool)> = Vec::new();
+    for a in anchors {
+        match paths.iter_mut().find(|(p, _)| *p == a.path) {
+            Some((_, tree)) => *tree |= a.tree,
+            None => paths.push((a.path.clone(), a.tree)),
+        }
+    }
+    let mut missing = Vec::new();
+    let mut found: Vec<Resolved> = Vec::new();
+    for (logical, tree) in paths {
+        let (at, node, links) = resolve(host, &logical);
+        let dir = match node {
+            Node::Dir => true,
+            Node::File => false,
+            // Missing now (it may be created later under a bound tree), a device outside
+            // /dev, or a loop: nothing to bind.
+            _ => {
+                missing.push(logical);
+                continue;
+            }
+        };
+        found.push(Resolved {
+            logical,
+            at,
+            dir,
+            tree,
+            links,
+        });
+    }
+    // Outer before inner, by where the binds land.
+    found.sort_by(|a, b| {
+        (a.at.matches('/').count(), &a.at).cmp(&(b.at.matches('/').count(), &b.at))
+    });
+    let mut placed: Vec<(String, Flags, bool)> = Vec::new();
+    let mut links_done: Vec<String> = Vec::new();
+    for r in found {
+        for (link, target) in r.links {
+            let inside = placed.iter().any(|(p, _, t)| *t && is_beneath(&link, p));
+            if !inside && !links_done.contains(&link) {
+                links_done.push(link.clone());
+                plan.steps.push(Step::Symlink { path: link, target });
+            }
+        }
+        let flags = flags_at(anchors, &r.logical, r.tree, &missing);
+        // Visible with the same flags through an outer tree bound earlier.
+        let covered = placed
+            .iter()
+            .rev()
+            .find(|(p, _, t)| *p == r.at || (*t && is_beneath(&r.at, p)))
+            .is_some_and(|(_, f, _)| *f == flags);
+        if covered {
+            continue;
+        }
+        plan.steps.push(Step::Bind {
+            path: r.at.clone(),
+            dir: r.dir,
+            flags,
+        });
+        placed.push((r.at, flags, r.dir && r.tree));
+    }
+}
+
+/// The absolute path a symlink at `link` with `target` names (lexically, one hop).
+fn resolve_link(link: &str, target: &str) -> String {
+    let base = if target.starts_with('/') {
+        String::new()
+    } else {
+        link.rsplit_once('/').map_or("", |(d, _)| d).to_string()
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in base.split('/').chain(target.split('/')) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Masks for every `path-deny` that lies inside a bound tree, as the host has it now.
+fn masks(policy: &Policy, host: &dyn Host, steps: &[Step], plan: &mut ViewPlan) {
+    let trees: Vec<&str> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Bind {
+                path, dir: true, ..
+            } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let bound = |p: &str| trees.iter().any(|t| is_beneath(p, t));
+    let mut hidden: Vec<String> = Vec::new();
+    for (i, rule) in policy.path_rules().iter().enumerate() {
+        if rule.access.is_some() {
+            continue;
+        }
+        let lit = rule.pattern.literal();
+        let candidates: Vec<String> = if !rule.pattern.is_prefix() {
+            vec![lit.to_string()]
+        } else if let Some(dir) = lit.strip_suffix('/') {
+            // `D/*`: hiding D's entries is hiding D's contents; D itself stays when allowed.
+            host.list(dir)
+                .into_iter()
+                .map(|n| format!("{dir}/{n}"))
+                .collect()
+        } else {
+            let (dir, start) = lit.rsplit_once('/').unwrap_or(("", lit));
+            let dir = if dir.is_empty() { "/" } else { dir };
+            let names = host.list(dir);
+            if !names.is_empty() {
+                plan.notes.push((
+                    RuleId(i),
+                    format!(
+                        "`{}`: the names that exist at the start are hidden; one created later \
+                         is refused by Landlock and the agent, but appears in the view",
+                        rule.pattern
+                    ),
+                ));
+            }
+            names
+                .into_iter()
+                .filter(|n| n.starts_with(start))
+                .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
+                .collect()
+        };
+        for path in candidates {
+            if !bound(&path) || hidden.iter().any(|h| *h == path || is_beneath(&path, h)) {
+                continue;
+            }
+            let dir = match host.node(&path) {
+                Node::Dir => true,
+                Node::File | Node::Device => false,
+                // A link is followed by whoever opens it: its target's own rules apply.
+                Node::Symlink(_) | Node::Missing => continue,
+            };
+            hidden.push(path.clone());
+            plan.steps.push(Step::Mask { path, dir });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

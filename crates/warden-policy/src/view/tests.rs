@@ -1,0 +1,237 @@
+use super::*;
+use std::collections::BTreeMap;
+
+/// A host given as a table of paths.
+struct Table(BTreeMap<&'static str, Node>);
+
+impl Host for Table {
+    fn node(&self, path: &str) -> Node {
+        self.0.get(path).cloned().unwrap_or(Node::Missing)
+    }
+    fn list(&self, dir: &str) -> Vec<String> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        self.0
+            .keys()
+            .filter_map(|p| p.strip_prefix(prefix.as_str()))
+            .filter(|rest| !rest.is_empty() && !rest.contains('/'))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn host() -> Table {
+    use Node::*;
+    Table(BTreeMap::from([
+        ("/", Dir),
+        ("/usr", Dir),
+        ("/usr/bin", Dir),
+        ("/usr/lib", Dir),
+        ("/bin", Symlink("usr/bin".into())),
+        ("/lib", Symlink("usr/lib".into())),
+        ("/etc", Dir),
+        ("/etc/passwd", File),
+        ("/etc/shadow", File),
+        ("/etc/ssh", Dir),
+        ("/etc/ssh/ssh_config", File),
+        ("/etc/ssh/ssh_host_rsa_key", File),
+        ("/etc/ssh/ssh_host_ed25519_key", File),
+        ("/etc/sudoers.d", Dir),
+        ("/etc/sudoers.d/x", File),
+        ("/dev", Dir),
+        ("/dev/null", Device),
+        ("/dev/sda", Device),
+        ("/dev/fd", Symlink("/proc/self/fd".into())),
+        ("/home", Dir),
+        ("/home/u", Dir),
+        ("/home/u/p", Dir),
+        ("/home/u/notes", File),
+        ("/tmp", Dir),
+        ("/tmp/s", Dir),
+    ]))
+}
+
+fn plan(text: &str) -> ViewPlan {
+    view_plan(&Policy::parse("t", text).expect("parses"), &host())
+}
+
+fn bind(path: &str, dir: bool, write: bool, exec: bool) -> Step {
+    Step::Bind {
+        path: path.into(),
+        dir,
+        flags: Flags { write, exec },
+    }
+}
+
+#[test]
+fn trees_are_bound_read_only_and_noexec_unless_the_policy_says_otherwise() {
+    let p = plan(
+        "path-allow read /usr/* /etc/*\npath-allow exec /usr/*\n\
+         path-allow read /tmp/s/*\npath-allow write /tmp/s/*",
+    );
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/etc", true, false, false),
+            bind("/usr", true, false, true),
+            bind("/tmp/s", true, true, false),
+        ]
+    );
+}
+
+#[test]
+fn symlinks_stay_symlinks_and_their_targets_are_bound() {
+    let p = plan("path-allow read /usr/* /bin/*\npath-allow exec /usr/* /bin/*");
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/usr", true, false, true),
+            Step::Symlink {
+                path: "/bin".into(),
+                target: "usr/bin".into()
+            },
+        ],
+        "/usr/bin is inside /usr, bound with the same flags"
+    );
+}
+
+#[test]
+fn denies_inside_a_tree_are_masked_and_prefix_denies_expand_to_what_exists() {
+    let p = plan(
+        "path-allow read /etc/*\npath-deny /etc/shadow /etc/sudoers.d /etc/sudoers.d/*\n\
+         path-deny /etc/ssh/ssh_host_* /etc/nonexistent",
+    );
+    let masks: Vec<&Step> = p
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Mask { .. }))
+        .collect();
+    assert_eq!(
+        masks,
+        vec![
+            &Step::Mask {
+                path: "/etc/shadow".into(),
+                dir: false
+            },
+            &Step::Mask {
+                path: "/etc/sudoers.d".into(),
+                dir: true
+            },
+            &Step::Mask {
+                path: "/etc/ssh/ssh_host_ed25519_key".into(),
+                dir: false
+            },
+            &Step::Mask {
+                path: "/etc/ssh/ssh_host_rsa_key".into(),
+                dir: false
+            },
+        ]
+    );
+    assert!(p.notes.iter().any(|(_, n)| n.contains("ssh_host_*")));
+}
+
+#[test]
+fn denies_outside_the_view_need_no_mask() {
+    let p = plan("path-allow read /usr/*\npath-deny /etc/shadow");
+    assert!(!p.steps.iter().any(|s| matches!(s, Step::Mask { .. })));
+}
+
+#[test]
+fn a_writable_tree_inside_a_read_only_one_gets_its_own_bind_after_it() {
+    let p = plan("path-allow read /home/u/*\npath-allow write /home/u/p/*");
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/home/u", true, false, false),
+            bind("/home/u/p", true, true, false),
+        ]
+    );
+}
+
+#[test]
+fn an_exec_file_inside_a_noexec_tree_gets_its_own_bind() {
+    let p = plan("path-allow read /home/u/*\npath-allow exec /home/u/notes");
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/home/u", true, false, false),
+            bind("/home/u/notes", false, false, true),
+        ]
+    );
+}
+
+#[test]
+fn devices_only_when_named_exactly_and_links_as_links() {
+    let p = plan(
+        "path-allow read /dev/null /dev/fd\npath-allow write /dev/null\n\
+         path-allow read /dev/*",
+    );
+    assert_eq!(
+        p.steps,
+        vec![
+            Step::DevTmpfs,
+            Step::Device {
+                path: "/dev/null".into(),
+                write: true
+            },
+            Step::Symlink {
+                path: "/dev/fd".into(),
+                target: "/proc/self/fd".into()
+            },
+        ]
+    );
+    assert!(p.notes.iter().any(|(_, n)| n.contains("/dev/*")));
+}
+
+#[test]
+fn proc_keeps_what_the_policy_names() {
+    let p = plan(
+        "path-allow read /proc/self /proc/self/* /proc/cpuinfo /proc/sys/kernel/*\n\
+         path-allow read /proc/sys/vm/overcommit_memory",
+    );
+    let Some(Step::Proc { keep }) = p.steps.last() else {
+        panic!("no procfs: {:?}", p.steps)
+    };
+    assert!(keep.children["self"].all);
+    assert!(keep.children["cpuinfo"].all);
+    assert!(!keep.children["sys"].all);
+    assert!(keep.children["sys"].children["kernel"].all);
+    assert!(keep.children["sys"].children["vm"].children["overcommit_memory"].all);
+    assert!(!keep.children.contains_key("kcore"));
+}
+
+#[test]
+fn a_policy_without_proc_or_dev_gets_neither() {
+    let p = plan("path-allow read /usr/*");
+    assert_eq!(p.steps, vec![bind("/usr", true, false, false)]);
+}
+
+#[test]
+fn a_lone_directory_rule_binds_nothing() {
+    let p = plan("path-allow read /\npath-allow read /home/u/notes");
+    assert_eq!(p.steps, vec![bind("/home/u/notes", false, false, false)]);
+}
+
+#[test]
+fn link_resolution_is_lexical_and_stays_absolute() {
+    assert_eq!(resolve_link("/bin", "usr/bin"), "/usr/bin");
+    assert_eq!(resolve_link("/a/b/c", "../../x"), "/x");
+    assert_eq!(resolve_link("/a", "../../../x"), "/x");
+    assert_eq!(resolve_link("/dev/fd", "/proc/self/fd"), "/proc/self/fd");
+}
+
+#[test]
+fn the_default_policy_plans_without_surprises() {
+    let policy = Policy::default_policy().expand_scratch("/tmp/s");
+    let p = view_plan(&policy, &host());
+    assert!(p.steps.contains(&bind("/tmp/s", true, true, false)));
+    assert!(p.steps.contains(&bind("/etc", true, false, false)));
+    assert!(p.steps.contains(&Step::Mask {
+        path: "/etc/shadow".into(),
+        dir: false
+    }));
+    assert!(!p
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Device { path, .. } if path == "/dev/sda")));
+    assert!(matches!(p.steps.last(), Some(Step::Proc { .. })));
+}
