@@ -43,6 +43,13 @@ pub struct RunArgs {
     /// hides tells whether it exists (ENOENT or EACCES), which the agent never does.
     #[arg(long = "fast-path", value_name = "auto|always|never", default_value = "never", value_parser = ["auto", "always", "never"])]
     fast_path: String,
+    /// Whether the sandbox sees a file system of its own, built from the policy: a mount
+    /// namespace holding only what the policy allows, read-only where it gives no `write` and
+    /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
+    /// with a fresh /proc of the sandbox's own processes. `off`: the host's tree, with every
+    /// path decided by the agent and Landlock.
+    #[arg(long = "view", value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
+    view: String,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
     #[arg(long, value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::Time))]
@@ -158,6 +165,10 @@ pub fn main(args: RunArgs) -> i32 {
             "always" => FastPath::Always,
             "never" => FastPath::Never,
             _ => FastPath::Auto,
+        },
+        view: match args.view.as_str() {
+            "on" => warden::run::ViewMode::On,
+            _ => warden::run::ViewMode::Off,
         },
         ..RunConfig::default()
     };

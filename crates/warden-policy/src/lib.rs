@@ -85,12 +85,12 @@
 mod diag;
 pub mod escape;
 pub mod kernel;
-pub mod view;
 mod limits;
 mod net;
 mod parse;
 mod pattern;
 mod policy;
+pub mod view;
 
 pub use diag::{Diagnostic, Span};
 pub use limits::{

@@ -125,6 +125,9 @@ impl Keep {
 pub struct ViewPlan {
     /// The steps, in order: binds (outer before inner), symlinks, masks, `/dev`, `/proc`.
     pub steps: Vec<Step>,
+    /// The policy lets `/` be listed: in the view it holds only what the steps bring in, so
+    /// every directory of the view may be listed by Landlock's rule on it.
+    pub lists_root: bool,
     /// Rules the view shows more of than the policy allows (the agent and Landlock still decide
     /// them) or cannot show, each with a sentence for `warden check --explain`.
     pub notes: Vec<(RuleId, String)>,
@@ -141,7 +144,10 @@ struct Anchor {
 
 /// Plans the view for `policy` (with `$SCRATCH` expanded).
 pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
-    let mut plan = ViewPlan::default();
+    let mut plan = ViewPlan {
+        lists_root: policy.check("/", Access::Read).is_allowed(),
+        ..ViewPlan::default()
+    };
     let mut anchors: Vec<Anchor> = Vec::new();
     let mut proc_keep = Keep::default();
     let mut proc_named = false;

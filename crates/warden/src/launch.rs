@@ -58,6 +58,9 @@ pub struct Command {
     /// sandbox has no controlling terminal (it stays in warden's session), so `/dev/tty` (which would bypass
     /// `--stdout` and `--output-limit`) is `ENXIO` inside, as for any process without a terminal.
     pub keep_terminal: bool,
+    /// The sandbox's own file system view, built by init in a fresh mount namespace before the
+    /// program starts (`None`: the sandbox sees the host's tree, and the agent decides).
+    pub view: Option<warden_policy::view::ViewPlan>,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -80,6 +83,10 @@ pub enum Stage {
     Fork = 7,
     /// Setting up descriptors, resource limits or CPU affinity.
     Resources = 8,
+    /// Building the sandbox's file system view.
+    View = 9,
+    /// Dropping the program's capabilities.
+    Capabilities = 10,
 }
 
 impl Stage {
@@ -93,6 +100,8 @@ impl Stage {
             6 => Stage::Exec,
             7 => Stage::Fork,
             8 => Stage::Resources,
+            9 => Stage::View,
+            10 => Stage::Capabilities,
             _ => return None,
         })
     }
@@ -114,10 +123,12 @@ pub enum LaunchError {
     #[error("cannot move the sandbox into its cgroup: {0}")]
     Cgroup(#[source] io::Error),
     /// A step inside the sandbox failed before the program ran.
-    #[error("{stage:?} failed inside the sandbox: {source}")]
+    #[error("{stage:?} failed inside the sandbox: {}{source}", if detail.is_empty() { String::new() } else { format!("{detail}: ") })]
     Setup {
         /// Which step.
         stage: Stage,
+        /// What the step was doing, when it said.
+        detail: String,
         /// The errno it got.
         #[source]
         source: io::Error,
@@ -142,6 +153,8 @@ pub struct Launched {
     pub init_pidfd: OwnedFd,
     /// The listener for the program's notifications.
     pub listener: OwnedFd,
+    /// pid of the program's first process, in warden's PID namespace.
+    pub program_pid: i32,
     /// warden's end of the channel; [`Launched::wait`] reads the outcome from it.
     channel: OwnedFd,
 }
@@ -196,12 +209,18 @@ pub fn launch(
     let cwd =
         CString::new(cmd.cwd.as_os_str().as_encoded_bytes()).map_err(|_| LaunchError::Setup {
             stage: Stage::Chdir,
+            detail: String::new(),
             source: io::Error::from_raw_os_error(libc::EINVAL),
         })?;
 
     // warden calls launch before it starts any thread (the agent starts afterwards);
     // clone_process checks that.
-    match process::clone_process(SANDBOX_NAMESPACES).map_err(LaunchError::Clone)? {
+    let namespaces = if cmd.view.is_some() {
+        SANDBOX_NAMESPACES | libc::CLONE_NEWNS as u64
+    } else {
+        SANDBOX_NAMESPACES
+    };
+    match process::clone_process(namespaces).map_err(LaunchError::Clone)? {
         Cloned::Child => {
             drop(ours);
             let child = Child {
@@ -261,6 +280,7 @@ fn parent_side(
             init_pid: pid,
             init_pidfd: pidfd,
             listener,
+            program_pid: sender.unwrap_or_default(),
             channel,
         }),
         (Some(&MSG_FAILED), _) => {
@@ -268,6 +288,7 @@ fn parent_side(
             let (stage, errno) = decode_failure(&msg);
             Err(LaunchError::Setup {
                 stage,
+                detail: String::from_utf8_lossy(msg.get(6..).unwrap_or_default()).into_owned(),
                 source: io::Error::from_raw_os_error(errno),
             })
         }
@@ -338,6 +359,16 @@ impl Launched {
         }
     }
 
+    /// The root directory the program sees (its view's, when it has one), opened while the
+    /// program waits for its first `execve` to be answered, so the pid still names it.
+    pub fn program_root(&self) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::open(
+            format!("/proc/{}/root", self.program_pid),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?)
+    }
+
     /// The channel, for callers that poll it together with signals.
     pub fn channel(&self) -> BorrowedFd<'_> {
         self.channel.as_fd()
@@ -397,6 +428,15 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // The private network namespace starts with loopback down; bring it up so processes of the
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
+    // Nothing in the sandbox may inspect or write init's memory through its own /proc: init has
+    // no seccomp filter and every capability of the sandbox's namespaces.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    if let Some(plan) = &child.cmd.view {
+        if let Err(e) = crate::confine::view::enter(plan) {
+            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
+            process::exit_now(1);
+        }
+    }
     if !child.cmd.keep_terminal {
         // No controlling terminal, for init and all it starts; init stays in warden's session
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
@@ -452,6 +492,9 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
 /// The program's process: confine itself, hand the listener to warden, exec.
 fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // Init is not dumpable, and a fork inherits that; the agent must read this process's
+    // memory (its first execve) with no more than the capabilities it keeps.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable);
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
     process::prefer_for_oom();
@@ -463,7 +506,18 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         fail(channel.as_fd(), Stage::Resources, &e);
         process::exit_now(125);
     }
-    if let Err(e) = child.landlock.restrict_self() {
+    let mut landlock = child.landlock;
+    if let Some(plan) = &child.cmd.view {
+        if let Err(e) = landlock.allow_view(plan) {
+            fail(
+                channel.as_fd(),
+                Stage::Landlock,
+                &io::Error::other(e.to_string()),
+            );
+            process::exit_now(125);
+        }
+    }
+    if let Err(e) = landlock.restrict_self() {
         fail(
             channel.as_fd(),
             Stage::Landlock,
@@ -473,6 +527,11 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     }
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
+        process::exit_now(125);
+    }
+    // Every capability goes before the filter that would refuse the calls that drop them.
+    if let Err(e) = crate::confine::privileges::drop_all_for_program() {
+        fail(channel.as_fd(), Stage::Capabilities, &e);
         process::exit_now(125);
     }
     // The argument denials first (a filter with no listener); the kernel runs both programs on
@@ -548,10 +607,21 @@ fn apply_rlimits(cmd: &Command) -> io::Result<()> {
 }
 
 fn fail(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error) {
-    let mut msg = [MSG_FAILED, stage as u8, 0, 0, 0, 0];
-    msg[2..].copy_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes());
+    fail_with(channel, stage, e, "");
+}
+
+/// As [`fail`], with a few words on what was being done (at most [`DETAIL_MAX`] bytes reach
+/// warden).
+fn fail_with(channel: BorrowedFd<'_>, stage: Stage, e: &io::Error, detail: &str) {
+    let mut msg = vec![MSG_FAILED, stage as u8];
+    msg.extend_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes());
+    let detail = detail.as_bytes();
+    msg.extend_from_slice(&detail[..detail.len().min(DETAIL_MAX)]);
     let _ = send(channel, &msg);
 }
+
+/// The longest detail a setup failure carries.
+const DETAIL_MAX: usize = 200;
 
 /// A plain send: never `sendmsg`, which the program's filter may delegate (with UDP rules),
 /// and there is no agent yet while the program sets itself up.
@@ -565,7 +635,7 @@ fn send(channel: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
 fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>)> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let mut buf = [0u8; 64];
+    let mut buf = [0u8; 8 + DETAIL_MAX];
     let got = recvmsg(
         channel,
         &mut [IoSliceMut::new(&mut buf)],

@@ -61,10 +61,42 @@ pub struct RunConfig {
     pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     /// Whether opens may go straight to the kernel.
     pub fast_path: FastPath,
+    /// Whether the sandbox gets a file system view of its own (`warden run --view`).
+    pub view: ViewMode,
     /// Keep warden's controlling terminal in the sandbox (`--tty`): `/dev/tty` then reaches the
     /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
     /// terminal and `/dev/tty` is `ENXIO`.
     pub terminal: bool,
+}
+
+/// `warden run --view`: whether the sandbox sees a file system built from the policy (a mount
+/// namespace holding only what the policy allows), or the host's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViewMode {
+    /// A view of its own.
+    On,
+    /// The host's tree; the agent and Landlock decide every path.
+    #[default]
+    Off,
+}
+
+/// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
+fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::ViewPlan> {
+    if cfg.view == ViewMode::Off {
+        return None;
+    }
+    let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
+    if cfg.verbose {
+        eprintln!(
+            "warden: the sandbox's view: {} mount steps from the policy",
+            plan.steps.len()
+        );
+        for (id, note) in &plan.notes {
+            let rule = policy.rule(*id);
+            eprintln!("warden: view: {}: {rule}: {note}", rule.span);
+        }
+    }
+    Some(plan)
 }
 
 /// `warden run --fast-path`: who decides opens.
@@ -353,6 +385,7 @@ fn run_in(
         rlimits: limits::rlimits(&limits, cgroup.is_some()),
         cpus,
         keep_terminal: cfg.terminal,
+        view: view_for(cfg, &policy),
     };
     let log_file = match &cfg.log {
         Some(p) => Some(
@@ -421,7 +454,14 @@ fn run_in(
     let log =
         Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
     let agent_net_mode = net.mode;
-    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal)
+    let view_root =
+        match command.view {
+            Some(_) => Some(launched.program_root().map_err(|e| {
+                failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}"))
+            })?),
+            None => None,
+        };
+    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, view_root)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
@@ -775,11 +815,18 @@ fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
         LaunchError::Setup {
             stage: Stage::Chdir,
             source,
+            ..
         } => failure(
             EXIT_WARDEN,
             format!(
-                "cannot enter the starting directory {}: {source}",
-                cmd.cwd.display()
+                "cannot enter the starting directory {}: {source}{}",
+                warden_policy::escape::escape(cmd.cwd.as_os_str().as_encoded_bytes()),
+                if cmd.view.is_some() && source.raw_os_error() == Some(libc::ENOENT) {
+                    " (the sandbox's view holds only what the policy allows: add a rule for \
+                     it, or start elsewhere with --chdir)"
+                } else {
+                    ""
+                }
             ),
         ),
         other => failure(EXIT_WARDEN, other.to_string()),

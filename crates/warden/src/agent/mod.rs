@@ -92,7 +92,8 @@ pub struct Agent {
 impl Agent {
     /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`, with the network
     /// context `net` made from the same policy; `terminal`: the sandbox shares warden's
-    /// controlling terminal.
+    /// controlling terminal; `view_root`: the root of the sandbox's own view, where walks start
+    /// (`None`: the host's).
     pub fn new(
         listener: OwnedFd,
         policy: Policy,
@@ -100,13 +101,14 @@ impl Agent {
         ids: IdMap,
         log: Log,
         terminal: bool,
+        view_root: Option<OwnedFd>,
     ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
         Ok(Arc::new(Agent {
             listener,
             net,
-            resolver: Resolver::new()?,
+            resolver: Resolver::new(view_root)?,
             ids,
             log,
             pool: pool::Pool::new(MAX_WORKERS, FIRST_WORKERS),

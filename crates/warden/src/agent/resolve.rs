@@ -232,21 +232,34 @@ fn join(dir: &str, name: &str) -> String {
 pub struct Resolver {
     root: OwnedFd,
     proc_dev_ino: (u64, u64),
+    /// With a view: its own procfs's root (process entries are entered from warden's
+    /// procfs instead, where the agent's pids name them).
+    view_proc_dev_ino: Option<(u64, u64)>,
+    host_proc: OwnedFd,
 }
 
 impl Resolver {
-    /// Opens the agent's root and notes which directory is procfs's root.
-    pub fn new() -> std::io::Result<Resolver> {
-        let root = openat(
-            rustix::fs::CWD,
-            "/",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let proc = rustix::fs::stat("/proc")?;
+    /// Opens the root walks start from (the sandbox's view, `view_root`, when it has one; else
+    /// the agent's own) and notes which directories are procfs roots.
+    pub fn new(view_root: Option<OwnedFd>) -> std::io::Result<Resolver> {
+        let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let host_proc = openat(rustix::fs::CWD, "/proc", dir, Mode::empty())?;
+        let proc = rustix::fs::fstat(&host_proc)?;
+        let (root, view_proc_dev_ino) = match view_root {
+            Some(root) => {
+                let view_proc =
+                    rustix::fs::statat(&root, "proc", rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .ok()
+                        .map(|st| (st.st_dev, st.st_ino));
+                (root, view_proc)
+            }
+            None => (openat(rustix::fs::CWD, "/", dir, Mode::empty())?, None),
+        };
         Ok(Resolver {
             root,
             proc_dev_ino: (proc.st_dev, proc.st_ino),
+            view_proc_dev_ino,
+            host_proc,
         })
     }
 
@@ -261,7 +274,10 @@ impl Resolver {
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
-        rustix::fs::fstat(fd).is_ok_and(|st| (st.st_dev, st.st_ino) == self.proc_dev_ino)
+        rustix::fs::fstat(fd).is_ok_and(|st| {
+            let id = (st.st_dev, st.st_ino);
+            id == self.proc_dev_ino || Some(id) == self.view_proc_dev_ino
+        })
     }
 
     /// The stack a walk starts from: root for absolute paths, else the caller's cwd or dirfd,
@@ -462,9 +478,16 @@ impl Resolver {
             return Ok(None);
         }
         if let Some(mapped) = self.proc_component(client, stack.top(), &part)? {
-            for (p, logical) in mapped {
+            for (i, (p, logical)) in mapped.into_iter().enumerate() {
+                // The first is a process entry: entered from warden's procfs, where the pid is
+                // the agent's (the view's procfs numbers the sandbox's own way).
+                let from = if i == 0 {
+                    self.host_proc.as_fd()
+                } else {
+                    stack.top()
+                };
                 let fd = openat(
-                    stack.top(),
+                    from,
                     p.as_slice(),
                     OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),

@@ -37,6 +37,9 @@ pub enum LandlockError {
     /// The kernel refused a step.
     #[error("failed to prepare the Landlock ruleset: {0}")]
     Ruleset(#[from] landlock::RulesetError),
+    /// A path of the sandbox's view could not be opened for its rule.
+    #[error("failed to add the view's Landlock rules: {0}")]
+    ViewPath(#[from] landlock::PathFdError),
     /// The fast path needs every right enforced, and this kernel enforces fewer.
     #[error(
         "the kernel did not enforce every Landlock right, and opens were to go straight to it \
@@ -283,6 +286,45 @@ fn expand(
 }
 
 impl Prepared {
+    /// Adds the rules only the sandbox's own view can name, once it is the caller's root: the
+    /// view's `/` may be listed when the policy lets `/` be listed (it holds nothing but what
+    /// the policy brings in), and its fresh `/proc` may be read when the policy lets the
+    /// process read its own entries (it holds only the sandbox's processes and the entries the
+    /// policy names; the rest are masked). Runs in the program's process, before
+    /// [`Prepared::restrict_self`].
+    pub fn allow_view(
+        &mut self,
+        plan: &warden_policy::view::ViewPlan,
+    ) -> Result<(), LandlockError> {
+        use warden_policy::view::Step;
+        if plan.lists_root {
+            let fd = PathFd::new("/")?;
+            (&mut self.ruleset).add_rule(PathBeneath::new(fd, AccessFs::ReadDir))?;
+            self.rules += 1;
+        }
+        let Some(keep) = plan.steps.iter().find_map(|s| match s {
+            Step::Proc { keep } => Some(keep),
+            _ => None,
+        }) else {
+            return Ok(());
+        };
+        let own = keep.all
+            || ["self", "thread-self"]
+                .iter()
+                .any(|n| keep.children.contains_key(*n));
+        let paths: Vec<String> = if own {
+            vec!["/proc".into()]
+        } else {
+            keep.children.keys().map(|n| format!("/proc/{n}")).collect()
+        };
+        for path in paths {
+            let fd = PathFd::new(&path)?;
+            (&mut self.ruleset).add_rule(PathBeneath::new(fd, rights(Access::Read)))?;
+            self.rules += 1;
+        }
+        Ok(())
+    }
+
     /// Applies the ruleset to the calling thread (and sets no_new_privs). Runs in the sandbox's
     /// first process, after fork, before exec.
     pub fn restrict_self(self) -> Result<Enforcement, LandlockError> {

@@ -6,3 +6,4 @@
 pub mod landlock;
 pub mod namespaces;
 pub mod privileges;
+pub mod view;

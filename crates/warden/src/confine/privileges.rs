@@ -53,6 +53,43 @@ pub fn confine_agent_thread() -> io::Result<()> {
     Ok(())
 }
 
+/// Drops every capability of the calling process for good, before the program runs: the
+/// effective, permitted, inheritable, ambient and bounding sets are emptied, and the securebits
+/// that would give root's capabilities back at `execve` or on a uid change are set and locked.
+/// The program needs none of them (the agent performs what needs privilege), and each one it
+/// held in its namespaces would be kernel attack surface (netfilter, mounts, namespaces' keys).
+/// Runs in the program's process while it still holds `CAP_SETPCAP` in its user namespace, and
+/// before its seccomp filter, which refuses these calls.
+pub fn drop_all_for_program() -> io::Result<()> {
+    use rustix::thread::CapabilitiesSecureBits as Bits;
+    rustix::thread::set_capabilities_secure_bits(
+        Bits::NO_ROOT
+            | Bits::NO_ROOT_LOCKED
+            | Bits::NO_SETUID_FIXUP
+            | Bits::NO_SETUID_FIXUP_LOCKED
+            | Bits::KEEP_CAPS_LOCKED
+            | Bits::NO_CAP_AMBIENT_RAISE
+            | Bits::NO_CAP_AMBIENT_RAISE_LOCKED,
+    )?;
+    for cap in CapabilitySet::all().iter() {
+        match rustix::thread::remove_capability_from_bounding_set(cap) {
+            // A capability this kernel does not know.
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
 /// The calling thread's effective and permitted capabilities (for tests and `inspect`).
 pub fn current() -> io::Result<(CapabilitySet, CapabilitySet)> {
     let have = rustix::thread::capabilities(None)?;

@@ -11,11 +11,12 @@
 //!
 //! Covered here because no crate wraps them: the seccomp user-notification ioctls
 //! (`seccomp_unotify(2)`), installing a raw BPF program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
-//! `pidfd_getfd(2)` on a pidfd we hold, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
+//! `pidfd_getfd(2)` on a pidfd we hold, `mount_setattr(2)` for the view's mount flags, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
 //! bounded copy of a client's arguments and results.
 
 pub mod fs;
 pub mod mem;
+pub mod mount;
 pub mod net;
 pub mod process;
 pub mod seccomp;

@@ -1,0 +1,382 @@
+//! The sandbox's own file system view: carries out a [`ViewPlan`] (planned by
+//! `warden_policy::view` from the policy) in the sandbox's fresh mount namespace, in one place.
+//!
+//! Runs in the sandbox's init, which holds every capability of the sandbox's user namespace and
+//! so may mount in the mount namespace that user namespace owns. With the new mount API each
+//! step works on descriptors, never on a path looked up twice:
+//!
+//! ```text
+//! fsmount(tmpfs)                 the new root, empty             (nosuid,nodev; read-only last)
+//! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
+//! open_tree(CLONE) per bind      host tree, recursive; mount_setattr adds ro/noexec/nosuid/nodev
+//! move_mount onto a placeholder  in the new root, at the same path
+//! fsmount(proc)                  the PID namespace's own procfs, hidepid=invisible; masks on
+//!                                every entry the policy does not name
+//! pivot_root(".", "."), umount   the host's tree is gone from the namespace
+//! ```
+//!
+//! The masks and binds are made before the host's tree goes, and the procfs is made while the
+//! host's /proc is still in the namespace (the kernel lets a user namespace mount a procfs only
+//! where a full one is already visible).
+
+use rustix::fs::{self as rfs, Mode, OFlags};
+use rustix::mount::{
+    fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, open_tree, FsMountFlags,
+    FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags,
+    UnmountFlags,
+};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use warden_policy::view::{Host, Keep, Node, Step, ViewPlan};
+
+use crate::sys::mount::set_attributes;
+
+/// The host as the planner sees it: `lstat`, `readlink`, `readdir`.
+pub struct HostFs;
+
+impl Host for HostFs {
+    fn node(&self, path: &str) -> Node {
+        use std::os::unix::fs::FileTypeExt;
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Node::Missing;
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            return match std::fs::read_link(path) {
+                Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
+                Err(_) => Node::Missing,
+            };
+        }
+        if ft.is_dir() {
+            Node::Dir
+        } else if ft.is_char_device() {
+            Node::Device
+        } else if ft.is_block_device() {
+            // Never bound: a block device is a disk.
+            Node::Missing
+        } else {
+            Node::File
+        }
+    }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Where building the view failed, and on which path.
+#[derive(Debug)]
+pub struct ViewError {
+    /// What was being done.
+    pub what: String,
+    /// The errno.
+    pub source: io::Error,
+}
+
+impl ViewError {
+    fn at(what: impl Into<String>) -> impl FnOnce(io::Error) -> ViewError {
+        let what = what.into();
+        move |source| ViewError { what, source }
+    }
+}
+
+fn errno(e: rustix::io::Errno) -> io::Error {
+    e.into()
+}
+
+/// Builds the view of `plan` and makes it the calling process's root. Call in a fresh mount
+/// namespace, before anything of the program runs.
+pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
+    // Nothing done here may reach back to the host's namespace.
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| ViewError::at("making the mount namespace private")(errno(e)))?;
+    let root = tmpfs(
+        "0755",
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+    )
+    .map_err(ViewError::at("creating the view's root"))?;
+    let masks = mask_sources().map_err(ViewError::at("creating the masks"))?;
+    let mut has_dev = false;
+    for step in &plan.steps {
+        has_dev |= *step == Step::DevTmpfs;
+        apply(step, root.as_fd(), masks.as_fd())?;
+    }
+    pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
+    // Attached now: the tmpfs mounts the steps wrote into become read-only.
+    for (path, needed) in [("/dev", has_dev), ("/", true)] {
+        if needed {
+            read_only(path).map_err(ViewError::at(format!("making {path} read-only")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the mount at `path` (not those beneath it) read-only.
+fn read_only(path: &str) -> io::Result<()> {
+    let mount = open_tree(rfs::CWD, path, OpenTreeFlags::OPEN_TREE_CLOEXEC)?;
+    set_attributes(mount.as_fd(), MountAttrFlags::MOUNT_ATTR_RDONLY, false)
+}
+
+fn apply(step: &Step, root: BorrowedFd<'_>, masks: BorrowedFd<'_>) -> Result<(), ViewError> {
+    match step {
+        Step::Bind { path, dir, flags } => {
+            let mut set = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+            if !flags.write {
+                set |= MountAttrFlags::MOUNT_ATTR_RDONLY;
+            }
+            if !flags.exec {
+                set |= MountAttrFlags::MOUNT_ATTR_NOEXEC;
+            }
+            bind(root, path, *dir, set).map_err(ViewError::at(format!("binding {path}")))
+        }
+        Step::Device { path, write } => {
+            let mut set = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC;
+            if !write {
+                set |= MountAttrFlags::MOUNT_ATTR_RDONLY;
+            }
+            bind(root, path, false, set).map_err(ViewError::at(format!("binding {path}")))
+        }
+        Step::Symlink { path, target } => {
+            let rel = relative(path);
+            make_parents(root, rel).map_err(ViewError::at(format!("placing {path}")))?;
+            match rfs::symlinkat(target.as_str(), root, rel) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+                Err(e) => Err(ViewError::at(format!("linking {path}"))(errno(e))),
+            }
+        }
+        Step::Mask { path, dir } => {
+            mask(masks, root, relative(path), *dir).map_err(ViewError::at(format!("hiding {path}")))
+        }
+        Step::DevTmpfs => {
+            let fs = tmpfs(
+                "0755",
+                MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+            )
+            .map_err(ViewError::at("creating /dev"))?;
+            attach(root, "dev", fs.as_fd(), true).map_err(ViewError::at("mounting /dev"))
+        }
+        Step::Proc { keep } => proc(root, masks, keep),
+    }
+}
+
+/// A detached tmpfs with root mode `mode`.
+fn tmpfs(mode: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
+    let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    fsconfig_set_string(fs.as_fd(), "mode", mode)?;
+    fsconfig_create(fs.as_fd())?;
+    Ok(fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?)
+}
+
+/// The two masks: `f`, an empty file, and `d`, an empty directory, both mode 0 on a read-only
+/// mount, so that no one in the sandbox may read, list or change them (the program holds no
+/// capability to override that).
+fn mask_sources() -> io::Result<OwnedFd> {
+    let fs = tmpfs(
+        "0000",
+        MountAttrFlags::MOUNT_ATTR_NOSUID
+            | MountAttrFlags::MOUNT_ATTR_NODEV
+            | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+    )?;
+    drop(rfs::openat(
+        fs.as_fd(),
+        "f",
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    rfs::mkdirat(fs.as_fd(), "d", Mode::empty())?;
+    set_attributes(fs.as_fd(), MountAttrFlags::MOUNT_ATTR_RDONLY, false)?;
+    Ok(fs)
+}
+
+/// `/a/b` as `a/b`, for lookups beneath the view's root descriptor.
+fn relative(path: &str) -> &str {
+    match path.trim_start_matches('/') {
+        "" => ".",
+        rel => rel,
+    }
+}
+
+/// Creates the directories leading to `rel` beneath `root` (those that exist are fine).
+fn make_parents(root: BorrowedFd<'_>, rel: &str) -> io::Result<()> {
+    let mut end = 0;
+    while let Some(i) = rel[end..].find('/') {
+        end += i;
+        match rfs::mkdirat(root, &rel[..end], Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        end += 1;
+    }
+    Ok(())
+}
+
+/// Creates the mount point `rel` beneath `root`: a directory or an empty file.
+fn placeholder(root: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
+    make_parents(root, rel)?;
+    let made = if dir {
+        rfs::mkdirat(root, rel, Mode::from_bits_truncate(0o755))
+    } else {
+        rfs::openat(
+            root,
+            rel,
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_bits_truncate(0o644),
+        )
+        .map(drop)
+    };
+    match made {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Moves the detached mount `mount` onto `rel` beneath `root`, creating the mount point.
+fn attach(root: BorrowedFd<'_>, rel: &str, mount: BorrowedFd<'_>, dir: bool) -> io::Result<()> {
+    placeholder(root, rel, dir)?;
+    move_mount(
+        mount,
+        "",
+        root,
+        rel,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )?;
+    Ok(())
+}
+
+/// Clones the host's `path` (with its submounts), adds `set` to every mount of the clone, and
+/// attaches it at the same path in the view.
+fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io::Result<()> {
+    let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+    if dir {
+        flags |= OpenTreeFlags::AT_RECURSIVE;
+    }
+    let tree = open_tree(rfs::CWD, path, flags)?;
+    set_attributes(tree.as_fd(), set, dir)?;
+    attach(root, relative(path), tree.as_fd(), dir)
+}
+
+/// Covers `rel` beneath `base` with the empty file or directory of `masks`.
+fn mask(masks: BorrowedFd<'_>, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
+    let source = open_tree(
+        masks,
+        if dir { "d" } else { "f" },
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )?;
+    move_mount(
+        source.as_fd(),
+        "",
+        base,
+        rel,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )?;
+    Ok(())
+}
+
+/// A procfs of the caller's PID namespace at `/proc`, with what `keep` does not name masked.
+fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
+    let make = || -> io::Result<OwnedFd> {
+        let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
+        // Processes the caller may not inspect (init, once it is not dumpable) are not listed.
+        fsconfig_set_string(fs.as_fd(), "hidepid", "invisible")?;
+        fsconfig_create(fs.as_fd())?;
+        Ok(fsmount(
+            fs.as_fd(),
+            FsMountFlags::FSMOUNT_CLOEXEC,
+            MountAttrFlags::MOUNT_ATTR_NOSUID
+                | MountAttrFlags::MOUNT_ATTR_NODEV
+                | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+        )?)
+    };
+    let procfs = make().map_err(ViewError::at("mounting a procfs"))?;
+    attach(root, "proc", procfs.as_fd(), true).map_err(ViewError::at("mounting /proc"))?;
+    if !keep.all {
+        hide_unnamed(procfs.as_fd(), masks, "", keep, true)?;
+    }
+    Ok(())
+}
+
+/// Masks every entry of directory `rel` (beneath the procfs `base`) that `keep` does not name,
+/// descending into the ones it names in part. At the top, process directories stay.
+fn hide_unnamed(
+    base: BorrowedFd<'_>,
+    masks: BorrowedFd<'_>,
+    rel: &str,
+    keep: &Keep,
+    top: bool,
+) -> Result<(), ViewError> {
+    let dir_path = if rel.is_empty() { "." } else { rel };
+    let dir = rfs::openat(
+        base,
+        dir_path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    let mut names = Vec::new();
+    let mut entries = rfs::Dir::read_from(&dir)
+        .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    while let Some(entry) = entries.next() {
+        let Ok(entry) = entry else { break };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "." || name == ".." {
+            continue;
+        }
+        names.push((name, entry.file_type()));
+    }
+    for (name, ft) in names {
+        if top && name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        match keep.children.get(&name) {
+            Some(k) if k.all => continue,
+            Some(k) if ft == rfs::FileType::Directory => {
+                hide_unnamed(base, masks, &path, k, false)?;
+                continue;
+            }
+            _ => {}
+        }
+        // A link leads into /proc/self (`mounts`, `net`), whose own rules apply.
+        if ft == rfs::FileType::Symlink {
+            continue;
+        }
+        mask(masks, base, &path, ft == rfs::FileType::Directory)
+            .map_err(ViewError::at(format!("hiding /proc/{path}")))?;
+    }
+    Ok(())
+}
+
+/// Makes the mount `root` (attached nowhere yet) the root of the namespace, and detaches the
+/// host's tree.
+fn pivot(root: BorrowedFd<'_>) -> io::Result<()> {
+    // pivot_root needs the new root attached; the host's /tmp serves for the moment it takes.
+    let staging = "/tmp";
+    move_mount(
+        root,
+        "",
+        rfs::CWD,
+        staging,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )?;
+    rustix::process::fchdir(root)?;
+    rustix::process::pivot_root(".", ".")?;
+    // The old root now sits on top of the new one at "/": detach it and all beneath it.
+    rustix::mount::unmount(".", UnmountFlags::DETACH)?;
+    rustix::process::chdir("/")?;
+    Ok(())
+}
