@@ -48,7 +48,7 @@ pub struct RunArgs {
     /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
     /// with a fresh /proc of the sandbox's own processes. `off`: the host's tree, with every
     /// path decided by the agent and Landlock.
-    #[arg(long = "view", value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
+    #[arg(long = "view", env = "WARDEN_VIEW", value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
     view: String,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
@@ -297,8 +297,15 @@ fn flag_patterns(raw: &str) -> Result<Vec<PathPattern>, String> {
         cwd.join(bare).to_string_lossy().into_owned()
     };
     let abs = if abs.starts_with('/') {
+        // canonicalize drops a trailing slash, which is the difference between `D/*` (beneath
+        // D) and `D*` (every name starting with D's, such as a sibling `D-other`).
+        let slash = if bare.ends_with('/') && bare != "/" {
+            "/"
+        } else {
+            ""
+        };
         std::fs::canonicalize(&abs)
-            .map(|p| p.to_string_lossy().into_owned())
+            .map(|p| format!("{}{slash}", p.to_string_lossy()))
             .unwrap_or(abs)
     } else {
         abs
@@ -339,5 +346,22 @@ mod tests {
         assert_eq!(env_setting("A"), Ok(("A".to_owned(), None)));
         assert_eq!(env_setting("A="), Ok(("A".to_owned(), Some(String::new()))));
         assert!(env_setting("=x").is_err());
+    }
+
+    #[test]
+    fn a_tree_flag_stays_a_tree_and_never_becomes_a_name_prefix() {
+        let dir = std::env::temp_dir();
+        let d = std::fs::canonicalize(&dir).unwrap();
+        let d = d.to_str().unwrap();
+        let text = |raw: &str| -> Vec<String> {
+            flag_patterns(raw)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(text(&format!("{d}/*")), vec![format!("{d}/*")]);
+        assert_eq!(text(&format!("{d}/na*")), vec![format!("{d}/na*")]);
+        assert_eq!(text(d), vec![d.to_string(), format!("{d}/*")]);
     }
 }

@@ -10,7 +10,7 @@
 //! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
 //! open_tree(CLONE) per bind      host tree, recursive; mount_setattr adds ro/noexec/nosuid/nodev
 //! move_mount onto a placeholder  in the new root, at the same path
-//! fsmount(proc)                  the PID namespace's own procfs, hidepid=invisible; masks on
+//! fsmount(proc)                  the PID namespace's own procfs, hidepid=ptraceable; masks on
 //!                                every entry the policy does not name
 //! pivot_root(".", "."), umount   the host's tree is gone from the namespace
 //! ```
@@ -287,8 +287,8 @@ fn mask(masks: BorrowedFd<'_>, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io
 fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
     let make = || -> io::Result<OwnedFd> {
         let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
-        // Processes the caller may not inspect (init, once it is not dumpable) are not listed.
-        fsconfig_set_string(fs.as_fd(), "hidepid", "invisible")?;
+        // Processes the caller may not inspect (init, once it is not dumpable) are not listed, whatever group the caller is in.
+        fsconfig_set_string(fs.as_fd(), "hidepid", "ptraceable")?;
         fsconfig_create(fs.as_fd())?;
         Ok(fsmount(
             fs.as_fd(),
