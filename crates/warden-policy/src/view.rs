@@ -153,11 +153,21 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     let mut proc_named = false;
     let mut devices: BTreeMap<String, bool> = BTreeMap::new();
     let mut dev_links: Vec<(String, String)> = Vec::new();
+    let mut dev_covered = false;
 
     for (i, rule) in policy.path_rules().iter().enumerate() {
         let Some(access) = rule.access else { continue };
         let id = RuleId(i);
         let lit = rule.pattern.literal();
+        if rule.pattern.is_prefix() && "/proc/".starts_with(lit) {
+            // A tree around /proc (`/*`): all of the sandbox's own procfs, never the host's.
+            proc_named = true;
+            proc_keep.all = true;
+        }
+        if rule.pattern.is_prefix() && "/dev/".starts_with(lit) {
+            // A tree around /dev: its devices still only where named exactly.
+            dev_covered = true;
+        }
         if lit == "/proc" || lit.starts_with("/proc/") {
             proc_named = true;
             proc_rule(&mut proc_keep, lit, rule.pattern.is_prefix(), &mut plan, id);
@@ -220,7 +230,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
 
     binds(host, &anchors, &mut plan);
     masks(policy, host, &plan.steps.clone(), &mut plan);
-    if !devices.is_empty() || !dev_links.is_empty() {
+    if dev_covered || !devices.is_empty() || !dev_links.is_empty() {
         plan.steps.push(Step::DevTmpfs);
         for (path, write) in devices {
             plan.steps.push(Step::Device { path, write });
@@ -424,6 +434,22 @@ fn masks(policy: &Policy, host: &dyn Host, steps: &[Step], plan: &mut ViewPlan) 
             continue;
         }
         let lit = rule.pattern.literal();
+        if lit.starts_with("/proc/") || lit.starts_with("/dev/") {
+            // /dev holds only what is named; /proc is the sandbox's own, and a deny inside
+            // /proc/self names an entry of every process, which no mount can cover: the agent
+            // decides it.
+            if lit.starts_with("/proc/") {
+                plan.notes.push((
+                    RuleId(i),
+                    format!(
+                        "`{}` lies in the sandbox's own /proc, where each process has its own \
+                         entries: no mount can hide it, so the agent decides it",
+                        rule.pattern
+                    ),
+                ));
+            }
+            continue;
+        }
         let candidates: Vec<String> = if !rule.pattern.is_prefix() {
             vec![lit.to_string()]
         } else if let Some(dir) = lit.strip_suffix('/') {

@@ -221,6 +221,12 @@ pub fn fast_path_base() -> Option<String> {
     Some(fast_path_base_file())
 }
 
+/// Whether the suite runs with every sandbox in a view of its own (`WARDEN_VIEW=on`, the
+/// suite's view pass in scripts/test.sh; warden reads the same variable).
+pub fn view_on() -> bool {
+    std::env::var_os("WARDEN_VIEW").is_some_and(|v| v == "on")
+}
+
 /// tests/fast-path.policy: a base policy Landlock can enforce exactly.
 pub fn fast_path_base_file() -> String {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fast-path.policy");

@@ -235,3 +235,19 @@ fn the_default_policy_plans_without_surprises() {
         .any(|s| matches!(s, Step::Device { path, .. } if path == "/dev/sda")));
     assert!(matches!(p.steps.last(), Some(Step::Proc { .. })));
 }
+
+#[test]
+fn a_tree_around_proc_and_dev_gets_the_sandboxs_own() {
+    let p = plan("path-allow read /*\npath-deny /proc/self/environ");
+    assert_eq!(p.steps[0], bind("/", true, false, false));
+    assert!(p.steps.contains(&Step::DevTmpfs));
+    let Some(Step::Proc { keep }) = p.steps.last() else {
+        panic!("{:?}", p.steps)
+    };
+    assert!(keep.all);
+    assert!(!p.steps.iter().any(|s| matches!(s, Step::Mask { .. })));
+    assert!(p
+        .notes
+        .iter()
+        .any(|(_, n)| n.contains("/proc/self/environ")));
+}

@@ -27,7 +27,7 @@ use rustix::mount::{
 };
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use warden_policy::view::{Host, Keep, Node, Step, ViewPlan};
+use warden_policy::view::{Flags, Host, Keep, Node, Step, ViewPlan};
 
 use crate::sys::mount::set_attributes;
 
@@ -101,20 +101,32 @@ pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .map_err(|e| ViewError::at("making the mount namespace private")(errno(e)))?;
-    let root = tmpfs(
-        "0755",
-        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
-    )
-    .map_err(ViewError::at("creating the view's root"))?;
+    // The root: the host's own tree when the policy binds all of it (`/*`), else an empty tmpfs
+    // that only the steps fill.
+    let (root, steps, tmpfs_root) = match plan.steps.split_first() {
+        Some((Step::Bind { path, flags, .. }, rest)) if path == "/" => {
+            let tree = clone_tree("/", true, bind_attributes(*flags))
+                .map_err(ViewError::at("binding /"))?;
+            (tree, rest, false)
+        }
+        _ => {
+            let fs = tmpfs(
+                "0755",
+                MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+            )
+            .map_err(ViewError::at("creating the view's root"))?;
+            (fs, plan.steps.as_slice(), true)
+        }
+    };
     let masks = mask_sources().map_err(ViewError::at("creating the masks"))?;
     let mut has_dev = false;
-    for step in &plan.steps {
+    for step in steps {
         has_dev |= *step == Step::DevTmpfs;
         apply(step, root.as_fd(), masks.as_fd())?;
     }
     pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
     // Attached now: the tmpfs mounts the steps wrote into become read-only.
-    for (path, needed) in [("/dev", has_dev), ("/", true)] {
+    for (path, needed) in [("/dev", has_dev), ("/", tmpfs_root)] {
         if needed {
             read_only(path).map_err(ViewError::at(format!("making {path} read-only")))?;
         }
@@ -130,16 +142,8 @@ fn read_only(path: &str) -> io::Result<()> {
 
 fn apply(step: &Step, root: BorrowedFd<'_>, masks: BorrowedFd<'_>) -> Result<(), ViewError> {
     match step {
-        Step::Bind { path, dir, flags } => {
-            let mut set = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
-            if !flags.write {
-                set |= MountAttrFlags::MOUNT_ATTR_RDONLY;
-            }
-            if !flags.exec {
-                set |= MountAttrFlags::MOUNT_ATTR_NOEXEC;
-            }
-            bind(root, path, *dir, set).map_err(ViewError::at(format!("binding {path}")))
-        }
+        Step::Bind { path, dir, flags } => bind(root, path, *dir, bind_attributes(*flags))
+            .map_err(ViewError::at(format!("binding {path}"))),
         Step::Device { path, write } => {
             let mut set = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC;
             if !write {
@@ -254,15 +258,34 @@ fn attach(root: BorrowedFd<'_>, rel: &str, mount: BorrowedFd<'_>, dir: bool) -> 
     Ok(())
 }
 
-/// Clones the host's `path` (with its submounts), adds `set` to every mount of the clone, and
-/// attaches it at the same path in the view.
-fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io::Result<()> {
+/// The mount flags of a bind with `flags`: `nosuid,nodev` always, `ro` and `noexec` unless the
+/// policy gives `write` and `exec` there.
+fn bind_attributes(flags: Flags) -> MountAttrFlags {
+    let mut set = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+    if !flags.write {
+        set |= MountAttrFlags::MOUNT_ATTR_RDONLY;
+    }
+    if !flags.exec {
+        set |= MountAttrFlags::MOUNT_ATTR_NOEXEC;
+    }
+    set
+}
+
+/// A detached clone of the host's `path` (with its submounts when `dir`), with `set` added to
+/// every mount of it.
+fn clone_tree(path: &str, dir: bool, set: MountAttrFlags) -> io::Result<OwnedFd> {
     let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
     if dir {
         flags |= OpenTreeFlags::AT_RECURSIVE;
     }
     let tree = open_tree(rfs::CWD, path, flags)?;
     set_attributes(tree.as_fd(), set, dir)?;
+    Ok(tree)
+}
+
+/// Clones the host's `path` and attaches it at the same path in the view.
+fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io::Result<()> {
+    let tree = clone_tree(path, dir, set)?;
     attach(root, relative(path), tree.as_fd(), dir)
 }
 
