@@ -54,6 +54,16 @@ pub struct Flags {
     pub exec: bool,
 }
 
+impl Flags {
+    /// Both sets of rights.
+    pub fn union(self, other: Flags) -> Flags {
+        Flags {
+            write: self.write || other.write,
+            exec: self.exec || other.exec,
+        }
+    }
+}
+
 /// One step of building the view. Steps run in order; paths are absolute, in the view, and the
 /// same on the host (the view never moves a tree).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +108,38 @@ pub enum Step {
     },
 }
 
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let esc = |p: &str| crate::escape::escape(p).into_owned();
+        match self {
+            Step::Bind { path, flags, .. } => write!(
+                f,
+                "bind {} {},{}",
+                esc(path),
+                if flags.write { "rw" } else { "ro" },
+                if flags.exec { "exec" } else { "noexec" }
+            ),
+            Step::Symlink { path, target } => write!(f, "link {} -> {}", esc(path), esc(target)),
+            Step::Device { path, write } => {
+                write!(
+                    f,
+                    "device {} {}",
+                    esc(path),
+                    if *write { "rw" } else { "ro" }
+                )
+            }
+            Step::Mask { path, .. } => write!(f, "hide {}", esc(path)),
+            Step::DevTmpfs => f.write_str("tmpfs /dev"),
+            Step::Proc { keep } if keep.all => f.write_str("proc /proc"),
+            Step::Proc { keep } => write!(
+                f,
+                "proc /proc (only the processes and {})",
+                keep.children.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
 /// The part of a tree the policy names: everything, or some children.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Keep {
@@ -131,6 +173,23 @@ pub struct ViewPlan {
     /// Rules the view shows more of than the policy allows (the agent and Landlock still decide
     /// them) or cannot show, each with a sentence for `warden check --explain`.
     pub notes: Vec<(RuleId, String)>,
+}
+
+impl ViewPlan {
+    /// Whether `path` (absolute, lexically clean) exists in the view as planned: inside a bound
+    /// tree, or a directory the view creates on the way to one of its steps.
+    pub fn holds(&self, path: &str) -> bool {
+        self.steps.iter().any(|step| {
+            let (at, tree) = match step {
+                Step::Bind { path, dir, .. } => (path.as_str(), *dir),
+                Step::Symlink { path, .. } | Step::Device { path, .. } => (path.as_str(), false),
+                Step::Mask { .. } => return false,
+                Step::DevTmpfs => ("/dev", true),
+                Step::Proc { .. } => ("/proc", true),
+            };
+            at == path || path == "/" || is_beneath(at, path) || (tree && is_beneath(path, at))
+        })
+    }
 }
 
 /// Where a rule anchors in the view: the path whose bind makes the rule's paths appear.
@@ -228,7 +287,9 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
         }
     }
 
+    unix_sockets(policy, &mut anchors);
     binds(host, &anchors, &mut plan);
+    root_links(host, &mut plan);
     masks(policy, host, &plan.steps.clone(), &mut plan);
     if dev_covered || !devices.is_empty() || !dev_links.is_empty() {
         plan.steps.push(Step::DevTmpfs);
@@ -243,6 +304,32 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
         plan.steps.push(Step::Proc { keep: proc_keep });
     }
     plan
+}
+
+/// Unix-domain sockets the policy lets the program reach: their directories appear (a server
+/// that restarts makes a new socket, which a bind of the old one would not show), writable
+/// where the program may bind a socket of its own.
+fn unix_sockets(policy: &Policy, anchors: &mut Vec<Anchor>) {
+    for rule in policy.net_rules() {
+        let crate::NetTarget::Unix(pattern) = &rule.target else {
+            continue;
+        };
+        let lit = pattern.literal();
+        let dir = match lit.rsplit_once('/') {
+            Some(("", _)) => "/".to_string(),
+            Some((d, _)) => d.to_string(),
+            None => continue,
+        };
+        let access = match rule.direction {
+            crate::Direction::Incoming => Access::Write,
+            _ => Access::Read,
+        };
+        anchors.push(Anchor {
+            path: dir,
+            tree: true,
+            access,
+        });
+    }
 }
 
 /// The path a pattern's paths live under, and whether the whole tree is covered.
@@ -291,7 +378,8 @@ fn flags_at(anchors: &[Anchor], path: &str, tree: bool, missing: &[String]) -> F
         let later = tree && is_beneath(&a.path, path) && missing.contains(&a.path);
         if here || covers || later {
             match a.access {
-                Access::Write => flags.write = true,
+                // Removing an entry changes its directory: a read-only mount refuses it.
+                Access::Write | Access::Unlink => flags.write = true,
                 Access::Exec => flags.exec = true,
                 _ => {}
             }
@@ -377,7 +465,15 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
                 plan.steps.push(Step::Symlink { path: link, target });
             }
         }
-        let flags = flags_at(anchors, &r.logical, r.tree, &missing);
+        // What the rules say of the path by either name, and never less than the tree it
+        // lands in: the bind replaces that tree's view of it.
+        let mut flags = flags_at(anchors, &r.logical, r.tree, &missing)
+            .union(flags_at(anchors, &r.at, r.tree, &missing));
+        for (p, f, t) in &placed {
+            if *t && is_beneath(&r.at, p) {
+                flags = flags.union(*f);
+            }
+        }
         // Visible with the same flags through an outer tree bound earlier.
         let covered = placed
             .iter()
@@ -393,6 +489,28 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
             flags,
         });
         placed.push((r.at, flags, r.dir && r.tree));
+    }
+}
+
+/// The symlinks in the host's `/` that lead into the view (`/lib -> usr/lib` on a merged-/usr
+/// system): the kernel follows them where no rule is asked (an ELF's interpreter path,
+/// `/lib64/ld-linux-x86-64.so.2 -> /lib/...`), and they show nothing the view does not hold.
+fn root_links(host: &dyn Host, plan: &mut ViewPlan) {
+    let placed = |plan: &ViewPlan, p: &str| {
+        plan.steps
+            .iter()
+            .any(|s| matches!(s, Step::Symlink { path, .. } | Step::Bind { path, .. } if path == p))
+    };
+    for name in host.list("/") {
+        let path = format!("/{name}");
+        let Node::Symlink(target) = host.node(&path) else {
+            continue;
+        };
+        let (at, node, _) = resolve(host, &path);
+        if matches!(node, Node::Missing) || placed(plan, &path) || !plan.holds(&at) || at == "/" {
+            continue;
+        }
+        plan.steps.push(Step::Symlink { path, target });
     }
 }
 

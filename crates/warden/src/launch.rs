@@ -428,15 +428,6 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // The private network namespace starts with loopback down; bring it up so processes of the
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
-    // Nothing in the sandbox may inspect or write init's memory through its own /proc: init has
-    // no seccomp filter and every capability of the sandbox's namespaces.
-    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
-    if let Some(plan) = &child.cmd.view {
-        if let Err(e) = crate::confine::view::enter(plan) {
-            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
-            process::exit_now(1);
-        }
-    }
     if !child.cmd.keep_terminal {
         // No controlling terminal, for init and all it starts; init stays in warden's session
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
@@ -453,7 +444,26 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(1);
         }
     }
-    let program = match process::fork() {
+    // Counted at the fork: the view may have no /proc.
+    let tasks = match process::open_own_tasks() {
+        Ok(t) => t,
+        Err(e) => {
+            fail(channel.as_fd(), Stage::Fork, &e);
+            process::exit_now(1)
+        }
+    };
+    // Last, once nothing of the host's tree is needed (the terminal is /dev/tty there).
+    // Nothing in the sandbox may then inspect or write init's memory through its own /proc
+    // (init has no seccomp filter and every capability of the sandbox's namespaces): Landlock
+    // refuses ptrace access from a domain to a process outside it, which /proc/1/mem and the
+    // rest need, and the view's procfs (hidepid=ptraceable) does not even list init.
+    if let Some(plan) = &child.cmd.view {
+        if let Err(e) = crate::confine::view::enter(plan) {
+            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
+            process::exit_now(1);
+        }
+    }
+    let program = match process::fork_counting(&tasks) {
         Ok(None) => program_child(channel, child),
         Ok(Some(pid)) => pid,
         Err(e) => {
@@ -462,6 +472,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
         }
     };
     drop(child);
+    drop(tasks);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.
@@ -492,9 +503,6 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
 /// The program's process: confine itself, hand the listener to warden, exec.
 fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    // Init is not dumpable, and a fork inherits that; the agent must read this process's
-    // memory (its first execve) with no more than the capabilities it keeps.
-    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable);
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
     process::prefer_for_oom();

@@ -91,12 +91,42 @@ fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::Vie
             "warden: the sandbox's view: {} mount steps from the policy",
             plan.steps.len()
         );
+        for step in &plan.steps {
+            eprintln!("warden: view: {step}");
+        }
         for (id, note) in &plan.notes {
             let rule = policy.rule(*id);
             eprintln!("warden: view: {}: {rule}: {note}", rule.span);
         }
     }
     Some(plan)
+}
+
+/// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
+/// when the sandbox's view does not hold it, the view's root (a program started where it
+/// cannot be would fail every relative path).
+fn implicit_cwd(
+    cfg: &RunConfig,
+    view: Option<&warden_policy::view::ViewPlan>,
+) -> Result<PathBuf, Failure> {
+    let here = std::env::current_dir().map_err(|e| {
+        failure(
+            EXIT_WARDEN,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    match (view, here.to_str()) {
+        (Some(v), Some(text)) if !v.holds(text) => {
+            if cfg.verbose {
+                eprintln!(
+                    "warden: {} is not in the sandbox's view (no rule allows it): starting in /",
+                    warden_policy::escape::escape(text)
+                );
+            }
+            Ok(PathBuf::from("/"))
+        }
+        _ => Ok(here),
+    }
 }
 
 /// `warden run --fast-path`: who decides opens.
@@ -316,15 +346,11 @@ fn run_in(
             ));
         }
     }
+    let view = view_for(cfg, &policy);
     let cwd = match (&cfg.chdir, &policy.starting_dir) {
         (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
         (None, Some((dir, _))) => PathBuf::from(dir),
-        (None, None) => std::env::current_dir().map_err(|e| {
-            failure(
-                EXIT_WARDEN,
-                format!("cannot read the current directory: {e}"),
-            )
-        })?,
+        (None, None) => implicit_cwd(cfg, view.as_ref())?,
     };
     let env = environment(&cfg.env, scratch)?;
     let cstr = |s: &str| {
@@ -385,7 +411,7 @@ fn run_in(
         rlimits: limits::rlimits(&limits, cgroup.is_some()),
         cpus,
         keep_terminal: cfg.terminal,
-        view: view_for(cfg, &policy),
+        view,
     };
     let log_file = match &cfg.log {
         Some(p) => Some(

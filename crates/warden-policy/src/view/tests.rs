@@ -74,6 +74,14 @@ fn trees_are_bound_read_only_and_noexec_unless_the_policy_says_otherwise() {
             bind("/etc", true, false, false),
             bind("/usr", true, false, true),
             bind("/tmp/s", true, true, false),
+            Step::Symlink {
+                path: "/bin".into(),
+                target: "usr/bin".into()
+            },
+            Step::Symlink {
+                path: "/lib".into(),
+                target: "usr/lib".into()
+            },
         ]
     );
 }
@@ -89,8 +97,12 @@ fn symlinks_stay_symlinks_and_their_targets_are_bound() {
                 path: "/bin".into(),
                 target: "usr/bin".into()
             },
+            Step::Symlink {
+                path: "/lib".into(),
+                target: "usr/lib".into()
+            },
         ],
-        "/usr/bin is inside /usr, bound with the same flags"
+        "/usr/bin is inside /usr, bound with the same flags; /lib leads into /usr"
     );
 }
 
@@ -202,7 +214,10 @@ fn proc_keeps_what_the_policy_names() {
 #[test]
 fn a_policy_without_proc_or_dev_gets_neither() {
     let p = plan("path-allow read /usr/*");
-    assert_eq!(p.steps, vec![bind("/usr", true, false, false)]);
+    assert!(!p
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::DevTmpfs | Step::Proc { .. } | Step::Device { .. })));
 }
 
 #[test]
@@ -250,4 +265,38 @@ fn a_tree_around_proc_and_dev_gets_the_sandboxs_own() {
         .notes
         .iter()
         .any(|(_, n)| n.contains("/proc/self/environ")));
+}
+
+#[test]
+fn the_plan_says_which_paths_the_view_holds() {
+    let p = plan("path-allow read /home/u/* /usr/*");
+    for held in ["/", "/home", "/home/u", "/home/u/p", "/usr/bin/x"] {
+        assert!(p.holds(held), "{held}");
+    }
+    for absent in ["/etc", "/home/v", "/tmp", "/us"] {
+        assert!(!p.holds(absent), "{absent}");
+    }
+}
+
+#[test]
+fn an_inner_bind_is_never_narrower_than_the_tree_it_lands_in() {
+    // `/bin` is a link into /usr, which `exec /usr/*` makes executable: the exact rule on the
+    // link must not bind /usr/bin again without exec.
+    let p = plan("path-allow read /usr/* /bin\npath-allow exec /usr/*");
+    assert!(!p
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Bind { flags, .. } if !flags.exec)));
+}
+
+#[test]
+fn links_in_the_root_that_lead_into_the_view_come_along() {
+    // The kernel follows /lib for an ELF interpreter named /lib64/...: no rule is asked.
+    let p = plan("path-allow read /usr/*\npath-allow exec /usr/*");
+    assert!(p.steps.contains(&Step::Symlink {
+        path: "/lib".into(),
+        target: "usr/lib".into()
+    }));
+    let p = plan("path-allow read /etc/*");
+    assert!(!p.steps.iter().any(|s| matches!(s, Step::Symlink { .. })));
 }

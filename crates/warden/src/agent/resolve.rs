@@ -236,6 +236,8 @@ pub struct Resolver {
     /// procfs instead, where the agent's pids name them).
     view_proc_dev_ino: Option<(u64, u64)>,
     host_proc: OwnedFd,
+    /// Walks start from the sandbox's view.
+    in_view: bool,
 }
 
 impl Resolver {
@@ -245,6 +247,7 @@ impl Resolver {
         let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let host_proc = openat(rustix::fs::CWD, "/proc", dir, Mode::empty())?;
         let proc = rustix::fs::fstat(&host_proc)?;
+        let in_view = view_root.is_some();
         let (root, view_proc_dev_ino) = match view_root {
             Some(root) => {
                 let view_proc =
@@ -260,6 +263,7 @@ impl Resolver {
             proc_dev_ino: (proc.st_dev, proc.st_ino),
             view_proc_dev_ino,
             host_proc,
+            in_view,
         })
     }
 
@@ -271,6 +275,29 @@ impl Resolver {
             Mode::empty(),
         )
         .map_err(|e| e.raw_os_error())
+    }
+
+    /// The answer when directory `path`, on the way to `rest`, cannot be entered: `mask`'s.
+    /// In a view, a directory the policy hides is simply not there; the walk would stop without
+    /// a decision, so the whole path is decided here, and `-v` and the log say which rule is
+    /// missing, as on the host's tree.
+    fn missing_on_the_way(
+        &self,
+        client: &Client,
+        policy: &Policy,
+        path: &str,
+        rest: &VecDeque<Vec<u8>>,
+        errno: i32,
+    ) -> i32 {
+        if !self.in_view || errno != libc::ENOENT || knowable(policy, path) {
+            return mask(policy, path, errno);
+        }
+        let mut whole = path.to_owned();
+        for part in rest {
+            whole.push('/');
+            whole.push_str(&String::from_utf8_lossy(part));
+        }
+        client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
@@ -526,7 +553,7 @@ impl Resolver {
                 OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )
-            .map_err(|e| mask(policy, &path, e.raw_os_error()))?;
+            .map_err(|e| self.missing_on_the_way(client, policy, &path, rest, e.raw_os_error()))?;
             let st = rustix::fs::fstat(&fd).map_err(|e| e.raw_os_error())?;
             (FileType::from_raw_mode(st.st_mode), Some(fd))
         };

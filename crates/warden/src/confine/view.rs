@@ -347,9 +347,9 @@ fn hide_unnamed(
     )
     .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
     let mut names = Vec::new();
-    let mut entries = rfs::Dir::read_from(&dir)
+    let entries = rfs::Dir::read_from(&dir)
         .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
-    while let Some(entry) = entries.next() {
+    for entry in entries {
         let Ok(entry) = entry else { break };
         let name = entry.file_name().to_string_lossy().into_owned();
         if name == "." || name == ".." {

@@ -24,7 +24,27 @@ pub enum Cloned {
 /// on a lock another thread held (malloc's, say). Checking here, at run time, is what makes
 /// [`clone_process`] and [`fork`] safe to call.
 fn ensure_single_threaded() -> io::Result<()> {
-    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    ensure_single_threaded_in(&open_own_tasks()?)
+}
+
+/// The caller's `/proc/self/task` directory, to count its threads later with
+/// [`fork_counting`] (after its root has changed, say, to a view with no /proc).
+pub fn open_own_tasks() -> io::Result<std::os::fd::OwnedFd> {
+    Ok(rustix::fs::open(
+        "/proc/self/task",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
+}
+
+fn ensure_single_threaded_in(tasks: &std::os::fd::OwnedFd) -> io::Result<()> {
+    let dir = rustix::fs::Dir::read_from(tasks)?;
+    let mut threads = 0;
+    for entry in dir {
+        if !entry?.file_name().to_bytes().starts_with(b".") {
+            threads += 1;
+        }
+    }
     if threads == 1 {
         Ok(())
     } else {
@@ -67,7 +87,12 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
 
 /// `fork(2)`, for the sandbox's init to start the program. Refuses to run multithreaded.
 pub fn fork() -> io::Result<Option<i32>> {
-    ensure_single_threaded()?;
+    fork_counting(&open_own_tasks()?)
+}
+
+/// [`fork`], counting threads in `tasks` ([`open_own_tasks`], opened earlier by this process).
+pub fn fork_counting(tasks: &std::os::fd::OwnedFd) -> io::Result<Option<i32>> {
+    ensure_single_threaded_in(tasks)?;
     // SAFETY: we checked that we are single-threaded, so the child inherits no lock held by
     // another thread.
     match unsafe { libc::fork() } {
