@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use warden::run::{EnvConfig, FastPath, RunConfig, EXIT_WARDEN};
+use warden::run::{EnvConfig, FastPath, RunConfig, ViewMode, EXIT_WARDEN};
 use warden_policy::{
     parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
 };
@@ -36,19 +36,24 @@ pub struct RunArgs {
     /// Write every delegated decision (allowed and denied) as JSON lines to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Who decides opens. `never` (the default): the agent. `auto`: the kernel (Landlock), when
-    /// it can enforce every path rule exactly (`warden check --explain` says which rules can)
-    /// and no --log is asked for; the agent otherwise. `always`: the kernel, or refuse to start
-    /// and say which rules prevent it. With the kernel deciding, an open of a path the policy
-    /// hides tells whether it exists (ENOENT or EACCES), which the agent never does.
-    #[arg(long = "fast-path", value_name = "auto|always|never", default_value = "never", value_parser = ["auto", "always", "never"])]
-    fast_path: String,
+    /// Who decides the calls that name paths. `never` (the default): the agent, every one of
+    /// them (every decision checked, logged and explained). `auto`: the kernel when it can
+    /// enforce every path rule exactly (`warden check --explain` says which rules can) and no
+    /// --log (in a view, no -v) is asked for; the agent otherwise. In a view the kernel then
+    /// also answers stat, access, readlink and chdir, and a hidden path is simply not there
+    /// (ENOENT); without one, an open of a hidden path tells whether it exists (ENOENT or
+    /// EACCES), which the agent never does. `always`: the kernel, or refuse to start and say
+    /// which rules prevent it.
+    #[arg(long = "fast-path", value_name = "auto|always|never", value_parser = ["auto", "always", "never"])]
+    fast_path: Option<String>,
     /// Whether the sandbox sees a file system of its own, built from the policy: a mount
     /// namespace holding only what the policy allows, read-only where it gives no `write` and
     /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
-    /// with a fresh /proc of the sandbox's own processes. `off`: the host's tree, with every
-    /// path decided by the agent and Landlock.
-    #[arg(long = "view", env = "WARDEN_VIEW", value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
+    /// with a fresh /proc of the sandbox's own processes. `auto`: a view wherever the kernel has
+    /// the mount API it needs (Linux 5.2+); `off` (the default for now): the host's tree, with
+    /// every path decided by the agent and Landlock. In a view, shared libraries and anything
+    /// else mapped executable need `exec` too (the default policy gives it for the system's).
+    #[arg(long = "view", env = "WARDEN_VIEW", value_name = "auto|on|off", default_value = "off", value_parser = ["auto", "on", "off"])]
     view: String,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
@@ -143,6 +148,11 @@ pub fn main(args: RunArgs) -> i32 {
     };
     let mut command = args.command.into_iter();
     let program = command.next().expect("clap requires a program");
+    let view = match args.view.as_str() {
+        "on" => ViewMode::On,
+        "off" => ViewMode::Off,
+        _ => ViewMode::Auto,
+    };
     let cfg = RunConfig {
         policy,
         program,
@@ -161,15 +171,12 @@ pub fn main(args: RunArgs) -> i32 {
         report: args.report,
         report_json: args.report_json,
         terminal: args.tty,
-        fast_path: match args.fast_path.as_str() {
-            "always" => FastPath::Always,
-            "never" => FastPath::Never,
-            _ => FastPath::Auto,
+        fast_path: match args.fast_path.as_deref() {
+            Some("always") => FastPath::Always,
+            Some("auto") => FastPath::Auto,
+            _ => FastPath::Never,
         },
-        view: match args.view.as_str() {
-            "on" => warden::run::ViewMode::On,
-            _ => warden::run::ViewMode::Off,
-        },
+        view,
         ..RunConfig::default()
     };
     match warden::run::run(cfg) {

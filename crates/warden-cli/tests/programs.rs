@@ -1660,10 +1660,62 @@ fn fast_path_sends_opens_to_the_kernel_which_enforces_the_policy() {
     });
 }
 
+/// In a view the same default policy is exact: its denials inside /etc are masks, /proc is the
+/// sandbox's own, and the kernel answers opens, stat, access, readlink and chdir by itself.
+#[test]
+fn in_a_view_the_default_policy_goes_to_the_kernel_and_still_holds() {
+    common::each_user("in_a_view_the_default_policy_goes_to_the_kernel", |who| {
+        let d = common::fresh_dir(&format!("view-kernel-{}", common::who_tag(who)));
+        common::chmod(&d, 0o777);
+        let report = d.join("report.json");
+        let script = "cat /etc/passwd > /dev/null && echo PASSWD; cat /etc/shadow && echo LEAKED; \
+                      stat /etc/shadow >/dev/null; ls /root; cat /proc/self/status > /dev/null && \
+                      echo PROC; echo x > f && cat f";
+        let o = warden(
+            who,
+            &[
+                "run",
+                "--view=on",
+                "--fast-path=always",
+                "--report-json",
+                s(&report),
+                "--",
+                "/bin/sh",
+                "-c",
+                script,
+            ],
+        );
+        let (out, err) = (common::stdout(&o), common::stderr(&o));
+        assert!(
+            out.contains("PASSWD") && out.contains("PROC") && out.contains('x'),
+            "{out}{err}"
+        );
+        assert!(!out.contains("LEAKED") && !out.contains("root:"), "{out}");
+        assert!(err.contains("/etc/shadow: Permission denied"), "{err}");
+        assert!(
+            err.contains("/root") && err.contains("No such file"),
+            "{err}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        for family in ["open", "stat"] {
+            assert_eq!(
+                json["delegated-families"][family].as_u64().unwrap_or(0),
+                0,
+                "{family} calls reached the agent: {json:#}"
+            );
+        }
+    });
+}
+
 #[test]
 fn fast_path_always_refuses_a_policy_landlock_cannot_say_exactly() {
-    // The default policy denies paths inside /etc, which it allows: only the agent can.
-    let o = warden(As::Me, &["run", "--fast-path=always", "--", "/bin/true"]);
+    // On the host's tree, the default policy denies paths inside /etc, which it allows: only
+    // the agent can.
+    let o = warden(
+        As::Me,
+        &["run", "--view=off", "--fast-path=always", "--", "/bin/true"],
+    );
     assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
     let err = common::stderr(&o);
     assert!(
@@ -1677,7 +1729,14 @@ fn fast_path_always_refuses_a_policy_landlock_cannot_say_exactly() {
     // auto falls back to the agent, and says why with -v.
     let o = warden(
         As::Me,
-        &["run", "-v", "--fast-path=auto", "--", "/bin/true"],
+        &[
+            "run",
+            "--view=off",
+            "-v",
+            "--fast-path=auto",
+            "--",
+            "/bin/true",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     assert!(

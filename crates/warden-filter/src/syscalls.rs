@@ -359,6 +359,29 @@ pub enum Opens {
     /// `open`, `openat` and `creat` go straight to it; `openat2` (whose flags BPF cannot read),
     /// `O_PATH` and `O_TMPFILE` opens stay delegated.
     Kernel,
+    /// The kernel, in the sandbox's own view (`warden_policy::view`): opens as with
+    /// [`Opens::Kernel`], and the calls that only look (stat, access, readlink, statfs) or move
+    /// (chdir) go straight to it too. Landlock does not govern them, but the view does: what the
+    /// policy does not name does not exist there, and what it denies inside an allowed tree is
+    /// masked.
+    View,
+}
+
+impl Opens {
+    /// The calls a view lets the kernel answer by itself.
+    pub const VIEW_DIRECT: [c_long; 11] = [
+        libc::SYS_stat,
+        libc::SYS_lstat,
+        libc::SYS_newfstatat,
+        libc::SYS_statx,
+        libc::SYS_access,
+        libc::SYS_faccessat,
+        libc::SYS_faccessat2,
+        libc::SYS_readlink,
+        libc::SYS_readlinkat,
+        libc::SYS_chdir,
+        libc::SYS_statfs,
+    ];
 }
 
 impl Profile {
@@ -372,7 +395,10 @@ impl Profile {
         if self.ptrace_inside && TRACING.contains(&entry.nr) {
             return Class::Direct;
         }
-        if self.opens == Opens::Kernel {
+        if self.opens == Opens::View && Opens::VIEW_DIRECT.contains(&entry.nr) {
+            return Class::Direct;
+        }
+        if self.opens != Opens::Agent {
             match entry.nr {
                 libc::SYS_open => return G(Guard::KernelOpen(1)),
                 libc::SYS_openat => return G(Guard::KernelOpen(2)),
@@ -384,7 +410,7 @@ impl Profile {
     }
 
     /// How many profiles there are: every filter warden may install is one of them.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 18;
 
     /// This profile's position in `0..COUNT` ([`Profile::from_index`] is the inverse).
     pub fn index(&self) -> usize {
@@ -393,22 +419,27 @@ impl Profile {
             Network::Host { udp: false } => 1,
             Network::Host { udp: true } => 2,
         };
-        network * 4 + usize::from(self.ptrace_inside) * 2 + usize::from(self.opens == Opens::Kernel)
+        let opens = match self.opens {
+            Opens::Agent => 0,
+            Opens::Kernel => 1,
+            Opens::View => 2,
+        };
+        network * 6 + usize::from(self.ptrace_inside) * 3 + opens
     }
 
     /// The profile at `index` (`index < COUNT`).
     pub fn from_index(index: usize) -> Profile {
         assert!(index < Self::COUNT, "profile index {index} out of range");
         Profile {
-            network: match index / 4 {
+            network: match index / 6 {
                 0 => Network::Private,
                 n => Network::Host { udp: n == 2 },
             },
-            ptrace_inside: index & 2 != 0,
-            opens: if index & 1 != 0 {
-                Opens::Kernel
-            } else {
-                Opens::Agent
+            ptrace_inside: (index / 3) % 2 != 0,
+            opens: match index % 3 {
+                0 => Opens::Agent,
+                1 => Opens::Kernel,
+                _ => Opens::View,
             },
         }
     }

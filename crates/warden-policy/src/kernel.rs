@@ -84,14 +84,55 @@ impl KernelPlan {
 /// Works out, rule by rule, whether `policy` (with `$SCRATCH` expanded, or `find` answering
 /// for it) can be enforced on opens by Landlock alone. `find` says what a path is now.
 pub fn kernel_plan(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan {
+    plan(policy, find, false)
+}
+
+/// As [`kernel_plan`], for a sandbox in its own view (`crate::view`), where more can be said
+/// exactly: a `path-deny` inside an allowed tree is masked, `/proc` is the sandbox's own procfs
+/// (so `/proc/self/...` rules hold for every process of the sandbox and nothing outside it
+/// exists), `/dev` holds only the devices and links the policy names, and listing a directory
+/// shows only what the view brought in. Only name prefixes, devices under a prefix rule and
+/// denials inside `/proc` (per process: no mount can hide them) stay blockers.
+pub fn kernel_plan_in_view(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan {
+    plan(policy, find, true)
+}
+
+fn plan(policy: &Policy, find: &dyn Fn(&str) -> Found, view: bool) -> KernelPlan {
+    // In a view, a deny outside /proc is a mask: the trees around it are judged without it.
+    let unmasked;
+    let judged = if view {
+        let mut p = policy.clone();
+        p.path_rules
+            .retain(|r| r.access.is_some() || r.pattern.literal().starts_with("/proc/"));
+        unmasked = p;
+        &unmasked
+    } else {
+        policy
+    };
     let rules = policy
         .path_rules()
         .iter()
         .enumerate()
         .map(|(i, r)| {
+            let lit = r.pattern.literal();
             let enforcer = match r.access {
-                None => deny_plan(policy, r.pattern.literal(), r.pattern.is_prefix()),
+                None if view && !lit.starts_with("/proc/") => Enforcer::Kernel,
+                None => deny_plan(policy, lit, r.pattern.is_prefix()),
                 Some(Access::Unlink) => Enforcer::Agent,
+                Some(_) if view && in_views_own(lit, r.pattern.is_prefix()) => Enforcer::Kernel,
+                Some(access) if view => match find(lit) {
+                    _ if r.pattern.is_prefix() => {
+                        absent_is_narrower(allow_plan(judged, access, &r.pattern, find), lit)
+                    }
+                    // Listing a directory lists the view's, which holds only what rules bring;
+                    // Landlock can allow it only with a rule over everything beneath.
+                    Found::Dir(_) if access == Access::Read => Enforcer::Narrower(format!(
+                        "in the view, {lit} may be listed only when every tree the view holds \
+                         may be read (one Landlock rule covers all beneath it); otherwise \
+                         listing it fails with EACCES"
+                    )),
+                    _ => absent_is_narrower(allow_plan(judged, access, &r.pattern, find), lit),
+                },
                 Some(access) => allow_plan(policy, access, &r.pattern, find),
             };
             RulePlan {
@@ -101,6 +142,24 @@ pub fn kernel_plan(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan 
         })
         .collect();
     KernelPlan { rules }
+}
+
+/// In a view, a rule on a path that does not exist now is narrower, not a blocker: the view does
+/// not hold the path either, so the kernel refuses what the rule allows there.
+fn absent_is_narrower(enforcer: Enforcer, lit: &str) -> Enforcer {
+    match enforcer {
+        Enforcer::Blocks(why) if why.contains("does not exist now") => Enforcer::Narrower(format!(
+            "{lit} does not exist now, so the view does not hold it, and what this rule allows \
+             there fails until a run starts after it exists"
+        )),
+        other => other,
+    }
+}
+
+/// In a view, `/proc/...` names the sandbox's own procfs (read under one Landlock rule on its
+/// root, with the rest masked), and an exact name in `/dev` is a device or link the view binds.
+fn in_views_own(lit: &str, prefix: bool) -> bool {
+    lit == "/proc" || lit.starts_with("/proc/") || (!prefix && lit.starts_with("/dev/"))
 }
 
 fn allow_plan(

@@ -167,8 +167,9 @@ impl Keep {
 pub struct ViewPlan {
     /// The steps, in order: binds (outer before inner), symlinks, masks, `/dev`, `/proc`.
     pub steps: Vec<Step>,
-    /// The policy lets `/` be listed: in the view it holds only what the steps bring in, so
-    /// every directory of the view may be listed by Landlock's rule on it.
+    /// The policy lets `/` be listed and every tree the view binds be read: in the view `/`
+    /// holds only what the steps bring in, so Landlock's one rule on it (which covers every
+    /// directory beneath) says no more than the policy.
     pub lists_root: bool,
     /// Rules the view shows more of than the policy allows (the agent and Landlock still decide
     /// them) or cannot show, each with a sentence for `warden check --explain`.
@@ -303,6 +304,18 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     if proc_named {
         plan.steps.push(Step::Proc { keep: proc_keep });
     }
+    // One Landlock rule on the view's root lets every directory in the view be listed: only
+    // when the policy lets each tree the view holds be read.
+    plan.lists_root = plan.lists_root
+        && plan.steps.iter().all(|s| match s {
+            Step::Bind {
+                path, dir: true, ..
+            } => {
+                let inside = format!("{}/{}", path.trim_end_matches('/'), "\u{1}");
+                policy.check(&inside, Access::Read).is_allowed()
+            }
+            _ => true,
+        });
     plan
 }
 
@@ -436,12 +449,27 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
         let dir = match node {
             Node::Dir => true,
             Node::File => false,
-            // Missing now (it may be created later under a bound tree), a device outside
-            // /dev, or a loop: nothing to bind.
-            _ => {
+            // Missing now: it can only be created in its directory, which comes in (the
+            // agent and Landlock still refuse the other names in it). A device outside /dev or
+            // a loop: nothing to bind.
+            Node::Missing => {
+                let parent = logical.rsplit_once('/').map_or("", |(d, _)| d).to_string();
                 missing.push(logical);
+                if !parent.is_empty() && !tree {
+                    let (at, node, links) = resolve(host, &parent);
+                    if node == Node::Dir && at != "/" {
+                        found.push(Resolved {
+                            logical: parent,
+                            at,
+                            dir: true,
+                            tree: true,
+                            links,
+                        });
+                    }
+                }
                 continue;
             }
+            _ => continue,
         };
         found.push(Resolved {
             logical,

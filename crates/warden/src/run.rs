@@ -73,7 +73,10 @@ pub struct RunConfig {
 /// namespace holding only what the policy allows), or the host's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ViewMode {
-    /// A view of its own.
+    /// A view of its own where the kernel can build one (the new mount API, Linux 5.2+), the
+    /// host's tree elsewhere.
+    Auto,
+    /// A view of its own, or no run.
     On,
     /// The host's tree; the agent and Landlock decide every path.
     #[default]
@@ -83,6 +86,15 @@ pub enum ViewMode {
 /// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
 fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::ViewPlan> {
     if cfg.view == ViewMode::Off {
+        return None;
+    }
+    if cfg.view == ViewMode::Auto && !crate::confine::view::supported() {
+        if cfg.verbose {
+            eprintln!(
+                "warden: this kernel has no new mount API (fsopen, open_tree): the sandbox sees \
+                 the host's tree, and the agent decides every path"
+            );
+        }
         return None;
     }
     let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
@@ -129,6 +141,26 @@ fn implicit_cwd(
     }
 }
 
+/// Whether the program starts with a descriptor of a directory (its stdio or a `--pass-fd`):
+/// one of the host's tree, outside its view, from which `fstatat` and the other calls a view
+/// lets the kernel answer would look at what the view hides. Opens stay Landlock's either way.
+fn inherits_a_directory(cmd: &Command) -> bool {
+    let own = std::process::id();
+    let numbers = (0..3)
+        .filter(|i| cmd.stdio[*i as usize].is_none())
+        .chain(cmd.pass_fds.iter().copied());
+    let replaced = cmd
+        .stdio
+        .iter()
+        .flatten()
+        .map(|fd| std::os::fd::AsRawFd::as_raw_fd(fd));
+    numbers.chain(replaced).any(|n| {
+        rustix::fs::stat(format!("/proc/{own}/fd/{n}")).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        })
+    })
+}
+
 /// `warden run --fast-path`: who decides opens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FastPath {
@@ -144,7 +176,16 @@ pub enum FastPath {
 }
 
 /// Decides who handles opens for `policy` (`$SCRATCH` expanded), and says why with `-v`.
-fn choose_opens(cfg: &RunConfig, policy: &Policy) -> Result<Opens, Failure> {
+/// In a view (`view`), the kernel also answers the calls that only look (stat, access,
+/// readlink) and chdir ([`Opens::View`]) unless the program inherits a directory of the host's
+/// tree (`lookers` false: those calls relative to it would see past the view), and `-v` keeps
+/// every call with the agent, which is the one that can say which rule decided.
+fn choose_opens(
+    cfg: &RunConfig,
+    policy: &Policy,
+    view: bool,
+    lookers: bool,
+) -> Result<Opens, Failure> {
     if cfg.fast_path == FastPath::Never {
         return Ok(Opens::Agent);
     }
@@ -152,10 +193,16 @@ fn choose_opens(cfg: &RunConfig, policy: &Policy) -> Result<Opens, Failure> {
     // The cheap reasons first: the plan looks at every rule's path on disk.
     let why_not: Option<String> = if logged && cfg.fast_path == FastPath::Auto {
         Some("--log asks for every decision, and only the agent sees them all".into())
+    } else if view && cfg.verbose && cfg.fast_path == FastPath::Auto {
+        Some("-v names the rule behind every denial, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
     } else {
-        let plan = warden_policy::kernel::kernel_plan(policy, &landlock::found);
+        let plan = if view {
+            warden_policy::kernel::kernel_plan_in_view(policy, &landlock::found)
+        } else {
+            warden_policy::kernel::kernel_plan(policy, &landlock::found)
+        };
         (!plan.exact()).then(|| {
             let mut text = String::from("Landlock cannot enforce every path rule exactly:");
             for (id, why) in plan.blockers() {
@@ -179,7 +226,17 @@ fn choose_opens(cfg: &RunConfig, policy: &Policy) -> Result<Opens, Failure> {
                      not in the log; every other decision is"
                 );
             }
-            Ok(Opens::Kernel)
+            if view && !lookers && cfg.verbose {
+                eprintln!(
+                    "warden: the program inherits a directory of the host's tree: stat, access, \
+                     readlink and chdir stay with the agent"
+                );
+            }
+            Ok(if view && lookers {
+                Opens::View
+            } else {
+                Opens::Kernel
+            })
         }
         (Some(why), FastPath::Always) => {
             Err(failure(EXIT_WARDEN, format!("--fast-path=always: {why}")))
@@ -428,10 +485,11 @@ fn run_in(
         ),
         None => None,
     };
-    let opens = choose_opens(cfg, &policy)?;
+    let lookers = !inherits_a_directory(&command);
+    let opens = choose_opens(cfg, &policy, command.view.is_some(), lookers)?;
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    ruleset.required = opens == Opens::Kernel;
+    ruleset.required = opens != Opens::Agent;
     let net = crate::agent::net::Context::new(&policy)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let profile = crate::syscalls::Profile {

@@ -221,10 +221,10 @@ pub fn fast_path_base() -> Option<String> {
     Some(fast_path_base_file())
 }
 
-/// Whether the suite runs with every sandbox in a view of its own (`WARDEN_VIEW=on`, the
-/// suite's view pass in scripts/test.sh; warden reads the same variable).
+/// Whether the sandboxes of this run have views of their own: the suite's view pass sets
+/// `WARDEN_VIEW=on` (scripts/test.sh), which warden reads as its `--view` default.
 pub fn view_on() -> bool {
-    std::env::var_os("WARDEN_VIEW").is_some_and(|v| v == "on")
+    std::env::var_os("WARDEN_VIEW").is_some_and(|v| v == "on" || v == "auto")
 }
 
 /// tests/fast-path.policy: a base policy Landlock can enforce exactly.

@@ -300,3 +300,20 @@ fn links_in_the_root_that_lead_into_the_view_come_along() {
     let p = plan("path-allow read /etc/*");
     assert!(!p.steps.iter().any(|s| matches!(s, Step::Symlink { .. })));
 }
+
+#[test]
+fn the_root_is_listed_only_when_every_tree_in_the_view_may_be_read() {
+    assert!(plan("path-allow read / /usr/*").lists_root);
+    assert!(!plan("path-allow read /usr/*").lists_root);
+    assert!(!plan("path-allow read /\npath-allow write /tmp/s/*").lists_root);
+}
+
+#[test]
+fn a_file_to_be_created_brings_its_directory_in_writable() {
+    let p = plan("path-allow read /home/u/notes\npath-allow write /home/u/new.txt");
+    assert!(
+        p.steps.contains(&bind("/home/u", true, true, false)),
+        "{:?}",
+        p.steps
+    );
+}

@@ -72,6 +72,16 @@ impl Host for HostFs {
     }
 }
 
+/// Whether this kernel has the mount API the view is built with: `fsopen` answers anything but
+/// `ENOSYS` (in warden's own namespace an unprivileged caller gets `EPERM`, which still says the
+/// call exists).
+pub fn supported() -> bool {
+    !matches!(
+        fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC),
+        Err(rustix::io::Errno::NOSYS)
+    )
+}
+
 /// Where building the view failed, and on which path.
 #[derive(Debug)]
 pub struct ViewError {
