@@ -435,7 +435,7 @@ impl Profile {
                 0 => Network::Private,
                 n => Network::Host { udp: n == 2 },
             },
-            ptrace_inside: (index / 3) % 2 != 0,
+            ptrace_inside: !(index / 3).is_multiple_of(2),
             opens: match index % 3 {
                 0 => Opens::Agent,
                 1 => Opens::Kernel,
