@@ -153,7 +153,7 @@ fn inherits_a_directory(cmd: &Command) -> bool {
         .stdio
         .iter()
         .flatten()
-        .map(|fd| std::os::fd::AsRawFd::as_raw_fd(fd));
+        .map(std::os::fd::AsRawFd::as_raw_fd);
     numbers.chain(replaced).any(|n| {
         rustix::fs::stat(format!("/proc/{own}/fd/{n}")).is_ok_and(|st| {
             rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
