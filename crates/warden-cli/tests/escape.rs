@@ -1855,14 +1855,46 @@ fn deputy_deep_trees_are_walked_within_bounds() {
     each_user("deputy_deep_trees_are_walked_within_bounds", deputy_deep);
 }
 
+/// The capabilities `warden check --syscalls` says the agent uses, all calls together, as the
+/// kernel's bit mask.
+fn capabilities_the_table_names() -> u64 {
+    let o = Command::new(common::warden())
+        .args(["check", "--syscalls"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut mask = 0u64;
+    for line in common::stdout(&o).lines() {
+        let Some(rest) = line.split_once("agent privilege").map(|(_, r)| r) else {
+            continue;
+        };
+        let caps = rest.trim().split_once(": ").unwrap().0;
+        for cap in caps.split(", ") {
+            // include/uapi/linux/capability.h
+            mask |= match cap {
+                "no capability" => 0,
+                "CAP_CHOWN" => 1 << 0,
+                "CAP_DAC_OVERRIDE" => 1 << 1,
+                "CAP_FOWNER" => 1 << 3,
+                "CAP_FSETID" => 1 << 4,
+                "CAP_NET_BIND_SERVICE" => 1 << 10,
+                other => panic!("a capability the test does not know: {other}"),
+            };
+        }
+    }
+    mask
+}
+
 /// From outside: while a sandbox runs, warden's agent threads hold no capability but the five
 /// in warden::confine::privileges (0x41b: CHOWN, DAC_OVERRIDE, FOWNER, FSETID,
-/// NET_BIND_SERVICE).
+/// NET_BIND_SERVICE), and those are exactly the ones the syscall table says its calls use.
 #[test]
 fn agent_threads_hold_only_the_capabilities_they_need() {
     if !common::require_root("agent_threads_hold_only_the_capabilities_they_need") {
         return;
     }
+    let named = capabilities_the_table_names();
+    assert_eq!(named, 0x41b, "check --syscalls names {named:#x}");
     let mut child = Command::new(common::warden())
         .args(["run", "--", "sleep", "2"])
         .current_dir(common::workdir())
@@ -1894,6 +1926,10 @@ fn agent_threads_hold_only_the_capabilities_they_need() {
                 .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
                 .unwrap();
             assert_eq!(v & !0x41b, 0, "{key} {v:#x}\n{status}");
+            if key == "CapEff:" {
+                // A root warden keeps all of them: each is used by some call of the table.
+                assert_eq!(v, named, "{key} {v:#x}\n{status}");
+            }
         }
     }
 }
