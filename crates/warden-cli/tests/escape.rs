@@ -1855,6 +1855,66 @@ fn deputy_deep_trees_are_walked_within_bounds() {
     each_user("deputy_deep_trees_are_walked_within_bounds", deputy_deep);
 }
 
+// ---- thread-id reuse (issue 17, item 11) -----------------------------------------------------------
+//
+// A thread id names a caller only while the caller lives. tests/c/escape_tidreuse.c makes the
+// id name another thread while the agent holds the caller's request: the caller (a process's
+// main thread) asks for rename(LONG_WALK, "moved_R"), whose new name is relative to its cwd,
+// and a second thread with a cwd of its own calls execve while the agent walks the long old
+// path, which kills the caller and gives its id to the exec'ing thread (de_thread). The agent
+// opens /proc/<tid> for the cwd only after that; unless it checks that the request is still
+// live once the directory is open (Client::proc_dir), it resolves "moved_R" against the other
+// thread's cwd and moves the file there. Without that check every round of the program moved
+// its file into another thread's directory.
+
+fn tid_reuse(who: As) {
+    const ROUNDS: usize = 6;
+    let fx = Fixture::new("tid-reuse", who);
+    let w = fx.dir.join("w");
+    std::fs::create_dir(&w).unwrap();
+    common::chmod(&w, 0o777);
+    let ws = Fixture::s(&w);
+    let r = run_under_warden(
+        who,
+        "escape_tidreuse",
+        &["--read", ws, "--write", ws, "--unlink", ws],
+        &[ws, &ROUNDS.to_string()],
+    );
+    r.finished().benign_ok_rest_denied();
+    // From outside: round R's file is where its caller asked for it (its own a/, when the agent
+    // answered before the exec) or still where it was, never in another thread's directory.
+    for entry in tree(&fx.dir) {
+        let Some(round) = entry
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.strip_prefix("moved_"))
+        else {
+            continue;
+        };
+        assert_eq!(
+            entry,
+            format!("w/{round}/a/moved_{round}"),
+            "ESCAPE: the agent resolved a dead caller's relative name against another thread's \
+             cwd\n{}",
+            r.dump()
+        );
+    }
+    // The race was set up: in some round the exec was over (the id another thread's) well
+    // before the agent could have finished walking for the dead caller.
+    let windows = r.lines("WINDOW ");
+    assert_eq!(windows.len(), ROUNDS, "{}", r.dump());
+    assert!(
+        windows.iter().any(|l| l.contains(" window=1 ")),
+        "the exec never came while the agent walked: nothing was tested\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn tid_reuse_never_acts_on_another_threads_cwd() {
+    each_user("tid_reuse_never_acts_on_another_threads_cwd", tid_reuse);
+}
+
 /// The capabilities `warden check --syscalls` says the agent uses, all calls together, as the
 /// kernel's bit mask.
 fn capabilities_the_table_names() -> u64 {
