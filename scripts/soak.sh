@@ -8,6 +8,13 @@
 #   - nothing is left behind: no scratch directory, no cgroup, no registry entry, no process;
 #   - no escape: the adversarial suite passes while the load runs.
 #
+# It looks only at what it made itself, so other warden runs on the machine (another test run,
+# another checkout) can neither fail it nor hide a leftover of its own: everything it runs gets
+# a TMPDIR of the soak's own, it enters cgroup-v1 groups of its own (its wardens make theirs
+# beneath them), and a registry entry is its own when it names the soak's directory. It also
+# pins what it soaks when it starts: warden, the adversarial suite's test binary and the C
+# sources are copied, so the worktree may be rebuilt or edited while it runs.
+#
 #   bash scripts/soak.sh [MINUTES]      (run it after scripts/setup.sh; CI runs 2 minutes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,25 +23,75 @@ minutes=${1:-2}
 deadline=$(( $(date +%s) + ${SOAK_SECONDS:-$(( minutes * 60 ))} ))
 parallel=${SOAK_PARALLEL:-6}
 agent_mem_max=${AGENT_MEM_MAX:-262144}
-warden=$PWD/target/release/warden
-[ -x "$warden" ] || { echo "soak: build first (bash scripts/setup.sh)" >&2; exit 2; }
+[ -x target/release/warden ] || { echo "soak: build first (bash scripts/setup.sh)" >&2; exit 2; }
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted"
 
+# /tmp, not $TMPDIR: uid 65534 (half of the adversarial suite) must reach it, and a private
+# TMPDIR (mktemp -d) is not reachable.
 work=$(mktemp -d /tmp/warden-soak.XXXXXX)
 chmod 755 "$work"
 bin=$work/bin
-mkdir -p "$bin" "$work/reports" "$work/data"
+mkdir -p "$bin" "$work/reports" "$work/data" "$work/repo/tests"
+# Everything the soak runs makes its scratch directories, registry (as nobody) and test
+# directories here, and nowhere else.
+mkdir -m 1777 "$work/tmp"
+export TMPDIR=$work/tmp
 for p in escape_agent threads_open limit_fork escape_deputy limit_agent_cpu; do
   cc -O1 -Wall -o "$bin/$p" "tests/c/$p.c" -lpthread || exit 2
 done
 printf 'alpha\n' > "$work/data/a.txt"; printf 'bravo\n' > "$work/data/b.txt"
+
+# Pinned: the adversarial suite's test binary (built now, in the profile scripts/test.sh has
+# just built, and run as it is in every round), the C programs it compiles, and the (release)
+# warden both it and the workloads run.
+suite_bin=$(cargo test --locked -p warden-cli --test escape --no-run \
+  --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"escape"' |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+[ -x "$suite_bin" ] || { echo "soak: cannot build the adversarial suite" >&2; exit 2; }
+# (Not in $bin: the check for processes left behind looks for programs of $bin.)
+pinned=$work/pinned
+mkdir -p "$pinned"
+cp "$suite_bin" "$pinned/escape-suite"
+cp target/release/warden "$pinned/warden"
+cp -r tests/c "$work/repo/tests/c"
+warden=$pinned/warden
 chmod -R a+rX "$work"
 
-tmpdir=${TMPDIR:-/tmp}
+# The soak's own cgroup-v1 groups, one in each hierarchy where warden makes groups (memory,
+# pids, cpuacct): its wardens make theirs under these, so no other warden on the machine adds
+# or removes any there. (Under cgroup v2 a group with processes cannot pass controllers on, so
+# the soak stays where it is and counts only groups of wardens that are gone.)
+cg_dirs=()
+while IFS=: read -r _ ctrl path; do
+  case ",$ctrl," in *,memory,*|*,pids,*|*,cpuacct,*) ;; *) continue ;; esac
+  dir=/sys/fs/cgroup/$ctrl${path%/}/warden-soak-$$
+  if mkdir "$dir" 2>/dev/null && echo $$ >"$dir/cgroup.procs" 2>/dev/null; then
+    cg_dirs+=("$dir")
+  else
+    rmdir "$dir" 2>/dev/null
+  fi
+done </proc/self/cgroup
+v2=$(findmnt -n -t cgroup2 -o TARGET 2>/dev/null | head -1)$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup)
+leave_cgroups() {
+  for dir in "${cg_dirs[@]}"; do
+    echo $$ >"$(dirname "$dir")/cgroup.procs" 2>/dev/null
+    rmdir "$dir"/warden-* "$dir" 2>/dev/null
+  done
+  cg_dirs=()
+}
+trap leave_cgroups EXIT
+
 leftovers() {
-  # Scratch directories, cgroups and registry entries of wardens (not of this script).
-  { ls -d "$tmpdir"/warden-[0-9]*-* 2>/dev/null
-    ls -d /sys/fs/cgroup/*/warden-* /sys/fs/cgroup/warden-* 2>/dev/null
-    ls /run/warden 2>/dev/null | sed 's|^|registry: |'
+  # Scratch directories, cgroups and registry entries of the soak's wardens.
+  { ls -d "$TMPDIR"/warden-[0-9]*-* 2>/dev/null
+    for dir in "${cg_dirs[@]}"; do ls -d "$dir"/warden-* 2>/dev/null; done
+    for g in "${v2%/}"/warden-*; do
+      pid=${g##*/warden-}; pid=${pid%%-*}
+      [ -d "$g" ] && ! kill -0 "$pid" 2>/dev/null && echo "$g"
+    done
+    grep -l -F "$work/" /run/warden/*.json "$TMPDIR"/warden-run-*/*.json 2>/dev/null |
+      sed 's|^|registry: |'
   } | sort
 }
 before=$(leftovers)
@@ -68,15 +125,15 @@ workload() {
   echo "$i $name rc=$rc ms=$took agent-mem=${mem:-?} $verdict"
 }
 
-echo "soak: $minutes min, $parallel sandboxes at once, work in $work"
+echo "soak: $minutes min, $parallel sandboxes at once, commit $commit, work in $work"
 # The adversarial suite, concurrently, for as long as the load runs.
 escape_log=$work/escape.log
 ( escape_rc=0; rounds=0
   while [ "$(date +%s)" -lt "$deadline" ]; do
     # The *_control tests run the attacks natively to show they work without warden; races
     # among them need the CPU this load takes, so only the tests of warden run here.
-    RUST_TEST_THREADS=1 cargo test --locked -q -p warden-cli --test escape -- --skip _control \
-      >>"$escape_log" 2>&1 || escape_rc=1
+    RUST_TEST_THREADS=1 WARDEN_BIN=$warden WARDEN_TEST_REPO=$work/repo \
+      "$pinned/escape-suite" -q --skip _control >>"$escape_log" 2>&1 || escape_rc=1
     rounds=$((rounds + 1))
   done
   echo "escape rounds=$rounds rc=$escape_rc" >>"$escape_log" ) &
@@ -93,6 +150,7 @@ done
 wait "$suite"
 
 after=$(leftovers)
+leave_cgroups
 fail=0
 bad=$(grep -v " ok$" "$results")
 if [ -n "$bad" ]; then echo "soak: failures:"; echo "$bad" | head -20; fail=1; fi
@@ -104,7 +162,7 @@ if ! grep -q "rc=0$" "$escape_log"; then
 fi
 runs=$(wc -l <"$results")
 maxmem=$(sed -n 's/.*agent-mem=\([0-9]*\).*/\1/p' "$results" | sort -n | tail -1)
-echo "soak: $runs sandboxes in $minutes min ($(grep -c ' ok$' "$results") ok), largest agent-mem ${maxmem:-?} KiB; $(tail -1 "$escape_log")"
+echo "soak: $runs sandboxes in $minutes min ($(grep -c ' ok$' "$results") ok) on $commit, largest agent-mem ${maxmem:-?} KiB; $(tail -1 "$escape_log")"
 for w in bad-arguments thread-storm fork-bomb deep-trees agent-cpu killed-mid-call create-races; do
   printf '  %-16s %s runs\n' "$w" "$(grep -c " $w " "$results")"
 done

@@ -11,6 +11,10 @@
  * udpclient: sends "PING" to 127.0.0.1:PORT, prints "SENT", then "GOT addr=A port=P data=D"
  * for every datagram it receives until one starts with "END" or TIMEOUT_MS pass.
  * usage: net_server attach   (natively) can this user attach a socket filter to TCP, UDP?
+ * usage: net_server hold FD COUNT TIMEOUT_MS
+ * hold: prints "READY", then accepts on the listening socket FD (passed with --pass-fd) and
+ * holds every connection, up to COUNT, until an accept fails or TIMEOUT_MS pass; then prints
+ * "ACCEPTED n errno=E" (E the failed accept's errno, or none).
  * Every mode ends with "DONE".
  */
 #include "escape_common.h"
@@ -155,6 +159,24 @@ static void attach_probe(void) {
     }
 }
 
+static void hold(int fd, int count, int timeout_ms) {
+    double end = now_s() + timeout_ms / 1000.0;
+    int n = 0, err = 0;
+    printf("READY\n");
+    fflush(stdout);
+    while (n < count) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, remaining_ms(end)) <= 0)
+            break;
+        if (accept(fd, NULL, NULL) < 0) {
+            err = errno;
+            break;
+        }
+        n++;
+    }
+    printf("ACCEPTED %d errno=%s\n", n, err ? ename(err) : "none");
+}
+
 int main(int argc, char **argv) {
     setup_output();
     if (argc == 2 && strcmp(argv[1], "attach") == 0)
@@ -165,8 +187,10 @@ int main(int argc, char **argv) {
         udp_server(argv[2], atoi(argv[3]), atoi(argv[4]));
     else if (argc == 4 && strcmp(argv[1], "udpclient") == 0)
         udp_client(atoi(argv[2]), atoi(argv[3]));
+    else if (argc == 5 && strcmp(argv[1], "hold") == 0)
+        hold(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     else {
-        fprintf(stderr, "usage: %s tcp|udp ADDR PORT TIMEOUT_MS | udpclient PORT TIMEOUT_MS | attach\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp|udp ADDR PORT TIMEOUT_MS | udpclient PORT TIMEOUT_MS | hold FD COUNT TIMEOUT_MS | attach\n", argv[0]);
         return 2;
     }
     done();

@@ -51,6 +51,16 @@ pub fn main(args: CheckArgs) -> i32 {
                     );
                 }
             }
+            // What the agent uses of its own privilege performing the call (as root).
+            if let Some(p) = e.agent {
+                let caps: Vec<&str> = p.caps.names().collect();
+                let caps = if caps.is_empty() {
+                    "no capability".to_owned()
+                } else {
+                    caps.join(", ")
+                };
+                println!("{:<24} {:<28} {caps}: {}", "", "agent privilege", p.why);
+            }
         }
         return 0;
     }

@@ -1886,14 +1886,106 @@ fn deputy_deep_trees_are_walked_within_bounds() {
     each_user("deputy_deep_trees_are_walked_within_bounds", deputy_deep);
 }
 
+// ---- thread-id reuse (issue 17, item 11) -----------------------------------------------------------
+//
+// A thread id names a caller only while the caller lives. tests/c/escape_tidreuse.c makes the
+// id name another thread while the agent holds the caller's request: the caller (a process's
+// main thread) asks for rename(LONG_WALK, "moved_R"), whose new name is relative to its cwd,
+// and a second thread with a cwd of its own calls execve while the agent walks the long old
+// path, which kills the caller and gives its id to the exec'ing thread (de_thread). The agent
+// opens /proc/<tid> for the cwd only after that; unless it checks that the request is still
+// live once the directory is open (Client::proc_dir), it resolves "moved_R" against the other
+// thread's cwd and moves the file there. Without that check every round of the program moved
+// its file into another thread's directory.
+
+fn tid_reuse(who: As) {
+    const ROUNDS: usize = 6;
+    let fx = Fixture::new("tid-reuse", who);
+    let w = fx.dir.join("w");
+    std::fs::create_dir(&w).unwrap();
+    common::chmod(&w, 0o777);
+    let ws = Fixture::s(&w);
+    let r = run_under_warden(
+        who,
+        "escape_tidreuse",
+        &["--read", ws, "--write", ws, "--unlink", ws],
+        &[ws, &ROUNDS.to_string()],
+    );
+    r.finished().benign_ok_rest_denied();
+    // From outside: round R's file is where its caller asked for it (its own a/, when the agent
+    // answered before the exec) or still where it was, never in another thread's directory.
+    for entry in tree(&fx.dir) {
+        let Some(round) = entry
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.strip_prefix("moved_"))
+        else {
+            continue;
+        };
+        assert_eq!(
+            entry,
+            format!("w/{round}/a/moved_{round}"),
+            "ESCAPE: the agent resolved a dead caller's relative name against another thread's \
+             cwd\n{}",
+            r.dump()
+        );
+    }
+    // The race was set up: in some round the exec was over (the id another thread's) well
+    // before the agent could have finished walking for the dead caller.
+    let windows = r.lines("WINDOW ");
+    assert_eq!(windows.len(), ROUNDS, "{}", r.dump());
+    assert!(
+        windows.iter().any(|l| l.contains(" window=1 ")),
+        "the exec never came while the agent walked: nothing was tested\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn tid_reuse_never_acts_on_another_threads_cwd() {
+    each_user("tid_reuse_never_acts_on_another_threads_cwd", tid_reuse);
+}
+
+/// The capabilities `warden check --syscalls` says the agent uses, all calls together, as the
+/// kernel's bit mask.
+fn capabilities_the_table_names() -> u64 {
+    let o = Command::new(common::warden())
+        .args(["check", "--syscalls"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut mask = 0u64;
+    for line in common::stdout(&o).lines() {
+        let Some(rest) = line.split_once("agent privilege").map(|(_, r)| r) else {
+            continue;
+        };
+        let caps = rest.trim().split_once(": ").unwrap().0;
+        for cap in caps.split(", ") {
+            // include/uapi/linux/capability.h
+            mask |= match cap {
+                "no capability" => 0,
+                "CAP_CHOWN" => 1 << 0,
+                "CAP_DAC_OVERRIDE" => 1 << 1,
+                "CAP_FOWNER" => 1 << 3,
+                "CAP_FSETID" => 1 << 4,
+                "CAP_NET_BIND_SERVICE" => 1 << 10,
+                other => panic!("a capability the test does not know: {other}"),
+            };
+        }
+    }
+    mask
+}
+
 /// From outside: while a sandbox runs, warden's agent threads hold no capability but the five
 /// in warden::confine::privileges (0x41b: CHOWN, DAC_OVERRIDE, FOWNER, FSETID,
-/// NET_BIND_SERVICE).
+/// NET_BIND_SERVICE), and those are exactly the ones the syscall table says its calls use.
 #[test]
 fn agent_threads_hold_only_the_capabilities_they_need() {
     if !common::require_root("agent_threads_hold_only_the_capabilities_they_need") {
         return;
     }
+    let named = capabilities_the_table_names();
+    assert_eq!(named, 0x41b, "check --syscalls names {named:#x}");
     let mut child = Command::new(common::warden())
         .args(["run", "--", "sleep", "2"])
         .current_dir(common::workdir())
@@ -1925,6 +2017,10 @@ fn agent_threads_hold_only_the_capabilities_they_need() {
                 .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
                 .unwrap();
             assert_eq!(v & !0x41b, 0, "{key} {v:#x}\n{status}");
+            if key == "CapEff:" {
+                // A root warden keeps all of them: each is used by some call of the table.
+                assert_eq!(v, named, "{key} {v:#x}\n{status}");
+            }
         }
     }
 }

@@ -798,6 +798,88 @@ fn memory_limit_covers_every_process_under_a_cgroup() {
         .expect_int_in("cg-mem", 3 * 64 * 1024..);
 }
 
+/// The most `warden-agent` threads the warden whose command line carries `marker` has at once,
+/// sampled from `/proc` until `done`.
+fn agent_threads_while(
+    marker: String,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    let comm = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    let mut most = 0;
+    while !done.load(Ordering::Relaxed) {
+        for pid in pids_with_marker(&marker) {
+            let proc = PathBuf::from(format!("/proc/{pid}"));
+            if comm(proc.join("comm")).trim() != "warden" {
+                continue;
+            }
+            let Ok(tasks) = std::fs::read_dir(proc.join("task")) else {
+                continue;
+            };
+            let agents = tasks
+                .flatten()
+                .filter(|t| comm(t.path().join("comm")).trim() == "warden-agent")
+                .count();
+            most = most.max(agents);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    most
+}
+
+/// Issue 17: `--mem` bounds the agent's own state for the sandbox, not only the sandbox's
+/// processes. Sixty-four threads keep the agent walking paths that hold 40 symlink targets each
+/// (limit_agent_state). Under `--mem 16M` the agent serves at most `agent-workers` of them at
+/// once, counted from outside (warden's `warden-agent` threads), and what warden grew by (its
+/// `agent-mem` over a run without the storm) stays within `agent-mem-bound`, itself within the
+/// limit; with room (`--mem 1G`) the same storm takes the whole pool. Before: 64 workers whatever
+/// the limit, and warden grew by 55 MiB under `--mem 16M` (200 MiB with room), a walk holding
+/// each pending component in an allocation of its own.
+fn agent_state_within_memory_limit(who: As) {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let dir = open_dir("agent-state", who);
+    let d = s(&dir);
+    let storm = |mem: &str, threads: &str| -> (Run, usize) {
+        let marker = marker();
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (marker, done) = (marker.clone(), Arc::clone(&done));
+            std::thread::spawn(move || agent_threads_while(marker, done))
+        };
+        let opts = ["--read", d, "--write", d, "--mem", mem];
+        let r = sandbox(who, "limit_agent_state", &opts, &[d, threads, "3", &marker]);
+        done.store(true, Ordering::Relaxed);
+        (r, sampler.join().unwrap())
+    };
+    let (quiet, _) = storm("16M", "0");
+    quiet.expect_ok();
+    let (tight, seen) = storm("16M", "64");
+    tight.expect_ok().expect_field("errno", "ENOENT");
+    tight.ensure(tight.field_int("calls") > 0, "no stat came back");
+    let workers = tight.int("agent-workers");
+    let bound = tight.int("agent-mem-bound");
+    tight
+        .expect_int_in("agent-workers", 3..64)
+        .expect_int_in("agent-mem-bound", ..=16 * 1024)
+        .ensure(
+            (3..=workers).contains(&(seen as i64)),
+            format_args!("{seen} agent threads at once, want 3..={workers}"),
+        );
+    let grew = tight.int("agent-mem") - quiet.int("agent-mem");
+    tight.ensure(
+        grew <= bound,
+        format_args!("warden grew by {grew} KiB under the storm, over agent-mem-bound {bound}"),
+    );
+    let (roomy, seen_roomy) = storm("1G", "64");
+    roomy.expect_ok().expect_key("agent-workers", "64").ensure(
+        seen_roomy as i64 > workers,
+        format_args!(
+            "with room the storm had {seen_roomy} agent threads at once, no more than the {workers} \
+             of --mem 16M: the limit was not what bounded them"
+        ),
+    );
+}
+
 fn memory_under_limit(who: As) {
     let r = sandbox(who, "limit_mem", &["--mem", "128M"], &["32"]);
     r.expect_ok()
@@ -2031,6 +2113,8 @@ both! {
     // 3. memory
     memory_under_limit: memory_under_limit_is_ok,
         memory_under_limit_is_ok_as_nobody;
+    agent_state_within_memory_limit: agent_state_is_bounded_by_the_memory_limit,
+        agent_state_is_bounded_by_the_memory_limit_as_nobody;
 
     // 4. processes
     fork_bomb: fork_bomb_is_capped_and_cleaned_up,

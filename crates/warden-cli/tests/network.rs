@@ -1953,6 +1953,60 @@ fn host_sockets_are_bounded_per_sandbox() {
     each_user("host_sockets_are_bounded_per_sandbox", ports_are_bounded);
 }
 
+/// A server behind `--pass-fd` (a listening socket made outside and passed in) under a policy
+/// with IP rules: its accepts are the agent's, so the connections it holds count against
+/// `--sockets` like the sockets it makes. With a limit of 3 and six clients connected, it holds
+/// three and the fourth accept fails with EMFILE; the report's `sockets` is 3. (Without IP
+/// rules `accept` is the kernel's and nothing is counted: README, known limits.)
+fn passed_listener_is_counted(who: As) {
+    let dir = common::fresh_dir(&format!("passed-listener-{}", who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pol = policy(&dir, &format!("net-allow incoming tcp 127.0.0.1 {port}\n"));
+    let report = dir.join("report.txt");
+    let opts = [
+        "--policy",
+        &pol,
+        "--sockets",
+        "3",
+        "--report",
+        s(&report),
+        "--pass-fd",
+        "5",
+    ];
+    let mut cmd = c_cmd(
+        who,
+        "net_server",
+        &opts,
+        &strings(&[&"hold", &5, &6, &8000]),
+    );
+    common::pass_fds(&mut cmd, &[(listener.as_raw_fd(), 5)]);
+    let mut run = Running::start(cmd, "net_server hold --sockets 3 --pass-fd 5", false);
+    run.expect("READY");
+    let clients: Vec<TcpStream> = (0..6)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("the backlog takes it"))
+        .collect();
+    let out = run.finish(DEADLINE);
+    drop(clients);
+    let stdout = common::stdout(&out);
+    assert!(
+        stdout.contains("ACCEPTED 3 errno=EMFILE"),
+        "{stdout}\n{}",
+        tail(&common::stderr(&out), 20)
+    );
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    assert!(text.lines().any(|l| l == "sockets:3"), "{text}");
+}
+
+#[test]
+fn passed_listener_connections_count_against_the_socket_limit() {
+    each_user(
+        "passed_listener_connections_count_against_the_socket_limit",
+        passed_listener_is_counted,
+    );
+}
+
 // ---- the agent as a network deputy (issue 17, items 14 and 15) ---------------------------------
 
 /// With only `outgoing tcp/udp 127.0.0.1 PORT`: a socket bound to 127.0.0.2 that connects or

@@ -1340,6 +1340,66 @@ fn check_show_default_prints_the_shipped_default() {
     );
 }
 
+/// `check --syscalls` says, under every call the agent performs, which of its capabilities it
+/// uses and why; calls it never performs say nothing of the kind.
+#[test]
+fn check_syscalls_names_the_agents_privilege_call_by_call() {
+    let o = warden(As::Me, &["check", "--syscalls"]);
+    common::assert_ok(&o);
+    let out = common::stdout(&o);
+    // One block per call: its row, then indented lines (other classes, the privilege).
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    for line in out.lines() {
+        if line.starts_with(' ') {
+            blocks.last_mut().expect("a row first").push(line);
+        } else {
+            blocks.push(vec![line]);
+        }
+    }
+    let mut performed = 0;
+    for b in &blocks {
+        let name = b[0].split_whitespace().next().unwrap();
+        let agent = b.iter().any(|l| {
+            ["Delegated(", "Guarded(HostSocket)", "Guarded(SendTo)"]
+                .iter()
+                .any(|c| l.contains(c))
+        });
+        let privilege: Vec<&&str> = b.iter().filter(|l| l.contains("agent privilege")).collect();
+        if agent {
+            performed += 1;
+            assert_eq!(privilege.len(), 1, "{name}: {b:#?}");
+            let (caps, why) = privilege[0]
+                .split_once("agent privilege")
+                .unwrap()
+                .1
+                .trim()
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{name}: no why: {b:#?}"));
+            assert!(!why.trim().is_empty(), "{name}");
+            for cap in caps.split(", ") {
+                assert!(
+                    cap == "no capability" || cap.starts_with("CAP_"),
+                    "{name}: {cap}"
+                );
+            }
+        } else {
+            assert!(privilege.is_empty(), "{name} is not the agent's: {b:#?}");
+        }
+    }
+    assert_eq!(performed, 64, "{out}");
+    let row = |name: &str| {
+        blocks
+            .iter()
+            .find(|b| b[0].split_whitespace().next() == Some(name))
+            .unwrap()
+            .join("\n")
+    };
+    assert!(row("bind").contains("CAP_NET_BIND_SERVICE"));
+    assert!(row("fchownat").contains("CAP_CHOWN"));
+    assert!(!row("openat").contains("CAP_CHOWN"));
+    assert!(row("memfd_create").contains("no capability"));
+}
+
 // --- standard streams -----------------------------------------------------------------------
 
 /// The program's stdin, stdout and stderr may be pipes, as in `producer | warden run -- filter |

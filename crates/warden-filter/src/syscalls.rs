@@ -1,10 +1,11 @@
 //! The syscall table: the single place that says what warden does with every x86_64 system call.
 //!
 //! The BPF filter ([`crate::compile`]), the agent's dispatch (`warden::agent`) and the user
-//! documentation (`warden check --syscalls`) are all derived from [`TABLE`]. A number that is not
-//! in the table is denied with `ENOSYS` by the filter's default action (brief invariant 4: a
-//! syscall warden does not know must not pass), and so is every call made through another ABI
-//! (i386 `int $0x80`, x32 numbers with bit 30 set).
+//! documentation (`warden check --syscalls`) are all derived from [`TABLE`], and so is what the
+//! agent says of its privilege: which capabilities it uses for each call it performs, and why
+//! ([`Entry::agent`]). A number that is not in the table is denied with `ENOSYS` by the filter's
+//! default action (brief invariant 4: a syscall warden does not know must not pass), and so is
+//! every call made through another ABI (i386 `int $0x80`, x32 numbers with bit 30 set).
 //!
 //! Classes follow Ostia §4.2 and the brief §4:
 //! - [`Class::Direct`]: uses only descriptors the process already holds, or the process itself.
@@ -306,6 +307,81 @@ pub enum Class {
     Guarded(Guard),
 }
 
+/// A set of the capabilities an agent worker may use, as the kernel numbers them
+/// (`include/uapi/linux/capability.h`: bit N is `CAP_*` number N, the layout of `capget(2)`
+/// and of `CapEff` in `/proc/PID/status`).
+///
+/// Only the five a worker keeps have names here (warden's `confine::privileges::AGENT_KEEPS`,
+/// which a test there checks against the union of the table's rows): a row cannot name a
+/// capability the agent does not have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Caps(u64);
+
+impl Caps {
+    /// No capability: what any process may do.
+    pub const NONE: Caps = Caps(0);
+    /// `CAP_CHOWN` (0).
+    pub const CHOWN: Caps = Caps(1 << 0);
+    /// `CAP_DAC_OVERRIDE` (1).
+    pub const DAC_OVERRIDE: Caps = Caps(1 << 1);
+    /// `CAP_FOWNER` (3).
+    pub const FOWNER: Caps = Caps(1 << 3);
+    /// `CAP_FSETID` (4).
+    pub const FSETID: Caps = Caps(1 << 4);
+    /// `CAP_NET_BIND_SERVICE` (10).
+    pub const NET_BIND_SERVICE: Caps = Caps(1 << 10);
+
+    /// Every named capability with its name, in the kernel's order.
+    pub const NAMED: [(Caps, &'static str); 5] = [
+        (Caps::CHOWN, "CAP_CHOWN"),
+        (Caps::DAC_OVERRIDE, "CAP_DAC_OVERRIDE"),
+        (Caps::FOWNER, "CAP_FOWNER"),
+        (Caps::FSETID, "CAP_FSETID"),
+        (Caps::NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE"),
+    ];
+
+    /// The kernel's bit mask.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// Both sets.
+    pub const fn union(self, other: Caps) -> Caps {
+        Caps(self.0 | other.0)
+    }
+
+    /// Whether every capability of `other` is in this set.
+    pub const fn contains(self, other: Caps) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names of the capabilities in the set (`CAP_DAC_OVERRIDE`, ...), in the kernel's order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Caps::NAMED
+            .into_iter()
+            .filter(move |(c, _)| self.contains(*c))
+            .map(|(_, name)| name)
+    }
+}
+
+/// What the agent uses of its own privilege performing one delegated call, and why: the
+/// per-call half of "the agent is a deputy, not a superuser" (design brief §8). The
+/// capabilities are those the kernel consults on the agent's way through the call when warden
+/// runs as root; an unprivileged warden has none of them, and the call is then done with the
+/// permissions of its user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Privilege {
+    /// The capabilities used.
+    pub caps: Caps,
+    /// Why the call needs them (or, with none, why it needs nothing).
+    pub why: &'static str,
+}
+
 /// One row of the table.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -317,6 +393,9 @@ pub struct Entry {
     pub class: Class,
     /// Why, for users (`warden check --syscalls`).
     pub note: &'static str,
+    /// For a call the agent performs (in some profile, see [`Entry::delegated_somewhere`]): the
+    /// privilege it uses doing so. `None` for every call the agent never performs.
+    pub agent: Option<Privilege>,
 }
 
 use Class::{Delegated as D, Denied as X, Direct as A, Guarded as G};
@@ -332,6 +411,20 @@ macro_rules! e {
             nr: libc::$sys,
             class: $class,
             note: $note,
+            agent: None,
+        }
+    };
+    // A call the agent performs: the capabilities it uses, and why.
+    ($sys:ident, $class:expr, $note:literal, uses($($cap:ident),*), $why:literal) => {
+        Entry {
+            sys: stringify!($sys),
+            nr: libc::$sys,
+            class: $class,
+            note: $note,
+            agent: Some(Privilege {
+                caps: Caps(0 $(| Caps::$cap.0)*),
+                why: $why,
+            }),
         }
     };
 }
@@ -456,6 +549,18 @@ impl Entry {
         self.sys.trim_start_matches("SYS_")
     }
 
+    /// Whether the agent performs this call under some profile: delegated outright, or
+    /// notified by a guard for some of its arguments. Such a row says what privilege the agent
+    /// uses ([`Entry::agent`]).
+    pub fn delegated_somewhere(&self) -> bool {
+        Profile::all().any(|p| {
+            matches!(
+                p.class(self),
+                D(_) | G(Guard::HostSocket | Guard::SendTo | Guard::KernelOpen(_))
+            )
+        })
+    }
+
     /// The call's class when the sandbox's network is `net` ([`Entry::class`] is the class for
     /// [`Network::Private`]).
     pub fn class_in(&self, net: Network) -> Class {
@@ -526,10 +631,10 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_setitimer, A, ""),
     e!(SYS_getpid, A, ""),
     e!(SYS_sendfile, A, ""),
-    e!(SYS_accept, A, ""),
-    e!(SYS_sendto, A, "unix datagram sockets cannot be created, so an address reaches only the private network namespace"),
+    e!(SYS_accept, A, "", uses(), "accepts on the program's own listening socket"),
+    e!(SYS_sendto, A, "unix datagram sockets cannot be created, so an address reaches only the private network namespace", uses(), "sends on the program's socket; control messages that would need a capability are not passed on"),
     e!(SYS_recvfrom, A, ""),
-    e!(SYS_sendmsg, A, "as sendto"),
+    e!(SYS_sendmsg, A, "as sendto", uses(), "sends on the program's socket; control messages that would need a capability are not passed on"),
     e!(SYS_recvmsg, A, ""),
     e!(SYS_shutdown, A, ""),
     e!(SYS_listen, A, ""),
@@ -673,7 +778,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_fallocate, A, ""),
     e!(SYS_timerfd_settime, A, ""),
     e!(SYS_timerfd_gettime, A, ""),
-    e!(SYS_accept4, A, ""),
+    e!(SYS_accept4, A, "", uses(), "accepts on the program's own listening socket"),
     e!(SYS_signalfd4, A, ""),
     e!(SYS_eventfd2, A, ""),
     e!(SYS_epoll_create, A, ""),
@@ -687,7 +792,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_recvmmsg, A, ""),
     e!(SYS_prlimit64, A, ""),
     e!(SYS_syncfs, A, ""),
-    e!(SYS_sendmmsg, A, "as sendto"),
+    e!(SYS_sendmmsg, A, "as sendto", uses(), "sends on the program's socket; control messages that would need a capability are not passed on"),
     e!(SYS_getcpu, A, ""),
     e!(SYS_sched_setattr, A, ""),
     e!(SYS_sched_getattr, A, ""),
@@ -711,64 +816,64 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_landlock_restrict_self, A, ""),
     e!(SYS_memfd_secret, A, ""),
     e!(SYS_futex_waitv, A, ""),
-    e!(SYS_open, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
-    e!(SYS_openat, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
-    e!(SYS_openat2, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
-    e!(SYS_creat, D(F::Open), "resolved and opened by the agent; the descriptor is injected"),
-    e!(SYS_stat, D(F::Stat), "resolved by the agent; the result is copied back"),
-    e!(SYS_lstat, D(F::Stat), "resolved by the agent; the result is copied back"),
-    e!(SYS_newfstatat, D(F::Stat), "resolved by the agent; the result is copied back"),
-    e!(SYS_statx, D(F::Stat), "resolved by the agent; the result is copied back"),
-    e!(SYS_access, D(F::Access), "policy and permission checked by the agent"),
-    e!(SYS_faccessat, D(F::Access), "policy and permission checked by the agent"),
-    e!(SYS_faccessat2, D(F::Access), "policy and permission checked by the agent"),
-    e!(SYS_readlink, D(F::Readlink), "read by the agent; the target is copied back"),
-    e!(SYS_readlinkat, D(F::Readlink), "read by the agent; the target is copied back"),
-    e!(SYS_mkdir, D(F::Mkdir), "performed by the agent"),
-    e!(SYS_mkdirat, D(F::Mkdir), "performed by the agent"),
-    e!(SYS_mknod, D(F::Mknod), "performed by the agent; device nodes refused"),
-    e!(SYS_mknodat, D(F::Mknod), "performed by the agent; device nodes refused"),
-    e!(SYS_unlink, D(F::Unlink), "performed by the agent"),
-    e!(SYS_unlinkat, D(F::Unlink), "performed by the agent"),
-    e!(SYS_rmdir, D(F::Unlink), "performed by the agent"),
-    e!(SYS_rename, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
-    e!(SYS_renameat, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
-    e!(SYS_renameat2, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights"),
-    e!(SYS_link, D(F::Link), "performed by the agent; the source must already have every right the new name gets"),
-    e!(SYS_linkat, D(F::Link), "performed by the agent; the source must already have every right the new name gets"),
-    e!(SYS_symlink, D(F::Symlink), "performed by the agent"),
-    e!(SYS_symlinkat, D(F::Symlink), "performed by the agent"),
-    e!(SYS_chmod, D(F::Chmod), "performed by the agent"),
-    e!(SYS_fchmodat, D(F::Chmod), "performed by the agent"),
-    e!(SYS_fchmodat2, D(F::Chmod), "performed by the agent"),
-    e!(SYS_chown, D(F::Chown), "performed by the agent"),
-    e!(SYS_lchown, D(F::Chown), "performed by the agent"),
-    e!(SYS_fchownat, D(F::Chown), "performed by the agent"),
-    e!(SYS_truncate, D(F::Truncate), "performed by the agent"),
-    e!(SYS_utime, D(F::Utime), "performed by the agent"),
-    e!(SYS_utimes, D(F::Utime), "performed by the agent"),
-    e!(SYS_futimesat, D(F::Utime), "performed by the agent"),
-    e!(SYS_utimensat, D(F::Utime), "performed by the agent"),
-    e!(SYS_chdir, D(F::Chdir), "checked by the agent, then continued (see README: residual race)"),
-    e!(SYS_statfs, D(F::Statfs), "performed by the agent"),
-    e!(SYS_getxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_lgetxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_listxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_llistxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_setxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_lsetxattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_removexattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_lremovexattr, D(F::Xattr), "performed by the agent"),
-    e!(SYS_inotify_add_watch, D(F::InotifyAddWatch), "performed by the agent on its duplicate of the inotify descriptor"),
-    e!(SYS_execve, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
-    e!(SYS_execveat, D(F::Exec), "checked by the agent, then continued under Landlock's execute right"),
-    e!(SYS_memfd_create, D(F::Memfd), "created by the agent with MFD_NOEXEC_SEAL: exec rules govern files, and Landlock cannot see memfds"),
-    e!(SYS_fchmod, D(F::FdMetadata), "needs write on the descriptor's path"),
-    e!(SYS_fchown, D(F::FdMetadata), "needs write on the descriptor's path"),
-    e!(SYS_fsetxattr, D(F::FdMetadata), "needs write on the descriptor's path"),
-    e!(SYS_fremovexattr, D(F::FdMetadata), "needs write on the descriptor's path"),
-    e!(SYS_connect, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
-    e!(SYS_bind, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address"),
+    e!(SYS_open, D(F::Open), "resolved and opened by the agent; the descriptor is injected", uses(DAC_OVERRIDE, FOWNER, FSETID), "opens and creates what the policy allows whoever owns it; O_NOATIME on a file root does not own; O_TRUNC keeps a set-group-ID file's bit"),
+    e!(SYS_openat, D(F::Open), "resolved and opened by the agent; the descriptor is injected", uses(DAC_OVERRIDE, FOWNER, FSETID), "opens and creates what the policy allows whoever owns it; O_NOATIME on a file root does not own; O_TRUNC keeps a set-group-ID file's bit"),
+    e!(SYS_openat2, D(F::Open), "resolved and opened by the agent; the descriptor is injected", uses(DAC_OVERRIDE, FOWNER, FSETID), "opens and creates what the policy allows whoever owns it; O_NOATIME on a file root does not own; O_TRUNC keeps a set-group-ID file's bit"),
+    e!(SYS_creat, D(F::Open), "resolved and opened by the agent; the descriptor is injected", uses(DAC_OVERRIDE, FSETID), "creates or truncates what the policy allows whoever owns it; truncating keeps a set-group-ID file's bit"),
+    e!(SYS_stat, D(F::Stat), "resolved by the agent; the result is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_lstat, D(F::Stat), "resolved by the agent; the result is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_newfstatat, D(F::Stat), "resolved by the agent; the result is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_statx, D(F::Stat), "resolved by the agent; the result is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_access, D(F::Access), "policy and permission checked by the agent", uses(DAC_OVERRIDE), "searches the path; the permission answered is the agent's own, for what the policy allows"),
+    e!(SYS_faccessat, D(F::Access), "policy and permission checked by the agent", uses(DAC_OVERRIDE), "searches the path; the permission answered is the agent's own, for what the policy allows"),
+    e!(SYS_faccessat2, D(F::Access), "policy and permission checked by the agent", uses(DAC_OVERRIDE), "searches the path; the permission answered is the agent's own, for what the policy allows"),
+    e!(SYS_readlink, D(F::Readlink), "read by the agent; the target is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_readlinkat, D(F::Readlink), "read by the agent; the target is copied back", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_mkdir, D(F::Mkdir), "performed by the agent", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_mkdirat, D(F::Mkdir), "performed by the agent", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_mknod, D(F::Mknod), "performed by the agent; device nodes refused", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_mknodat, D(F::Mknod), "performed by the agent; device nodes refused", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_unlink, D(F::Unlink), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "removes from a directory the policy allows whoever owns it, and another user's entry from a sticky directory"),
+    e!(SYS_unlinkat, D(F::Unlink), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "removes from a directory the policy allows whoever owns it, and another user's entry from a sticky directory"),
+    e!(SYS_rmdir, D(F::Unlink), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "removes from a directory the policy allows whoever owns it, and another user's entry from a sticky directory"),
+    e!(SYS_rename, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights", uses(DAC_OVERRIDE, FOWNER), "moves between directories the policy allows whoever owns them, and another user's entry out of a sticky directory"),
+    e!(SYS_renameat, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights", uses(DAC_OVERRIDE, FOWNER), "moves between directories the policy allows whoever owns them, and another user's entry out of a sticky directory"),
+    e!(SYS_renameat2, D(F::Rename), "performed by the agent; EXDEV when the move would widen rights", uses(DAC_OVERRIDE, FOWNER), "moves between directories the policy allows whoever owns them, and another user's entry out of a sticky directory"),
+    e!(SYS_link, D(F::Link), "performed by the agent; the source must already have every right the new name gets", uses(DAC_OVERRIDE, FOWNER), "links into a directory the policy allows whoever owns it, and a set-ID file root does not own (protected_hardlinks)"),
+    e!(SYS_linkat, D(F::Link), "performed by the agent; the source must already have every right the new name gets", uses(DAC_OVERRIDE, FOWNER), "links into a directory the policy allows whoever owns it, and a set-ID file root does not own (protected_hardlinks)"),
+    e!(SYS_symlink, D(F::Symlink), "performed by the agent", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_symlinkat, D(F::Symlink), "performed by the agent", uses(DAC_OVERRIDE), "creates in a directory the policy allows whoever owns it"),
+    e!(SYS_chmod, D(F::Chmod), "performed by the agent", uses(DAC_OVERRIDE, FOWNER, FSETID), "changes the mode of a file root does not own; a set-group-ID directory keeps its bit"),
+    e!(SYS_fchmodat, D(F::Chmod), "performed by the agent", uses(DAC_OVERRIDE, FOWNER, FSETID), "changes the mode of a file root does not own; a set-group-ID directory keeps its bit"),
+    e!(SYS_fchmodat2, D(F::Chmod), "performed by the agent", uses(DAC_OVERRIDE, FOWNER, FSETID), "changes the mode of a file root does not own; a set-group-ID directory keeps its bit"),
+    e!(SYS_chown, D(F::Chown), "performed by the agent", uses(DAC_OVERRIDE, CHOWN, FSETID), "gives the file to ids mapped into the sandbox; a group-executable set-group-ID file keeps its bit"),
+    e!(SYS_lchown, D(F::Chown), "performed by the agent", uses(DAC_OVERRIDE, CHOWN, FSETID), "gives the file to ids mapped into the sandbox; a group-executable set-group-ID file keeps its bit"),
+    e!(SYS_fchownat, D(F::Chown), "performed by the agent", uses(DAC_OVERRIDE, CHOWN, FSETID), "gives the file to ids mapped into the sandbox; a group-executable set-group-ID file keeps its bit"),
+    e!(SYS_truncate, D(F::Truncate), "performed by the agent", uses(DAC_OVERRIDE, FSETID), "writes a file the policy allows whoever owns it; a set-group-ID file keeps its bit"),
+    e!(SYS_utime, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
+    e!(SYS_utimes, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
+    e!(SYS_futimesat, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
+    e!(SYS_utimensat, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
+    e!(SYS_chdir, D(F::Chdir), "checked by the agent, then continued (see README: residual race)", uses(DAC_OVERRIDE), "searches the path to check it; the chdir itself is the program's"),
+    e!(SYS_statfs, D(F::Statfs), "performed by the agent", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
+    e!(SYS_getxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
+    e!(SYS_lgetxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
+    e!(SYS_listxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
+    e!(SYS_llistxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
+    e!(SYS_setxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_lsetxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_removexattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_lremovexattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_inotify_add_watch, D(F::InotifyAddWatch), "performed by the agent on its duplicate of the inotify descriptor", uses(DAC_OVERRIDE), "watches what the policy lets the program read, whoever owns it"),
+    e!(SYS_execve, D(F::Exec), "checked by the agent, then continued under Landlock's execute right", uses(DAC_OVERRIDE), "searches the path to check it; the exec itself is the program's"),
+    e!(SYS_execveat, D(F::Exec), "checked by the agent, then continued under Landlock's execute right", uses(DAC_OVERRIDE), "searches the path to check it; the exec itself is the program's"),
+    e!(SYS_memfd_create, D(F::Memfd), "created by the agent with MFD_NOEXEC_SEAL: exec rules govern files, and Landlock cannot see memfds", uses(), "an anonymous file of the agent's own"),
+    e!(SYS_fchmod, D(F::FdMetadata), "needs write on the descriptor's path", uses(DAC_OVERRIDE, FOWNER, FSETID), "changes the mode of a file root does not own; a set-group-ID directory keeps its bit"),
+    e!(SYS_fchown, D(F::FdMetadata), "needs write on the descriptor's path", uses(DAC_OVERRIDE, CHOWN, FSETID), "gives the file to ids mapped into the sandbox; a group-executable set-group-ID file keeps its bit"),
+    e!(SYS_fsetxattr, D(F::FdMetadata), "needs write on the descriptor's path", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_fremovexattr, D(F::FdMetadata), "needs write on the descriptor's path", uses(DAC_OVERRIDE, FOWNER), "writes user.* attributes of a file the policy allows writing, and of a sticky directory root does not own"),
+    e!(SYS_connect, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address", uses(DAC_OVERRIDE), "searches a unix socket's path and writes to its socket whoever owns them; an inet connect needs nothing"),
+    e!(SYS_bind, D(F::SocketAddress), "performed by the agent on its duplicate of the socket, with its own copy of the address", uses(DAC_OVERRIDE, NET_BIND_SERVICE), "creates a unix socket's name in a directory the policy allows; binds an allowed port below 1024"),
     e!(SYS_ptrace, X(EPERM), "would reach into other processes"),
     e!(SYS_process_vm_readv, X(EPERM), "would read another process's memory"),
     e!(SYS_process_vm_writev, X(EPERM), "would write another process's memory"),
@@ -837,7 +942,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_seccomp, G(Guard::Seccomp), "a program may add filters, but not a listener of its own"),
     e!(SYS_personality, G(Guard::Personality), "only the query and PER_LINUX"),
     e!(SYS_prctl, G(Guard::Prctl), "options that affect only the caller"),
-    e!(SYS_socket, G(Guard::Socket), "unix, inet, inet6, netlink; no unix datagram sockets (their sendmsg could name any path)"),
+    e!(SYS_socket, G(Guard::Socket), "unix, inet, inet6, netlink; no unix datagram sockets (their sendmsg could name any path)", uses(), "a TCP or UDP socket in warden's namespace; the UDP filter is attached and locked without privilege"),
     e!(SYS_socketpair, G(Guard::Socketpair), "unix stream and seqpacket pairs"),
 ];
 
@@ -919,6 +1024,64 @@ mod tests {
     fn highest_known_number_is_covered() {
         // The table reaches the newest calls libc knows; anything newer is denied by default.
         assert!(TABLE.iter().any(|e| e.nr >= libc::SYS_futex_waitv));
+    }
+
+    #[test]
+    fn every_call_the_agent_performs_names_the_privilege_it_uses() {
+        let mut performed = 0;
+        for e in TABLE {
+            match (e.delegated_somewhere(), e.agent) {
+                (true, Some(p)) => {
+                    performed += 1;
+                    assert!(!p.why.is_empty(), "{}: a privilege without a why", e.name());
+                }
+                (true, None) => panic!(
+                    "{} is performed by the agent but names no privilege",
+                    e.name()
+                ),
+                (false, Some(_)) => panic!(
+                    "{} is never performed by the agent, yet names a privilege",
+                    e.name()
+                ),
+                (false, None) => {}
+            }
+        }
+        // The 58 delegated calls, and the 6 the agent performs when the policy has IP rules
+        // (socket, accept, accept4, sendto, sendmsg, sendmmsg).
+        assert_eq!(performed, 64);
+        // Spot checks of what only some calls use.
+        let uses = |name: &str| {
+            TABLE
+                .iter()
+                .find(|e| e.name() == name)
+                .unwrap()
+                .agent
+                .unwrap()
+                .caps
+        };
+        assert_eq!(
+            uses("bind"),
+            Caps::DAC_OVERRIDE.union(Caps::NET_BIND_SERVICE)
+        );
+        assert!(uses("fchown").contains(Caps::CHOWN));
+        assert!(uses("memfd_create").is_empty());
+        assert!(!uses("connect").contains(Caps::NET_BIND_SERVICE));
+    }
+
+    #[test]
+    fn capability_names_are_the_kernels_bits() {
+        let mut all = Caps::NONE;
+        for (i, (c, name)) in Caps::NAMED.iter().enumerate() {
+            assert_eq!(c.bits().count_ones(), 1, "{name}");
+            assert!(!all.contains(*c), "{name} twice");
+            all = all.union(*c);
+            assert_eq!(c.names().collect::<Vec<_>>(), [*name]);
+            if let Some((next, _)) = Caps::NAMED.get(i + 1) {
+                assert!(c.bits() < next.bits(), "{name} out of the kernel's order");
+            }
+        }
+        // CapEff of an agent worker thread (README: "What the agent may do for a sandbox").
+        assert_eq!(all.bits(), 0x41b);
     }
 
     #[test]

@@ -15,8 +15,13 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Most descriptors remembered per sandbox (the oldest half is forgotten past this).
-const MAX_GRANTS: usize = 8192;
+/// Most descriptors remembered per sandbox (half are forgotten past this).
+pub const MAX_GRANTS: usize = 8192;
+/// Most bytes of paths remembered per sandbox (half the descriptors are forgotten past this):
+/// the paths are the program's to choose, up to 4 KiB each, and 8,192 of those would be 32 MiB
+/// of warden's memory, whatever the sandbox's `--mem` (`agent::budget`). 8,192 paths of 32
+/// bytes fit.
+pub const MAX_GRANT_BYTES: usize = 256 * 1024;
 
 /// One running sandbox, as registered.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -66,27 +71,40 @@ type Object = (u64, u64);
 /// What the agent remembers of the descriptors it handed out: the path each object was opened
 /// as, and where the rule that allowed it was written (shared per rule, not formatted per open).
 #[derive(Default)]
-pub struct Grants(Mutex<HashMap<Object, (String, Arc<str>)>>);
+pub struct Grants(Mutex<GrantTable>);
+
+#[derive(Default)]
+struct GrantTable {
+    map: HashMap<Object, (String, Arc<str>)>,
+    /// The bytes of the paths in `map`.
+    bytes: usize,
+}
 
 impl Grants {
     /// Remembers that the object `(dev, ino)` was opened as `path` under `rule`.
     pub fn record(&self, dev: u64, ino: u64, path: String, rule: Arc<str>) {
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= MAX_GRANTS {
-                let keys: Vec<Object> = m.keys().take(MAX_GRANTS / 2).copied().collect();
+        if let Ok(mut t) = self.0.lock() {
+            if t.map.len() >= MAX_GRANTS || t.bytes + path.len() > MAX_GRANT_BYTES {
+                let keys: Vec<Object> = t.map.keys().take(t.map.len() / 2 + 1).copied().collect();
                 for k in keys {
-                    m.remove(&k);
+                    if let Some((p, _)) = t.map.remove(&k) {
+                        t.bytes -= p.len();
+                    }
                 }
             }
-            m.insert((dev, ino), (path, rule));
+            t.bytes += path.len();
+            if let Some((old, _)) = t.map.insert((dev, ino), (path, rule)) {
+                t.bytes -= old.len();
+            }
         }
     }
 
     fn list(&self) -> Vec<Grant> {
-        let Ok(m) = self.0.lock() else {
+        let Ok(t) = self.0.lock() else {
             return Vec::new();
         };
-        m.iter()
+        t.map
+            .iter()
             .map(|(&(dev, ino), (path, rule))| Grant {
                 dev,
                 ino,
@@ -498,6 +516,22 @@ mod tests {
         let l = g.list();
         assert!(l.len() <= MAX_GRANTS, "{}", l.len());
         assert!(l.iter().any(|x| x.ino == MAX_GRANTS as u64 + 9));
+        // Long paths: bounded by their bytes, well before the count.
+        let g = Grants::default();
+        let long = "/d".repeat(2000);
+        for i in 0..1000 {
+            g.record(1, i, format!("{long}{i}"), "p:1:1".into());
+            g.record(1, i, format!("{long}{i}"), "p:1:1".into());
+        }
+        let l = g.list();
+        let bytes: usize = l.iter().map(|x| x.path.len()).sum();
+        assert!(bytes <= MAX_GRANT_BYTES, "{bytes}");
+        assert!(l.iter().any(|x| x.ino == 999), "the newest is kept");
+        assert_eq!(
+            g.0.lock().unwrap().bytes,
+            bytes,
+            "the count of bytes is exact"
+        );
     }
 
     #[test]

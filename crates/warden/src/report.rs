@@ -26,6 +26,8 @@
 //! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
 //! | `agent-cpu` | CPU seconds the agent's workers spent on the calls; included in `time` and in `--time` |
 //! | `agent-mem` | KiB, warden's own peak resident size (the agent's memory, for this sandbox alone) |
+//! | `agent-workers` | requests the agent serves at once for the sandbox: fewer under a small `--mem` (see `agent::budget`) |
+//! | `agent-mem-bound` | KiB, the most the agent's state for the sandbox can take with that many (under `--mem`, no more than the limit) |
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 
 use crate::agent::log::StatsSnapshot;
@@ -156,6 +158,9 @@ pub struct Measured {
     pub agent: StatsSnapshot,
     /// warden's own peak resident size, KiB (the agent's memory; one warden per sandbox).
     pub agent_mem_kib: u64,
+    /// The agent's bounds for the sandbox (workers, and what they may hold), chosen from
+    /// `--mem`.
+    pub agent_budget: Option<crate::agent::budget::Budget>,
     /// The most sockets in the host's network held at once, when the sandbox reaches it.
     pub sockets: Option<u64>,
 }
@@ -275,6 +280,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         Value::from((m.agent.cpu.as_secs_f64() * 1e6).round() / 1e6),
     );
     put("agent-mem", m.agent_mem_kib.into());
+    if let Some(b) = m.agent_budget {
+        put("agent-workers", b.workers.into());
+        put("agent-mem-bound", (b.bound / 1024).into());
+    }
     if let Some(n) = m.sockets {
         put("sockets", n.into());
     }
@@ -359,6 +368,10 @@ mod tests {
                 cpu: Duration::from_micros(200),
             },
             agent_mem_kib: 3000,
+            agent_budget: Some(crate::agent::budget::Budget {
+                workers: 21,
+                bound: 20 << 20,
+            }),
             sockets: None,
         }
     }
@@ -379,7 +392,7 @@ mod tests {
             "time:1.234\ntime-wall:1.500\nmax-rss:2048\ncsw-voluntary:3\ncsw-forced:4\n\
              exitcode:0\ncg-mem:4096\naccounting:cgroup-v1\ndelegated:13\n\
              denied:1\nagent-time:0.000250\nagent-cpu:0.000200\nagent-mem:3000\n\
-             delegated-open:12\ndelegated-exec:1\n"
+             agent-workers:21\nagent-mem-bound:20480\ndelegated-open:12\ndelegated-exec:1\n"
         );
         let json = json(&m, &Limits::default());
         assert_eq!(json["status"], "OK");

@@ -660,6 +660,7 @@ fn run_in(
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;
     measured.agent_mem_kib = crate::sys::process::peak_rss_kib();
+    measured.agent_budget = Some(agent.budget);
     measured.sockets = agent.sockets_peak();
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);

@@ -14,7 +14,12 @@ use std::time::{Duration, Instant};
 
 /// The warden binary cargo built for these tests.
 pub fn warden() -> &'static str {
-    env!("CARGO_BIN_EXE_warden")
+    // scripts/soak.sh runs a copy of this test binary against a copy of warden, both pinned
+    // when it starts, so that a rebuild of the worktree meanwhile does not change what it soaks.
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var("WARDEN_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_warden").to_owned())
+    })
 }
 
 /// A world-readable work directory for this test binary (removed at exit is not needed: it
@@ -44,6 +49,10 @@ pub fn chmod(p: &Path, mode: u32) {
 }
 
 fn repo_root() -> PathBuf {
+    // The soak's pinned copy of the C sources (see [`warden`]).
+    if let Some(root) = std::env::var_os("WARDEN_TEST_REPO") {
+        return PathBuf::from(root);
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)

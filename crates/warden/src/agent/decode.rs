@@ -132,6 +132,76 @@ pub fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
         .collect()
 }
 
+/// A path's [`components`] joined by single slashes, in one buffer (`a//./b/` is `a/b`).
+pub fn clean(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    for c in path
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+    {
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(c);
+    }
+    out
+}
+
+/// The components a walk has still to take: the path's own, with the target of each symlink
+/// met on the way put in front. Each path is kept [`clean`] in one buffer and read a component
+/// at a time, so a walk holds the bytes of its paths (at most one path and one target per
+/// symlink followed, as the kernel's stack of nested links) and not an allocation per
+/// component: a target of 2,000 one-letter components is 4 KiB here, where a queue of
+/// components took 160 KiB, and a walk through 40 of them 6 MiB.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// The paths, the front one last, each with how far it has been read.
+    paths: Vec<(Vec<u8>, usize)>,
+}
+
+impl Pending {
+    /// The components of `path`.
+    pub fn new(path: &[u8]) -> Pending {
+        let mut p = Pending::default();
+        p.push_front(path);
+        p
+    }
+
+    /// Puts the components of `path` in front of those pending; `false` if it has none (`/`,
+    /// `.`, the empty path).
+    pub fn push_front(&mut self, path: &[u8]) -> bool {
+        let clean = clean(path);
+        if clean.is_empty() {
+            return false;
+        }
+        self.paths.push((clean, 0));
+        true
+    }
+
+    /// Whether no component is left.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// The next component, taken off the front.
+    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let (path, at) = self.paths.last_mut()?;
+        let rest = &path[*at..];
+        let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+        let part = rest[..end].to_vec();
+        *at += end + 1;
+        if *at >= path.len() {
+            self.paths.pop();
+        }
+        Some(part)
+    }
+
+    /// Bytes held for the pending paths.
+    pub fn bytes(&self) -> usize {
+        self.paths.iter().map(|(p, _)| p.capacity()).sum()
+    }
+}
+
 /// An extended attribute's name as copied (up to its NUL): `EINVAL` for a name with no
 /// characters, `ERANGE` for one longer than `XATTR_NAME_MAX` (255), as the kernel answers.
 pub fn xattr_name(bytes: Vec<u8>) -> Result<CString, i32> {
@@ -208,6 +278,64 @@ mod tests {
         assert_eq!(unix_path(&un), Some(&b"/run/x"[..]));
         un[2] = 0;
         assert_eq!(unix_path(&un), None, "abstract");
+    }
+
+    fn drain(mut p: Pending) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Some(c) = p.pop_front() {
+            out.push(c);
+        }
+        assert!(p.is_empty());
+        out
+    }
+
+    #[test]
+    fn pending_yields_the_components_with_targets_in_front() {
+        for path in [
+            &b"/usr//bin/./ls/"[..],
+            b"a",
+            b"",
+            b"/",
+            b"./.",
+            b"../x/..",
+            b"a/b/c",
+        ] {
+            assert_eq!(
+                drain(Pending::new(path)),
+                Vec::from(components(path)),
+                "{:?}",
+                String::from_utf8_lossy(path)
+            );
+            assert_eq!(Pending::new(path).is_empty(), components(path).is_empty());
+        }
+        // A symlink met after "a" in "a/link/c": its target's components come before "c".
+        let mut p = Pending::new(b"a/link/c");
+        assert_eq!(p.pop_front().unwrap(), b"a");
+        assert_eq!(p.pop_front().unwrap(), b"link");
+        assert!(p.push_front(b"../t1/./t2//"));
+        assert!(
+            !p.push_front(b"/./"),
+            "a target of no components adds nothing"
+        );
+        assert_eq!(drain(p), [&b".."[..], b"t1", b"t2", b"c"]);
+        // The last component of a target is the walk's last only if nothing follows it.
+        let mut p = Pending::new(b"link");
+        p.pop_front();
+        p.push_front(b"x");
+        assert_eq!(p.pop_front().unwrap(), b"x");
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn pending_holds_bytes_not_an_allocation_per_component() {
+        let target = "a/".repeat(2000);
+        let mut p = Pending::new(target.as_bytes());
+        for _ in 0..39 {
+            p.pop_front();
+            p.push_front(target.as_bytes());
+        }
+        // 40 paths of 4,000 bytes, each with its buffer.
+        assert!(p.bytes() <= 40 * 4000, "{}", p.bytes());
     }
 
     #[test]

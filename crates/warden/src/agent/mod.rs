@@ -18,6 +18,7 @@
 //! bounded by the agent, every error becomes an errno, and a panic in one request is caught and
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
+pub mod budget;
 pub mod decode;
 pub mod fs;
 pub mod held;
@@ -38,7 +39,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
 
-/// Most worker threads one sandbox's agent runs at once.
+/// Most worker threads one sandbox's agent runs at once (fewer under a small `--mem`: see
+/// [`budget`]).
 pub const MAX_WORKERS: usize = 64;
 /// Workers started with the agent, all of them listening.
 const FIRST_WORKERS: usize = pool::Pool::LISTENING;
@@ -71,6 +73,9 @@ pub struct Agent {
     ids: IdMap,
     log: Log,
     pool: pool::Pool,
+    /// How many requests the agent serves at once for this sandbox, and what it may hold for it
+    /// then: chosen from `--mem` ([`budget`]).
+    pub budget: budget::Budget,
     /// Requests being served, by notification id, and the worker serving each: the watchdog
     /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
     in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
@@ -105,13 +110,19 @@ impl Agent {
     ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
+        let budget = budget::for_sandbox(
+            policy.limits.mem,
+            matches!(net.mode, syscalls::Network::Host { udp: true }),
+            net.held.max(),
+        );
         Ok(Arc::new(Agent {
             listener,
             net,
             resolver: Resolver::new(view_root)?,
             ids,
             log,
-            pool: pool::Pool::new(MAX_WORKERS, FIRST_WORKERS),
+            pool: pool::Pool::new(budget.workers, FIRST_WORKERS),
+            budget,
             in_flight: Mutex::new(HashMap::new()),
             stats: log::Stats::default(),
             grants: Arc::default(),
@@ -185,6 +196,7 @@ impl Agent {
         let agent = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("warden-agent".into())
+            .stack_size(budget::WORKER_STACK)
             .spawn(move || agent.worker());
         if spawned.is_err() {
             self.pool.not_started();

@@ -34,17 +34,19 @@ use std::os::fd::OwnedFd;
 use warden_policy::{Access, Direction, IpUse, NetAddr, NetTarget, Policy, Protocol};
 
 /// Longest `sockaddr` the agent copies (`sizeof(struct sockaddr_storage)`).
-const SOCKADDR_MAX: usize = 128;
+pub const SOCKADDR_MAX: usize = 128;
 /// Most data the agent copies for one message. A stream send of more is sent in part (as the
 /// kernel may do); a datagram this large could not be sent anyway.
-const SEND_MAX: usize = 256 * 1024;
-/// Most data the agent copies for one `sendmmsg`; later messages are left unsent, and the call
-/// returns how many were sent, as the kernel may.
-const SENDMMSG_MAX: usize = 1024 * 1024;
+pub const SEND_MAX: usize = 256 * 1024;
+/// Most the agent copies for one `sendmmsg` (data, control messages and addresses, all
+/// messages together); later messages are left unsent, and the call returns how many were
+/// sent, as the kernel may. The last message copied may pass it by one message's control data
+/// and address.
+pub const SENDMMSG_MAX: usize = 1024 * 1024;
 /// Most control data of one message (the kernel's own default bound is smaller).
-const CONTROL_MAX: usize = 64 * 1024;
+pub const CONTROL_MAX: usize = 64 * 1024;
 /// `UIO_MAXIOV`: most iovecs per message and messages per `sendmmsg`.
-const IOV_MAX: usize = 1024;
+pub const IOV_MAX: usize = 1024;
 
 /// What the agent knows about the sandbox's network, fixed for the run.
 pub struct Context {
@@ -513,7 +515,10 @@ pub fn send(c: &Client) -> Handled {
                     break;
                 }
                 let m = copy_message(c, vec + i * MMSGHDR, budget.min(SEND_MAX))?;
-                budget -= m.data.len().min(budget);
+                // Control data counts too: 1,024 messages of 64 KiB of it each, and no data,
+                // were 64 MiB held for one call.
+                let held = m.data.len() + m.control.len() + m.name.as_ref().map_or(0, Vec::len);
+                budget -= held.min(budget);
                 msgs.push(m);
             }
             let sock = c.fd(c.int(0))?;

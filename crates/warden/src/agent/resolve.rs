@@ -15,16 +15,15 @@
 //! - `/proc/self`, `/proc/thread-self` and `/proc/<the caller's own pid>` are translated to the
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
-use super::decode::components;
+use super::decode::{clean, Pending};
 use super::Client;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
-use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use warden_policy::Policy;
 
 /// Longest symlink chain followed, as the kernel's `MAXSYMLINKS`.
-const MAX_HOPS: usize = 40;
+pub const MAX_HOPS: usize = 40;
 
 /// Where a relative path starts.
 #[derive(Clone, Copy, Debug)]
@@ -339,7 +338,7 @@ impl Resolver {
             return Err(libc::ENOENT);
         }
         let logical = client.logical_proc_path(text)?;
-        let mut parts = components(&logical);
+        let mut parts = Pending::new(&logical);
         let mut hops = 0;
         // Every component is a directory to enter (never "the final one"), so the stack ends
         // up holding the whole chain and `..` from the start climbs to the real parent.
@@ -394,7 +393,7 @@ impl Resolver {
             follow: flags.follow || trailing_slash,
             ..flags
         };
-        let mut parts = components(path);
+        let mut parts = Pending::new(path);
         let mut hops = 0;
         while let Some(part) = parts.pop_front() {
             let last = parts.is_empty();
@@ -439,23 +438,20 @@ impl Resolver {
         if path.ends_with(b"/") {
             return Ok(None);
         }
-        let mut parts = components(path);
-        if parts.iter().any(|p| p == b"..") {
+        let path = clean(path);
+        if path.split(|&b| b == b'/').any(|p| p == b"..") {
             return Ok(None);
         }
-        let Some(last) = parts.pop_back() else {
+        if path.is_empty() {
             return Ok(None);
+        }
+        let (rel, last) = match path.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&path[..i], path[i + 1..].to_vec()),
+            None => (&path[..0], path.clone()),
         };
-        let mut stack = if parts.is_empty() {
+        let mut stack = if rel.is_empty() {
             Stack::new(self.root_dir()?)
         } else {
-            let rel: Vec<u8> = parts.iter().fold(Vec::new(), |mut acc, p| {
-                if !acc.is_empty() {
-                    acc.push(b'/');
-                }
-                acc.extend_from_slice(p);
-                acc
-            });
             if rel.len() + 1 >= PATH_MAX {
                 return Ok(None);
             }
@@ -464,16 +460,16 @@ impl Resolver {
                 | rustix::fs::ResolveFlags::NO_XDEV;
             let Ok(fd) = rustix::fs::openat2(
                 &self.root,
-                rel.as_slice(),
+                rel,
                 OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
                 how,
             ) else {
                 return Ok(None);
             };
-            Stack::at(fd, format!("/{}", String::from_utf8_lossy(&rel)))
+            Stack::at(fd, format!("/{}", String::from_utf8_lossy(rel)))
         };
-        let (mut rest, mut hops) = (VecDeque::new(), 0);
+        let (mut rest, mut hops) = (Pending::default(), 0);
         // A final symlink to follow continues the walk from a stack we did not build (its
         // target may use `..`): leave that to the component walk.
         self.step(
@@ -490,7 +486,7 @@ impl Resolver {
         policy: &Policy,
         stack: &mut Stack,
         part: Vec<u8>,
-        rest: &mut VecDeque<Vec<u8>>,
+        rest: &mut Pending,
         last: bool,
         flags: WalkFlags,
         hops: &mut usize,
@@ -598,25 +594,16 @@ impl Resolver {
                     }
                     stack.back_to_root();
                 }
-                let mut front = components(&target);
-                if front.is_empty() {
+                if !rest.push_front(&target) && last {
                     // "/" or ".": the target is the directory now on top.
-                    front.push_back(b".".to_vec());
-                    if last {
-                        let (parent, path) = stack.pop().expect("non-empty");
-                        return Ok(Some(Walked {
-                            parent,
-                            name: None,
-                            path,
-                            kind: Some(FileType::Directory),
-                            descriptor: None,
-                        }));
-                    }
-                }
-                while let Some(p) = front.pop_back() {
-                    if p != b"." {
-                        rest.push_front(p);
-                    }
+                    let (parent, path) = stack.pop().expect("non-empty");
+                    return Ok(Some(Walked {
+                        parent,
+                        name: None,
+                        path,
+                        kind: Some(FileType::Directory),
+                        descriptor: None,
+                    }));
                 }
                 Ok(None)
             }

@@ -10,8 +10,9 @@
 //! for itself when it starts ([`confine_agent_thread`]); warden's main thread keeps what it needs
 //! to set up and tear down the sandbox, and nothing it does acts on the sandbox's requests.
 //!
-//! What a worker keeps, call by call (the rest of the table in `warden check --syscalls` needs
-//! nothing beyond what any process has):
+//! What a worker keeps, and why (which call uses which, and why, is written call by call in the
+//! syscall table, `Entry::agent`, printed by `warden check --syscalls`; a test here checks that
+//! the table's calls use exactly this set together):
 //!
 //! | capability | why the agent needs it |
 //! | --- | --- |
@@ -99,6 +100,55 @@ pub fn current() -> io::Result<(CapabilitySet, CapabilitySet)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syscalls::{Caps, TABLE};
+
+    /// A set of capabilities as the syscall table writes them (the kernel's bit numbers, as
+    /// `CapabilitySet`'s).
+    fn capability_set(caps: Caps) -> CapabilitySet {
+        CapabilitySet::from_bits_retain(caps.bits())
+    }
+
+    /// The table's capability names are the kernel's: each is the `CapabilitySet` of its name.
+    #[test]
+    fn the_tables_capabilities_are_the_kernels() {
+        for (caps, name) in Caps::NAMED {
+            let set = capability_set(caps);
+            let expected = match name {
+                "CAP_CHOWN" => CapabilitySet::CHOWN,
+                "CAP_DAC_OVERRIDE" => CapabilitySet::DAC_OVERRIDE,
+                "CAP_FOWNER" => CapabilitySet::FOWNER,
+                "CAP_FSETID" => CapabilitySet::FSETID,
+                "CAP_NET_BIND_SERVICE" => CapabilitySet::NET_BIND_SERVICE,
+                other => panic!("unknown capability {other}"),
+            };
+            assert_eq!(set, expected, "{name}");
+        }
+    }
+
+    /// Every capability a worker keeps is used by some call of the table, and no call uses one
+    /// it does not keep: the per-call table and the kept set say the same thing.
+    #[test]
+    fn the_calls_of_the_table_use_exactly_what_a_worker_keeps() {
+        let mut used = CapabilitySet::empty();
+        for e in TABLE {
+            if let Some(p) = e.agent {
+                let caps = capability_set(p.caps);
+                assert!(
+                    AGENT_KEEPS.contains(caps),
+                    "{} uses {:?}, which a worker does not keep",
+                    e.name(),
+                    caps - AGENT_KEEPS
+                );
+                used |= caps;
+            }
+        }
+        assert_eq!(
+            used,
+            AGENT_KEEPS,
+            "kept but used by no call: {:?}",
+            AGENT_KEEPS - used
+        );
+    }
 
     /// A thread that confines itself keeps at most the table's capabilities, and its siblings
     /// (warden's main thread) are untouched.
