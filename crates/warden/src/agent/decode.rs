@@ -196,6 +196,21 @@ impl Pending {
         Some(part)
     }
 
+    /// What is left, front first, as one relative path (for naming the whole path a walk was
+    /// after when it stops early).
+    pub fn remaining(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (path, at) in self.paths.iter().rev() {
+            if let Some(rest) = path.get(*at..).filter(|r| !r.is_empty()) {
+                if !out.is_empty() {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(rest);
+            }
+        }
+        out
+    }
+
     /// Bytes held for the pending paths.
     pub fn bytes(&self) -> usize {
         self.paths.iter().map(|(p, _)| p.capacity()).sum()
@@ -324,6 +339,18 @@ mod tests {
         p.push_front(b"x");
         assert_eq!(p.pop_front().unwrap(), b"x");
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn pending_says_what_remains_front_first() {
+        let mut p = Pending::new(b"/a/b/c");
+        assert_eq!(p.pop_front(), Some(b"a".to_vec()));
+        p.push_front(b"x/y");
+        assert_eq!(p.remaining(), b"x/y/b/c".to_vec());
+        assert_eq!(p.pop_front(), Some(b"x".to_vec()));
+        assert_eq!(p.remaining(), b"y/b/c".to_vec());
+        while p.pop_front().is_some() {}
+        assert!(p.remaining().is_empty());
     }
 
     #[test]

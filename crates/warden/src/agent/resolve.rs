@@ -285,16 +285,17 @@ impl Resolver {
         client: &Client,
         policy: &Policy,
         path: &str,
-        rest: &VecDeque<Vec<u8>>,
+        rest: &Pending,
         errno: i32,
     ) -> i32 {
         if !self.in_view || errno != libc::ENOENT || knowable(policy, path) {
             return mask(policy, path, errno);
         }
         let mut whole = path.to_owned();
-        for part in rest {
+        let rest = rest.remaining();
+        if !rest.is_empty() {
             whole.push('/');
-            whole.push_str(&String::from_utf8_lossy(part));
+            whole.push_str(&String::from_utf8_lossy(&rest));
         }
         client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
     }
