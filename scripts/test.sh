@@ -40,6 +40,18 @@ echo "== the adversarial suite again, with opens going straight to the kernel (-
 WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape 2>&1 \
   | tee "$skipdir/fast-path.log" || failed=1
 
+echo "== the sandboxes again in views of their own (WARDEN_VIEW=on), the agent deciding"
+# Every run builds the sandbox's own mount namespace from its policy (warden run --view on):
+# the adversarial suite, the programs, the network, limits and inspect suites must hold there too.
+WARDEN_VIEW=on RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli \
+  --test escape --test programs --test network --test limits --test inspect 2>&1 \
+  | tee "$skipdir/view.log" || failed=1
+
+echo "== the adversarial suite in views with the kernel first (WARDEN_VIEW=on, --fast-path=always)"
+# The kernel answers opens, stat, access, readlink and chdir; the same attacks must fail.
+WARDEN_VIEW=on WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
+  -p warden-cli --test escape 2>&1 | tee "$skipdir/view-kernel.log" || failed=1
+
 echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
 
@@ -48,7 +60,8 @@ echo "== soak: many hostile sandboxes at once for 2 minutes, the adversarial sui
 # in /tmp, the cgroups or the registry, and no escape under load.
 bash scripts/soak.sh "${SOAK_MINUTES:-2}" || failed=1
 
-bash scripts/skips.sh summary "$skipdir" "$skipdir/all.log" "$skipdir/fast-path.log" || failed=1
+bash scripts/skips.sh summary "$skipdir" "$skipdir/all.log" "$skipdir/fast-path.log" \
+  "$skipdir/view.log" "$skipdir/view-kernel.log" || failed=1
 if [ $failed -ne 0 ]; then
   echo "test.sh: FAILED (see the failures above)"
   exit 1
