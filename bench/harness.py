@@ -151,7 +151,9 @@ MICRO = [
 #             for what the program needs: the baseline of "within 10% of pure Landlock"
 #   floor     bench/filter-floor.c: a one-instruction seccomp filter that allows everything, the
 #             kernel's floor for any filter on a call it lets through (the slow syscall entry)
-MICRO_MODES = ("native", "warden", "fast", "landlock", "floor")
+#   view      `warden run --view on --fast-path=always` with the built-in default policy: the
+#             sandbox in its own view, opens, stat and the other lookers answered by the kernel
+MICRO_MODES = ("native", "warden", "fast", "view", "landlock", "floor")
 FAST_PATH_POLICY = os.path.join(root, "crates", "warden-cli", "tests", "fast-path.policy")
 
 
@@ -171,6 +173,7 @@ def bench_micro():
         "warden": sandboxed(*grants) + args,
         "fast": sandboxed("--default-policy=no", "--policy", FAST_PATH_POLICY,
                           "--fast-path=always", *grants) + args,
+        "view": sandboxed("--view", "on", "--fast-path=always", *grants) + args,
         "landlock": landlock + ["--"] + args,
         "floor": [os.path.join(bindir, "filter-floor")] + args,
     }
@@ -184,6 +187,9 @@ def bench_micro():
         for key, _label, want_native, want_confined in MICRO:
             # The floor filter confines nothing: calls end as they do natively.
             want = want_native if mode in ("native", "floor") else want_confined
+            if mode == "view" and key == "open_denied":
+                # Outside the view, the denied file is not there.
+                want = errno.ENOENT
             if key not in result:
                 sys.exit(f"run.sh: {mode} microbenchmark printed no {key} line")
             if result[key][1] != want:
@@ -227,28 +233,53 @@ def bench_micro():
             "warden_to_floor": ratio(w, f),
             "floor_samples": samples["floor"][key],
         })
-    return {"delegated": delegated, "fast": fast, "filter_floor": floor}
+    view = []
+    for key, label, *_ in MICRO:
+        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        view.append({
+            "name": key,
+            "label": label,
+            "native_ns_per_op": round(med["native"], 1),
+            "landlock_ns_per_op": round(med["landlock"], 1),
+            "view_ns_per_op": round(med["view"], 1),
+            "ratio": ratio(med["view"], med["native"]),
+            "ratio_to_landlock": ratio(med["view"], med["landlock"]),
+            "view_samples": samples["view"][key],
+        })
+    return {"delegated": delegated, "fast": fast, "view": view, "filter_floor": floor}
 
 
 # --- startup -----------------------------------------------------------------------------------
 
 def bench_startup():
-    argv = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"]}
+    argv = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"],
+            "view": sandboxed("--view", "on", "--fast-path=auto") + ["/bin/true"]}
+    bwrap = shutil.which("bwrap")
+    if bwrap:
+        # The peer: bubblewrap with the system's trees read-only, its own /proc and /dev, and
+        # every namespace unshared, as warden makes them.
+        links = [a for d in ("bin", "lib", "lib64", "sbin") if os.path.islink("/" + d)
+                 for a in ("--symlink", os.readlink("/" + d), "/" + d)]
+        argv["bwrap"] = [bwrap, "--ro-bind", "/usr", "/usr", *links, "--proc", "/proc",
+                         "--dev", "/dev", "--unshare-all", "--die-with-parent", "/bin/true"]
+    modes = tuple(argv)
     samples = {m: [] for m in argv}
     for m in argv:
         run_checked(f"startup ({m})", argv[m])
     for r in range(startup_runs):
-        for m in orders(r):
+        for m in orders(r, modes):
             ns, _ = run_checked(f"startup ({m})", argv[m])
             samples[m].append(ns / 1000)
-    n = statistics.median(samples["native"])
-    w = statistics.median(samples["warden"])
+    med = {m: statistics.median(samples[m]) for m in argv}
+    n = med["native"]
     return {
         "name": "startup_true",
         "label": "startup: /bin/true (us per run)",
         "native_us": round(n, 1),
-        "warden_us": round(w, 1),
-        "ratio": ratio(w, n),
+        "warden_us": round(med["warden"], 1),
+        "ratio": ratio(med["warden"], n),
+        "peers": {m: {"us": round(med[m], 1), "ratio": ratio(med[m], n)}
+                  for m in argv if m not in ("native", "warden")},
         "runs": startup_runs,
         "native_samples_us": [round(x, 1) for x in samples["native"]],
         "warden_samples_us": [round(x, 1) for x in samples["warden"]],
@@ -607,6 +638,7 @@ if as_json:
     if "micro" in results:
         doc["benchmarks"] = results["micro"]["delegated"]
         doc["fast_path"] = results["micro"]["fast"]
+        doc["view"] = results["micro"]["view"]
         doc["filter_floor"] = results["micro"]["filter_floor"]
     if "startup" in results:
         doc["startup"] = results["startup"]
@@ -653,6 +685,11 @@ if "micro" in results or "startup" in results:
     if "startup" in results:
         s = results["startup"]
         rows.append((s["label"], f"{s['native_us']:.1f}", f"{s['warden_us']:.1f}", x(s["ratio"])))
+        for peer, label in (("view", "startup in a view (--view on)"),
+                            ("bwrap", "startup: bubblewrap (peer)")):
+            if peer in s["peers"]:
+                p = s["peers"][peer]
+                rows.append((label, f"{s['native_us']:.1f}", f"{p['us']:.1f}", x(p["ratio"])))
     what = []
     if "micro" in results:
         what.append(f"per call: medians of {reps} runs of {iterations} iterations (geteuid x50)")
@@ -667,6 +704,13 @@ if "micro" in results:
           "agent) against pure Landlock (bench/landlock-run.c), same runs",
           ("benchmark", "native ns/op", "Landlock ns/op", "fast ns/op", "fast/native",
            "fast/Landlock"), rows)
+    rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['landlock_ns_per_op']:.1f}",
+             f"{r['view_ns_per_op']:.1f}", x(r["ratio"]), x(r["ratio_to_landlock"]))
+            for r in results["micro"]["view"]]
+    table("view: `warden run --view on --fast-path=always`, the default policy (opens, stat and "
+          "the other lookers go to the kernel in the sandbox's own view), same runs",
+          ("benchmark", "native ns/op", "Landlock ns/op", "view ns/op", "view/native",
+           "view/Landlock"), rows)
     floor = {r["name"]: r for r in results["micro"]["filter_floor"]}
     rows = [(floor[k]["label"], f"{floor[k]['floor_ns_per_op']:.1f}", x(floor[k]["floor_ratio"]),
              x(floor[k]["warden_to_floor"]))

@@ -13,6 +13,8 @@ command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/python3 ] || need+=(python3)
 [ -x /usr/bin/curl ] || need+=(curl)
 [ -x /usr/bin/strace ] || need+=(strace)
+# The benchmark's peer row (bench/run.sh startup: bubblewrap starting /bin/true).
+[ -x /usr/bin/bwrap ] || need+=(bubblewrap)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
