@@ -1904,3 +1904,99 @@ fn o_path_opens_of_symlinks() {
 fn o_path_opens_of_symlinks_as_nobody() {
     as_nobody("o_path_opens_of_symlinks_as_nobody", o_path_symlinks);
 }
+
+// --- a rename refused because it would widen rights says why (issue 14, item 12) -----------------
+
+/// A move that would give a file rights it does not have at its old path is refused with EXDEV
+/// on purpose (`mv` then copies, each step checked), which the program reports as "Invalid
+/// cross-device link"; `-v` and the log say which right it would gain, the rule that grants it
+/// there, and why EXDEV. A directory whose contents would gain a right is explained too.
+#[test]
+fn rename_that_would_widen_rights_says_why() {
+    let d = data_dir("rename-widens", As::Me, &[("closed/f", "x\n")]);
+    std::fs::create_dir(d.join("closed/sub")).unwrap();
+    std::fs::create_dir(d.join("open")).unwrap();
+    let (ds, log) = (s(&d), d.join("decisions.jsonl"));
+    // Directories given without `*`: each stands for itself and everything beneath it.
+    let open_all = format!("{ds}/open");
+    let closed_all = format!("{ds}/closed");
+    let script = format!(
+        "import os\n\
+         for name in ('f', 'sub'):\n\
+         \x20   try:\n\
+         \x20       os.rename('{ds}/closed/' + name, '{ds}/open/' + name); print(name, 'moved')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, e.strerror)\n"
+    );
+    // Contents that would gain a right while the directory itself would not.
+    std::fs::create_dir(d.join("closed/sub/deep")).unwrap();
+    std::fs::create_dir(d.join("other")).unwrap();
+    let inner = format!("{ds}/other/inner");
+    let inner_all = format!("{ds}/other/inner/*");
+    let script = format!(
+        "{script}try:\n\
+         \x20   os.rename('{ds}/closed/sub/deep', '{inner}'); print('deep moved')\n\
+         except OSError as e:\n\
+         \x20   print('deep', e.strerror)\n"
+    );
+    let o = run(
+        As::Me,
+        &[
+            "-v",
+            "--log",
+            s(&log),
+            "--write",
+            &inner,
+            "--unlink",
+            &inner,
+            "--write",
+            &inner_all,
+            "--unlink",
+            &inner_all,
+            "--read",
+            &inner_all,
+            "--read",
+            &open_all,
+            "--write",
+            &open_all,
+            "--unlink",
+            &open_all,
+            "--write",
+            &closed_all,
+            "--unlink",
+            &closed_all,
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert_eq!(
+        out,
+        "f Invalid cross-device link\nsub Invalid cross-device link\n\
+         deep Invalid cross-device link\n",
+        "{err}"
+    );
+    let beneath = format!(
+        "moving {ds}/closed/sub/deep to {inner}: what the directory holds would gain read \
+         (path-allow read {inner_all} at --read:1:1) beneath {inner}"
+    );
+    assert!(err.contains(&beneath), "want {beneath:?} in\n{err}");
+    let why = format!(
+        "moving {ds}/closed/f to {ds}/open/f: it would gain read (path-allow read {open_all}/* \
+         at --read:1:1) at {ds}/open/f, which it does not have at {ds}/closed/f; refused with \
+         EXDEV"
+    );
+    assert!(err.contains(&why), "want {why:?} in\n{err}");
+    assert!(
+        err.contains(&format!(
+            "moving {ds}/closed/sub to {ds}/open/sub: it would gain read"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("so that mv copies instead"), "{err}");
+    assert!(read(&log).contains(&why), "{}", read(&log));
+    assert!(d.join("closed/f").exists() && d.join("closed/sub").is_dir());
+}

@@ -15,7 +15,7 @@ use crate::sys::unotify::Reply;
 use rustix::fs::{FileType, Mode, OFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use warden_policy::Access;
+use warden_policy::{Access, AccessSet, RuleId, Verdict};
 
 const AT_FDCWD: i32 = libc::AT_FDCWD;
 
@@ -557,20 +557,53 @@ pub fn unlink(c: &Client) -> Handled {
     value(0)
 }
 
-/// Rights a path would have after a move: the path itself, and for a directory everything
-/// beneath it too. A move (or link) may not give an object rights it did not have.
-fn widens(c: &Client, from: &str, to: &str, dir: bool) -> bool {
+/// Why moving (or linking) the object at `from` to `to` would give it rights it does not have
+/// at `from` (for a directory, everything beneath it too), naming each right gained and the
+/// rule that grants it at the new path; `None` when it would not. A move or link may not give
+/// an object rights it did not have.
+fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
     let p = c.policy();
-    if !p.rights(to).is_subset(p.rights(from)) {
-        return true;
-    }
-    if dir {
-        return match (p.subtree_rights(from), p.subtree_rights(to)) {
-            (Some(a), Some(b)) => !b.is_subset(a),
-            _ => true,
+    // Each right in `now` but not in `then`, with the rule that grants it (`rule_for`).
+    let gained = |now: AccessSet, then: AccessSet, rule_for: &dyn Fn(Access) -> Option<RuleId>| {
+        let grants = now
+            .iter()
+            .filter(|&a| !then.contains(a))
+            .map(|a| match rule_for(a) {
+                Some(id) => {
+                    let rule = p.rule(id);
+                    format!("{a} (path-allow {a} {} at {})", rule.pattern, rule.span)
+                }
+                None => a.to_string(),
+            })
+            .collect::<Vec<_>>();
+        grants.join(", ")
+    };
+    let (old, new) = (p.rights(from), p.rights(to));
+    if !new.is_subset(old) {
+        let rule_for = |a| match p.check(to, a) {
+            Verdict::Allowed(id) => Some(id),
+            Verdict::Denied(_) => None,
         };
+        return Some(format!(
+            "it would gain {} at {to}, which it does not have at {from}",
+            gained(new, old, &rule_for)
+        ));
     }
-    false
+    if !dir {
+        return None;
+    }
+    match (p.subtree_rights(from), p.subtree_rights(to)) {
+        (Some(old), Some(new)) if new.is_subset(old) => None,
+        (Some(old), Some(new)) => Some(format!(
+            "what the directory holds would gain {} beneath {to}, which it does not have \
+             beneath {from}",
+            gained(new, old, &|a| p.subtree_rule(to, a))
+        )),
+        _ => Some(format!(
+            "the rules beneath {from} or {to} differ from entry to entry, so the move cannot be \
+             shown to give what the directory holds no new rights"
+        )),
+    }
 }
 
 /// Implements rename(2), renameat(2) and renameat2(2).
@@ -605,12 +638,21 @@ pub fn rename(c: &Client) -> Handled {
     }
     let okind = existing(c, &o)?;
     let odirp = okind == FileType::Directory;
-    if widens(c, &o.path, &n.path, odirp)
-        || (exchange && widens(c, &n.path, &o.path, n.kind == Some(FileType::Directory)))
-    {
+    let why = widening(c, &o.path, &n.path, odirp).or_else(|| {
+        exchange
+            .then(|| widening(c, &n.path, &o.path, n.kind == Some(FileType::Directory)))
+            .flatten()
+    });
+    if let Some(why) = why {
+        // EXDEV on purpose: `mv` (and most programs that move files) then copy and delete,
+        // and every step of that is checked on its own. The log says so, and why.
         return Err(c.refuse(
             &n.path,
-            "the move would give the object rights it does not have at its old path",
+            &format!(
+                "moving {} to {}: {why}; refused with EXDEV (\"Invalid cross-device link\") \
+                 so that mv copies instead, each step checked on its own",
+                o.path, n.path
+            ),
             libc::EXDEV,
         ));
     }
@@ -650,10 +692,13 @@ pub fn link(c: &Client) -> Handled {
     c.decide_visible(&o.path)?;
     c.decide(&n.path, Access::Write)?;
     existing(c, &o)?;
-    if widens(c, &o.path, &n.path, false) {
+    if let Some(why) = widening(c, &o.path, &n.path, false) {
         return Err(c.refuse(
             &n.path,
-            "a hard link may not grant rights its source does not have",
+            &format!(
+                "a hard link at {} to {} may not grant rights its source does not have: {why}",
+                n.path, o.path
+            ),
             libc::EACCES,
         ));
     }
