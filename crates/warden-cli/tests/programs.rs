@@ -2000,3 +2000,62 @@ fn rename_that_would_widen_rights_says_why() {
     assert!(read(&log).contains(&why), "{}", read(&log));
     assert!(d.join("closed/f").exists() && d.join("closed/sub").is_dir());
 }
+
+// --- shorthand flags name a symlink as itself and as its target (issue 14, item 5) ---------------
+
+/// `--read L --exec L` for a symlink `L` allows the link itself as well as what it leads to, so
+/// a program reached through the link runs (cargo is a link to rustup); before, the flags were
+/// resolved to the target alone and following the link was refused (126). `--read L` alone
+/// still does not let it run, and `D/*` stays "beneath D": `D-secret` next to it is not granted.
+fn flags_name_links(who: As) {
+    let d = data_dir("flag-links", who, &[("dir/data.txt", "through the link\n")]);
+    // A program of its own (the default policy lets everything in /usr/bin run).
+    let prog = d.join("prog");
+    std::fs::copy("/usr/bin/true", &prog).unwrap();
+    common::chmod(&prog, 0o755);
+    let link = d.join("l");
+    std::os::unix::fs::symlink(&prog, &link).unwrap();
+    let dir_link = d.join("dl");
+    std::os::unix::fs::symlink(d.join("dir"), &dir_link).unwrap();
+    let o = run(
+        who,
+        &["--read", s(&link), "--exec", s(&link), "--", s(&link)],
+    );
+    common::assert_ok(&o);
+    let o = run(who, &["--read", s(&link), "--", s(&link)]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    let data = dir_link.join("data.txt");
+    let o = run(who, &["--read", s(&dir_link), "--", "cat", s(&data)]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "through the link\n");
+    // `--read D/*` is what is beneath D, not every name that starts with D (it was `D*`).
+    let dir = data_dir("flag-star", who, &[("in.txt", "in\n")]);
+    let next_to = data_dir(
+        &format!("flag-star-{who:?}-secret"),
+        who,
+        &[("x", "secret\n")],
+    );
+    assert!(s(&next_to).starts_with(s(&dir)));
+    let script = format!("cat {}/in.txt; cat {}/x", s(&dir), s(&next_to));
+    let star = format!("{}/*", s(&dir));
+    let o = run(who, &["--read", &star, "--", "sh", "-c", &script]);
+    assert_eq!(common::stdout(&o), "in\n", "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn flags_allow_a_symlink_and_its_target() {
+    flags_name_links(As::Me);
+}
+
+#[test]
+fn flags_allow_a_symlink_and_its_target_as_nobody() {
+    as_nobody(
+        "flags_allow_a_symlink_and_its_target_as_nobody",
+        flags_name_links,
+    );
+}
