@@ -2059,3 +2059,69 @@ fn flags_allow_a_symlink_and_its_target_as_nobody() {
         flags_name_links,
     );
 }
+
+// --- exec rules for directories made during the run (issue 14, item 4) ----------------------------
+
+/// `--exec '$SCRATCH/ve/bin/*'` lets programs the run puts there run (`python3 -m venv ve`,
+/// then `ve/bin/pip`): Landlock, which backs every execve, can only give the right to what
+/// exists, so warden makes that directory in the scratch directory before the program starts.
+/// Before, the agent allowed the execve and the kernel refused it, with nothing on `-v`.
+/// Nothing else in scratch may run; a directory made anew, or one outside scratch made during
+/// the run, still cannot run anything, and `-v` now says why.
+fn exec_dirs_made_during_the_run(who: As) {
+    let d = data_dir("exec-later", who, &[]);
+    if who == As::Nobody {
+        chown_tree(&d, 65534);
+    }
+    let later = format!("{}/new", s(&d));
+    let script = "mkdir -p ve/bin && cp /usr/bin/true ve/bin/t && ./ve/bin/t && echo ran; \
+                  cp /usr/bin/true t2; ./t2 || echo other-refused; \
+                  rm -rf ve; mkdir -p ve/bin; cp /usr/bin/true ve/bin/t; ./ve/bin/t || \
+                  echo remade-refused; \
+                  mkdir -p \"$LATER\" && cp /usr/bin/true \"$LATER/t\" && \"$LATER/t\" || \
+                  echo outside-refused";
+    let mut cmd = common::warden_cmd(who);
+    cmd.args([
+        "run",
+        "-v",
+        "--exec",
+        "$SCRATCH/ve/bin/*",
+        "--read",
+        s(&d),
+        "--write",
+        s(&d),
+        "--exec",
+        &format!("{later}/*"),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .env("LATER", &later);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert_eq!(
+        out, "ran\nother-refused\nremade-refused\noutside-refused\n",
+        "{err}"
+    );
+    let why = "allows it, but the kernel would refuse it: Landlock";
+    assert_eq!(err.matches(why).count(), 2, "{err}");
+    assert!(
+        err.contains(&format!("denied execve(\"{later}/t\")")),
+        "{err}"
+    );
+    assert!(err.contains("/t2\") for pid") && err.contains("no path-allow exec rule matches"));
+}
+
+#[test]
+fn exec_rule_for_a_directory_made_during_the_run() {
+    exec_dirs_made_during_the_run(As::Me);
+}
+
+#[test]
+fn exec_rule_for_a_directory_made_during_the_run_as_nobody() {
+    as_nobody(
+        "exec_rule_for_a_directory_made_during_the_run_as_nobody",
+        exec_dirs_made_during_the_run,
+    );
+}

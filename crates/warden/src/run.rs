@@ -13,7 +13,7 @@ use crate::syscalls::Opens;
 use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -369,10 +369,15 @@ fn run_in(
         ),
         None => None,
     };
+    // Before anything looks at what exists (the fast path's plan, the Landlock rules).
+    if let Some(s) = scratch {
+        make_exec_dirs(&policy, s, ids)?;
+    }
     let opens = choose_opens(cfg, &policy)?;
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens == Opens::Kernel;
+    let exec_rules = ruleset.exec.clone();
     let net = crate::agent::net::Context::new(&policy)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let profile = crate::syscalls::Profile {
@@ -421,7 +426,7 @@ fn run_in(
     let log =
         Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
     let agent_net_mode = net.mode;
-    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal)
+    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, exec_rules)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
@@ -843,22 +848,7 @@ impl Scratch {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
                     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
-                    if !ids.identity && rustix::process::geteuid().is_root() {
-                        std::os::unix::fs::chown(
-                            &path,
-                            Some(ids.outside_uid),
-                            Some(ids.outside_gid),
-                        )
-                        .map_err(|e| {
-                            failure(
-                                EXIT_WARDEN,
-                                format!(
-                                    "cannot hand the scratch directory to uid {}: {e}",
-                                    ids.outside_uid
-                                ),
-                            )
-                        })?;
-                    }
+                    hand_over(&path, ids, "the scratch directory")?;
                     let path = std::fs::canonicalize(&path).unwrap_or(path);
                     return Ok(Scratch { path });
                 }
@@ -890,6 +880,59 @@ impl Scratch {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
+
+/// Makes, in the scratch directory, each directory `D` of an `exec D/*` rule that lies there,
+/// before the Landlock ruleset is built: Landlock can give the execute right only to what
+/// exists, and a scratch directory starts empty, so `--exec '$SCRATCH/ve/bin/*'` would
+/// otherwise allow what the kernel refuses (issue 14). The directories are made as the program
+/// would make them (mode 0755, owned by the sandbox's user). Landlock's right stays with the
+/// directory made here: one the program removes and makes anew has none (the agent says so).
+fn make_exec_dirs(policy: &Policy, scratch: &Scratch, ids: IdMap) -> Result<(), Failure> {
+    for rule in policy.path_rules() {
+        if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
+            continue;
+        }
+        let Some(dir) = rule.pattern.literal().strip_suffix('/') else {
+            continue;
+        };
+        let Ok(rest) = Path::new(dir).strip_prefix(&scratch.path) else {
+            continue;
+        };
+        let mut at = scratch.path.clone();
+        for part in rest.components() {
+            at.push(part);
+            match std::fs::create_dir(&at) {
+                Ok(()) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    let _ = std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755));
+                    hand_over(&at, ids, &at.display().to_string())?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
+                Err(e) => {
+                    return Err(failure(
+                        EXIT_WARDEN,
+                        format!("cannot make {} for its exec rule: {e}", at.display()),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gives `path`, which warden made, to the sandbox's user when warden is root and the sandbox
+/// runs as another one (`what` names it in the error).
+fn hand_over(path: &Path, ids: IdMap, what: &str) -> Result<(), Failure> {
+    if ids.identity || !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    std::os::unix::fs::chown(path, Some(ids.outside_uid), Some(ids.outside_gid)).map_err(|e| {
+        failure(
+            EXIT_WARDEN,
+            format!("cannot hand {what} to uid {}: {e}", ids.outside_uid),
+        )
+    })
 }
 
 /// A random number, for unique names.

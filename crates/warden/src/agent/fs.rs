@@ -1095,6 +1095,11 @@ pub fn chdir(c: &Client) -> Handled {
 /// Implements execve(2) and execveat(2): checked, then continued. The kernel re-reads the path,
 /// so the decision that counts is Landlock's execute right, compiled from the same policy; the
 /// agent's check gives the user a clear denial and a log line.
+///
+/// Landlock can give the right only to what exists when the sandbox starts, so an `exec` rule
+/// for a directory made later (`DIR/*` with no DIR yet) allows what the kernel still refuses.
+/// The agent says so instead of continuing into a bare `EACCES` (warden creates such a
+/// directory itself when it lies in the scratch directory, so there the rule works).
 pub fn exec(c: &Client) -> Handled {
     let (dirfd, path_addr, flags) = match c.nr() {
         libc::SYS_execve => (AT_FDCWD, c.arg(0), 0),
@@ -1109,6 +1114,30 @@ pub fn exec(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
     c.decide(&w.path, Access::Exec)?;
     existing(c, &w)?;
+    if !c
+        .exec_rules()
+        .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
+    {
+        let rule = match c.policy().check(&w.path, Access::Exec) {
+            Verdict::Allowed(id) => {
+                let r = c.policy().rule(id);
+                format!("path-allow exec {} at {}", r.pattern, r.span)
+            }
+            Verdict::Denied(_) => "the policy".to_owned(),
+        };
+        return Err(c.refuse(
+            &w.path,
+            &format!(
+                "{rule} allows it, but the kernel would refuse it: Landlock, which backs every \
+                 execve, could give the execute right only to what existed when the sandbox \
+                 started, and neither this file nor a directory above it held that right then \
+                 (a directory made during the run, or made anew); name a directory that exists \
+                 before the run (warden makes the directory of an exec rule DIR/* itself when it \
+                 lies in $SCRATCH)"
+            ),
+            libc::EACCES,
+        ));
+    }
     Ok(Answer::Reply(Reply::Continue))
 }
 

@@ -90,12 +90,14 @@ pub struct Agent {
     terminal: bool,
     /// What the descriptors handed out for `O_PATH` opens of symlinks stand for.
     stand_ins: stand_in::Table,
+    /// What Landlock lets the sandbox execute (see [`fs::exec`]).
+    exec_rules: crate::confine::landlock::ExecRules,
 }
 
 impl Agent {
     /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`, with the network
     /// context `net` made from the same policy; `terminal`: the sandbox shares warden's
-    /// controlling terminal.
+    /// controlling terminal; `exec_rules`: what the sandbox's Landlock ruleset lets it execute.
     pub fn new(
         listener: OwnedFd,
         policy: Policy,
@@ -103,6 +105,7 @@ impl Agent {
         ids: IdMap,
         log: Log,
         terminal: bool,
+        exec_rules: crate::confine::landlock::ExecRules,
     ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
@@ -121,6 +124,7 @@ impl Agent {
             charge: std::sync::OnceLock::new(),
             terminal,
             stand_ins: stand_in::Table::default(),
+            exec_rules,
         }))
     }
 
@@ -499,6 +503,11 @@ impl Client<'_> {
     /// The id map of the sandbox.
     pub fn id_map(&self) -> IdMap {
         self.agent.ids
+    }
+
+    /// What Landlock lets the sandbox execute.
+    pub fn exec_rules(&self) -> &crate::confine::landlock::ExecRules {
+        &self.agent.exec_rules
     }
 
     /// The resolver.
