@@ -2125,3 +2125,74 @@ fn exec_rule_for_a_directory_made_during_the_run_as_nobody() {
         exec_dirs_made_during_the_run,
     );
 }
+
+// --- the program is looked up on the sandbox's PATH (issue 14, item 8) --------------------------
+
+/// `warden run -- NAME` looks NAME up as the program's own `execvp` would: on the PATH the
+/// sandbox will have (`--env PATH=...` included), past a file the policy will not let it run
+/// (a pyenv shim in the user's PATH before /usr/bin). Before, warden's own PATH was searched
+/// and its first hit taken, so the shim failed with 126. When nothing will do, the one line
+/// says which paths were tried and why.
+fn sandbox_path_lookup(who: As) {
+    let d = data_dir(
+        "path-lookup",
+        who,
+        &[
+            ("shims/tool", "#!/bin/sh\necho shim\n"),
+            ("real/tool", "#!/bin/sh\necho real\n"),
+        ],
+    );
+    let (shims, real) = (d.join("shims"), d.join("real"));
+    common::chmod(&shims.join("tool"), 0o755);
+    common::chmod(&real.join("tool"), 0o755);
+    let path = |dirs: &[&Path]| {
+        let mut all: Vec<&str> = dirs.iter().map(|p| s(p)).collect();
+        all.push(common::SYSTEM_PATH);
+        all.join(":")
+    };
+    let run_with = |warden_path: &str, args: &[&str]| {
+        let mut cmd = common::warden_cmd(who);
+        cmd.env("PATH", warden_path).arg("run").args(args);
+        common::finish(cmd, common::RUN_DEADLINE).0
+    };
+    let grant = ["--read", s(&real), "--exec", s(&real)];
+    let o = run_with(
+        &path(&[&shims, &real]),
+        &[&grant[..], &["--", "tool"]].concat(),
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "real\n");
+    // The sandbox's PATH, not warden's.
+    let env = format!("PATH={}", path(&[&real]));
+    let o = run_with(
+        common::SYSTEM_PATH,
+        &[&grant[..], &["--env", &env, "--", "tool"]].concat(),
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "real\n");
+    let o = run_with(&path(&[&shims]), &["--", "tool"]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    assert_one_sentence(
+        &o,
+        &format!(
+            "cannot run tool: tried {}/tool: no path-allow exec rule matches",
+            s(&shims)
+        ),
+    );
+    let o = run_with(common::SYSTEM_PATH, &["--", "tool"]);
+    assert_eq!(o.status.code(), Some(127), "{}", common::stderr(&o));
+    assert_one_sentence(&o, "tool: command not found on the sandbox's PATH");
+}
+
+#[test]
+fn program_is_looked_up_on_the_sandbox_path() {
+    sandbox_path_lookup(As::Me);
+}
+
+#[test]
+fn program_is_looked_up_on_the_sandbox_path_as_nobody() {
+    as_nobody(
+        "program_is_looked_up_on_the_sandbox_path_as_nobody",
+        sandbox_path_lookup,
+    );
+}

@@ -13,6 +13,7 @@ use crate::syscalls::Opens;
 use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -270,20 +271,6 @@ fn run_in(
         None => cfg.policy.clone(),
     };
     let limits = policy.limits;
-    let program = find_program(&cfg.program)?;
-    let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
-    if let Some(real) = real.to_str() {
-        if !policy.check(real, Access::Exec).is_allowed() {
-            return Err(failure(
-                EXIT_CANNOT_EXEC,
-                format!(
-                    "cannot run {}: {}",
-                    program.display(),
-                    policy.explain_denial(real, Access::Exec)
-                ),
-            ));
-        }
-    }
     let cwd = match (&cfg.chdir, &policy.starting_dir) {
         (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
         (None, Some((dir, _))) => PathBuf::from(dir),
@@ -295,6 +282,16 @@ fn run_in(
         })?,
     };
     let env = environment(&cfg.env, scratch)?;
+    // Looked up as the program's own execvp would: on the sandbox's PATH, from its directory,
+    // past what the policy does not let it run.
+    let search = env
+        .iter()
+        .find_map(|kv| kv.as_bytes().strip_prefix(b"PATH="))
+        .map_or_else(
+            || std::ffi::OsString::from(MINIMAL_PATH),
+            |v| std::ffi::OsStr::from_bytes(v).to_owned(),
+        );
+    let program = find_program(&cfg.program, &search, &cwd, &policy)?;
     let cstr = |s: &str| {
         CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"))
     };
@@ -791,44 +788,99 @@ fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
     }
 }
 
-/// Looks `name` up like env(1): a name with a slash is a path, else each PATH entry in turn.
-fn find_program(name: &str) -> Result<PathBuf, Failure> {
-    let check = |p: PathBuf| -> Result<PathBuf, Failure> {
-        let meta = std::fs::metadata(&p).map_err(|e| {
-            let status = if e.kind() == std::io::ErrorKind::NotFound {
-                EXIT_NOT_FOUND
-            } else {
-                EXIT_CANNOT_EXEC
-            };
-            failure(status, format!("{}: {e}", p.display()))
-        })?;
-        if meta.is_dir() || rustix::fs::access(&p, rustix::fs::Access::EXEC_OK).is_err() {
-            return Err(failure(
-                EXIT_CANNOT_EXEC,
-                format!("{}: not an executable file", p.display()),
-            ));
-        }
-        Ok(std::path::absolute(&p).unwrap_or(p))
-    };
+/// Finds the program to run: a name with a `/` is that path; any other is looked up on
+/// `search`, the PATH the sandbox will have (relative entries from its directory `cwd`), as the
+/// program's own `execvp` would, which goes past a file it is refused (`EACCES`): the first
+/// candidate that exists, is executable and that the policy lets run. When none will do, the
+/// failure names every path tried and why.
+fn find_program(
+    name: &str,
+    search: &std::ffi::OsStr,
+    cwd: &Path,
+    policy: &Policy,
+) -> Result<PathBuf, Failure> {
+    use warden_policy::escape::escape;
     if name.is_empty() {
         return Err(failure(EXIT_NOT_FOUND, "no program given"));
     }
     if name.contains('/') {
-        return check(PathBuf::from(name));
+        return runnable(Path::new(name), policy)
+            .map_err(|(status, why)| failure(status, format!("cannot run {}", why)));
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let mut found_unusable = None;
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(name);
-        if candidate.exists() {
-            match check(candidate) {
-                Ok(p) => return Ok(p),
-                Err(e) => found_unusable = found_unusable.or(Some(e)),
+    let mut tried = Vec::new();
+    let mut status = EXIT_NOT_FOUND;
+    for dir in std::env::split_paths(search) {
+        let candidate = cwd.join(dir).join(name);
+        if std::fs::symlink_metadata(&candidate).is_err() {
+            continue;
+        }
+        match runnable(&candidate, policy) {
+            Ok(p) => return Ok(p),
+            Err((s, why)) => {
+                status = s;
+                tried.push(why);
             }
         }
     }
-    Err(found_unusable
-        .unwrap_or_else(|| failure(EXIT_NOT_FOUND, format!("{name}: command not found"))))
+    let path = escape(search.as_encoded_bytes());
+    if tried.is_empty() {
+        return Err(failure(
+            status,
+            format!(
+                "{}: command not found on the sandbox's PATH ({path})",
+                escape(name)
+            ),
+        ));
+    }
+    Err(failure(
+        status,
+        format!(
+            "cannot run {}: tried {} (the sandbox's PATH is {path}; --env PATH=... sets it)",
+            escape(name),
+            tried.join("; then ")
+        ),
+    ))
+}
+
+/// `path` if it can be run in the sandbox: it exists, is an executable file, and the policy
+/// lets it run (its target, and the link itself when it is a symlink, as the agent checks).
+/// Otherwise the exit status and "PATH: why".
+fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
+    use warden_policy::escape::escape;
+    let shown = escape(path.as_os_str().as_encoded_bytes());
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let status = if e.kind() == std::io::ErrorKind::NotFound {
+            EXIT_NOT_FOUND
+        } else {
+            EXIT_CANNOT_EXEC
+        };
+        (status, format!("{shown}: {e}"))
+    })?;
+    if meta.is_dir() || rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_err() {
+        return Err((EXIT_CANNOT_EXEC, format!("{shown}: not an executable file")));
+    }
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let link = std::fs::canonicalize(dir).map(|d| d.join(name));
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+        if let (true, Ok(link)) = (is_link, link) {
+            let link = link.to_string_lossy();
+            if policy.visible(&link).is_none() {
+                return Err(denied(format!(
+                    "it is a symlink, and following it needs some right on it; add: \
+                     path-allow read {link}"
+                )));
+            }
+        }
+    }
+    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if let Some(real) = real.to_str() {
+        if !policy.check(real, Access::Exec).is_allowed() {
+            return Err(denied(policy.explain_denial(real, Access::Exec)));
+        }
+    }
+    Ok(path)
 }
 
 /// The private scratch directory of one run.
