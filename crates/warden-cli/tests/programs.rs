@@ -1502,8 +1502,9 @@ fn sigkill_of_warden_takes_the_sandbox_down() {
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     std::thread::sleep(Duration::from_secs(1));
     assert_sleepers_gone(&args, Duration::from_secs(1));
-    // warden had no chance to clean up; do it for it.
+    // warden had no chance to clean up; do it for it (a later run would sweep both).
     let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_file(scratch.with_extension("lock"));
 }
 
 // --- starting_uid / starting_gid -----------------------------------------------------------------
@@ -2194,5 +2195,117 @@ fn program_is_looked_up_on_the_sandbox_path_as_nobody() {
     as_nobody(
         "program_is_looked_up_on_the_sandbox_path_as_nobody",
         sandbox_path_lookup,
+    );
+}
+
+// --- scratch directories of killed wardens are swept (issue 14, item 11) -------------------------
+
+/// A warden killed with SIGKILL cannot remove its scratch directory; the next run removes it.
+/// Each run holds a lock (`flock`) on a file next to its directory for as long as it lives, so
+/// the sweep never touches a live run's directory, whatever its pid, nor one kept with
+/// `--keep` (even by a warden killed so).
+fn sweep_killed_scratch(who: As) {
+    let tmp = common::fresh_dir(&format!("sweep-{who:?}"));
+    common::chmod(&tmp, 0o1777);
+    // Scratch directories and their locks (not the registry, which is here for nobody).
+    let entries = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.strip_prefix("warden-")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // Starts `warden run [--keep] -- sleep ARG` and returns it with the scratch it made.
+    let start = |keep: bool, arg: String| -> (Child, String) {
+        let before = entries();
+        let mut cmd = warden_cmd(who);
+        cmd.env("TMPDIR", &tmp).arg("run");
+        if keep {
+            cmd.arg("--keep");
+        }
+        let mut child = cmd
+            .args(["--", "sleep", &arg])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            let new: Vec<String> = entries()
+                .into_iter()
+                .filter(|e| !before.contains(e) && !e.ends_with(".lock"))
+                .collect();
+            if let [dir] = &new[..] {
+                if !sleeps_with(&arg).is_empty() {
+                    return (child, dir.clone());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no scratch appeared: {:?}", entries());
+    };
+    let k = if who == As::Me { 20 } else { 30 };
+    let args = [unique_sleep(k), unique_sleep(k + 1), unique_sleep(k + 2)];
+    let (mut dead, dead_dir) = start(false, args[0].clone());
+    let (mut kept, kept_dir) = start(true, args[1].clone());
+    for child in [&mut dead, &mut kept] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let (mut live, live_dir) = start(false, args[2].clone());
+    // Old enough to be swept (a lock file younger than 10 s may not be locked yet).
+    for e in entries() {
+        let f = std::fs::File::options().write(true).open(tmp.join(&e));
+        if let Ok(f) = f {
+            let _ = f.set_modified(std::time::SystemTime::now() - Duration::from_secs(60));
+        }
+    }
+    assert!(tmp.join(&dead_dir).is_dir(), "{:?}", entries());
+    let mut cmd = warden_cmd(who);
+    cmd.env("TMPDIR", &tmp).args(["run", "--", "true"]);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    common::assert_ok(&o);
+    let left = entries();
+    assert!(
+        !left.contains(&dead_dir),
+        "the killed run's scratch is still there: {left:?}"
+    );
+    assert!(!left.contains(&format!("{dead_dir}.lock")), "{left:?}");
+    assert!(
+        left.contains(&kept_dir),
+        "the kept scratch was swept: {left:?}"
+    );
+    assert!(
+        left.contains(&live_dir),
+        "a live run's scratch was swept: {left:?}"
+    );
+    assert!(left.contains(&format!("{live_dir}.lock")), "{left:?}");
+    assert!(tmp.join(&live_dir).is_dir());
+    // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
+    assert_eq!(unsafe { libc::kill(live.id() as i32, libc::SIGTERM) }, 0);
+    live.wait().unwrap();
+    assert_sleepers_gone(&[args[0].clone(), args[2].clone()], Duration::from_secs(2));
+    assert_sleepers_gone(&[args[1].clone(), args[1].clone()], Duration::from_secs(2));
+    assert_eq!(entries(), vec![kept_dir], "only the kept scratch stays");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn scratch_of_a_killed_warden_is_swept_by_the_next_run() {
+    sweep_killed_scratch(As::Me);
+}
+
+#[test]
+fn scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody() {
+    as_nobody(
+        "scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody",
+        sweep_killed_scratch,
     );
 }
