@@ -2309,3 +2309,51 @@ fn scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody() {
         sweep_killed_scratch,
     );
 }
+
+// --- -v suggestions that work when pasted (issue 14, item 7) --------------------------------------
+
+/// The rule `-v` suggests for a path in the scratch directory names it `$SCRATCH/...` (it named
+/// this run's directory, which the next run does not have), so pasted into a policy it lets the
+/// next run do it; and a connect with no network rule at all, which `-v` passed over in
+/// silence, gets its line and the rule to add.
+#[test]
+fn verbose_suggestions_work_when_pasted() {
+    let d = common::fresh_dir("pasted");
+    let suggested = |err: &str, start: &str| -> String {
+        let line = err
+            .lines()
+            .find(|l| l.contains(start))
+            .unwrap_or_else(|| panic!("no {start:?} line in\n{err}"));
+        let (_, rule) = line.rsplit_once("add: ").expect("a suggestion");
+        rule.to_owned()
+    };
+    let script = "cp /bin/true t && ./t && echo ran";
+    let o = run(As::Me, &["-v", "--", "sh", "-c", script]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    let rule = suggested(&common::stderr(&o), "denied execve(");
+    assert_eq!(rule, "path-allow exec $SCRATCH/t");
+    let policy = d.join("pasted.policy");
+    std::fs::write(&policy, format!("{rule}\n")).unwrap();
+    let o = run(As::Me, &["--policy", s(&policy), "--", "sh", "-c", script]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "ran\n");
+
+    let connect = "import socket\n\
+                   try:\n\
+                   \x20   socket.create_connection(('192.0.2.7', 8443), timeout=5)\n\
+                   except OSError as e:\n\
+                   \x20   print(e.strerror)\n";
+    let o = run(As::Me, &["-v", "--", "python3", "-c", connect]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "Network is unreachable\n");
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("denied connect(\"tcp 192.0.2.7:8443\")") && err.contains("has no network"),
+        "{err}"
+    );
+    let rule = suggested(&err, "denied connect(");
+    assert_eq!(rule, "net-allow outgoing tcp 192.0.2.7 8443");
+    std::fs::write(&policy, format!("{rule}\n")).unwrap();
+    let o = warden(As::Me, &["check", s(&policy)]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}

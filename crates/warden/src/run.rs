@@ -421,8 +421,9 @@ fn run_in(
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let sandbox_id = format!("{}-{:08x}", std::process::id(), rand32());
     let sources = policy.sources();
-    let log =
-        Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
+    let log = Log::new(cfg.verbose, log_file, sandbox_id.clone())
+        .with_memory(cfg.log_memory.clone())
+        .with_scratch(scratch.and_then(|s| s.path.to_str()).map(str::to_owned));
     let agent_net_mode = net.mode;
     let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, exec_rules)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
