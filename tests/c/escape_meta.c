@@ -1,9 +1,10 @@
 /* Changing a denied file's metadata (issue #2, item 14). cwd: scratch.
  *
- * usage: escape_meta SECRET_FILE READONLY_FILE
+ * usage: escape_meta SECRET_FILE READONLY_FILE [READONLY_SYMLINK]
  * Each attempt goes at the secret directly and through a symlink planted in scratch. The
  * read-only file (which the program may open for reading) is attacked through descriptors:
  * f* calls on a read-only descriptor, and reopening it for writing through /proc/self/fd.
+ * The read-only symlink is attacked through its O_PATH descriptor (a stand-in under warden).
  */
 #include "escape_common.h"
 #include <sys/time.h>
@@ -50,10 +51,43 @@ static void attempts(const char *tag, const char *path) {
 #undef NAME
 }
 
+/* An O_PATH descriptor of a symlink the program may only read: nothing about the link changes
+ * through it, directly, through *at calls with an empty path, or through /proc/self/fd/N. */
+static void readonly_link(const char *link) {
+    int fd = open(link, O_PATH | O_NOFOLLOW);
+    result_rc("benign_open_o_path_symlink", fd);
+    struct stat st;
+    result_rc("benign_fstatat_o_path_symlink",
+              fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 && S_ISLNK(st.st_mode) ? 0 : -1);
+    struct timespec ts[2] = {{1, 0}, {1, 0}};
+    result_rc("fchownat_link_readonly_fd", fchownat(fd, "", getuid(), getgid(), AT_EMPTY_PATH));
+    result_rc("utimensat_link_readonly_fd", syscall(SYS_utimensat, fd, "", ts, AT_EMPTY_PATH));
+    result_rc("utimensat_null_link_readonly_fd", syscall(SYS_utimensat, fd, NULL, ts, 0));
+    result_rc("fchmodat2_link_readonly_fd", syscall(452, fd, "", 0777, AT_EMPTY_PATH));
+    result_rc("fchmod_link_readonly_fd", fchmod(fd, 0777));
+    result_rc("fchown_link_readonly_fd", fchown(fd, getuid(), getgid()));
+    result_rc("fsetxattr_link_readonly_fd", fsetxattr(fd, "user.pwned", "1", 1, 0));
+    result_rc("linkat_link_readonly_fd", linkat(fd, "", AT_FDCWD, "hardlink", AT_EMPTY_PATH));
+    result_rc("write_link_readonly_fd", write(fd, "PWNED\n", 6));
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    result_rc("lchown_proc_fd_link_readonly_fd", lchown(p, getuid(), getgid()));
+    result_rc("chown_proc_fd_link_readonly_fd", chown(p, getuid(), getgid()));
+    result_rc("utimensat_proc_fd_link_readonly_fd", utimensat(AT_FDCWD, p, ts, 0));
+    /* Under the agent the reopen is ELOOP (the link itself); with opens going straight to the
+     * kernel (--fast-path) it reopens the stand-in memfd, sealed against writes: either way
+     * nothing may be written. */
+    int w = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
+    result_rc("write_reopened_proc_fd_link_readonly_fd", w < 0 ? -1 : write(w, "PWNED\n", 6) == 6 ? 0 : -1);
+    if (w >= 0)
+        close(w);
+    close(fd);
+}
+
 int main(int argc, char **argv) {
     setup_output();
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s SECRET_FILE READONLY_FILE\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s SECRET_FILE READONLY_FILE [READONLY_SYMLINK]\n", argv[0]);
         return 2;
     }
     const char *secret = argv[1], *ro = argv[2];
@@ -97,6 +131,8 @@ int main(int argc, char **argv) {
     try_open_write("reopen_dev_fd_for_write", AT_FDCWD, p, O_RDWR);
     result_rc("chmod_proc_fd", chmod(p, 0777));
     result_rc("truncate_proc_fd", truncate(p, 0));
+    if (argc == 4)
+        readonly_link(argv[3]);
     done();
     return 0;
 }

@@ -1,7 +1,7 @@
 //! `warden run`.
 
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use warden::run::{EnvConfig, FastPath, RunConfig, ViewMode, EXIT_WARDEN};
 use warden_policy::{
     parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
@@ -294,40 +294,81 @@ fn cpu_list(text: &str) -> Result<CpuList, String> {
 
 /// A flag's path: made absolute against the current directory; an existing directory (given
 /// without `*`) means the directory and everything beneath it.
+///
+/// The agent checks the paths a program walks: directories on the way with their symlinks
+/// followed, and a final symlink both as itself (following it needs some right on it) and as
+/// its target. So a flag names what it is given both ways: `--exec L` for a symlink `L` allows
+/// `L` itself (its directories resolved) and what it leads to, and a program reached through
+/// the link runs. With a `*`, the part before the last `/` is resolved and the rest kept as
+/// written (`D/*` stays "beneath D", never the `D*` of every name that starts so).
 fn flag_patterns(raw: &str) -> Result<Vec<PathPattern>, String> {
     let star = raw.ends_with('*');
     let bare = raw.trim_end_matches('*');
-    let abs = if bare.starts_with('/') || bare.starts_with("$SCRATCH") {
-        bare.to_owned()
-    } else {
-        let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-        cwd.join(bare).to_string_lossy().into_owned()
-    };
-    let abs = if abs.starts_with('/') {
-        // canonicalize drops a trailing slash, which is the difference between `D/*` (beneath
-        // D) and `D*` (every name starting with D's, such as a sibling `D-other`).
-        let slash = if bare.ends_with('/') && bare != "/" {
-            "/"
-        } else {
-            ""
-        };
-        std::fs::canonicalize(&abs)
-            .map(|p| format!("{}{slash}", p.to_string_lossy()))
-            .unwrap_or(abs)
-    } else {
-        abs
-    };
-    if star {
-        return Ok(vec![PathPattern::parse(&format!("{abs}*"))?]);
+    if bare.starts_with("$SCRATCH") {
+        // Expanded per run, once the scratch directory exists.
+        return Ok(vec![PathPattern::parse(raw)?]);
     }
-    let mut out = vec![PathPattern::parse(&abs)?];
-    if std::path::Path::new(&abs).is_dir() {
-        out.push(PathPattern::parse(&format!(
-            "{}/*",
-            abs.trim_end_matches('/')
-        ))?);
+    let abs = if bare.starts_with('/') {
+        PathBuf::from(bare)
+    } else {
+        std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .join(bare)
+    };
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    if star {
+        // "D/" or "D/na": the directory resolved, the name part (maybe empty) as written.
+        let whole = text(&abs);
+        let (dir, tail) = whole.rsplit_once('/').unwrap_or(("", &whole));
+        let dir = resolve_existing(Path::new(if dir.is_empty() { "/" } else { dir }));
+        let dir = text(&dir);
+        return Ok(vec![PathPattern::parse(&format!(
+            "{}/{tail}*",
+            dir.trim_end_matches('/')
+        ))?]);
+    }
+    // The path itself: its directories resolved, its last name kept (a symlink stays itself).
+    let itself = match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => resolve_existing(dir).join(name),
+        _ => resolve_existing(&abs),
+    };
+    let mut paths = vec![itself];
+    if let Ok(target) = std::fs::canonicalize(&abs) {
+        if target != paths[0] {
+            paths.push(target);
+        }
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        out.push(PathPattern::parse(&text(&path))?);
+        // A directory (not a symlink to one: nothing is ever reached beneath a link's own path).
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            out.push(PathPattern::parse(&format!(
+                "{}/*",
+                text(&path).trim_end_matches('/')
+            ))?);
+        }
     }
     Ok(out)
+}
+
+/// `path` with the part that exists resolved (symlinks, `.`, `..`): its longest existing
+/// ancestor made canonical, then the names below it as written.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut below = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return below.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(up), Some(name)) => {
+                below.push(name.to_owned());
+                at = up;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -342,6 +383,51 @@ mod tests {
         for bad in ["", "a", "1-0", "0,", "-1", "0-5000"] {
             assert!(cpu_list(bad).is_err(), "{bad:?}");
         }
+    }
+
+    fn texts(raw: &str) -> Vec<String> {
+        flag_patterns(raw)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn flags_name_links_as_themselves_and_their_targets() {
+        let dir = std::env::temp_dir().join(format!("warden-flags-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real/sub")).unwrap();
+        std::fs::write(dir.join("real/f"), "").unwrap();
+        std::os::unix::fs::symlink(dir.join("real/f"), dir.join("lf")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("ld")).unwrap();
+        let d = std::fs::canonicalize(&dir).unwrap();
+        let d = d.to_str().unwrap();
+        assert_eq!(
+            texts(&format!("{d}/lf")),
+            [format!("{d}/lf"), format!("{d}/real/f")]
+        );
+        assert_eq!(
+            texts(&format!("{d}/ld")),
+            [
+                format!("{d}/ld"),
+                format!("{d}/real"),
+                format!("{d}/real/*")
+            ]
+        );
+        assert_eq!(
+            texts(&format!("{d}/real/")),
+            [format!("{d}/real"), format!("{d}/real/*")]
+        );
+        // Directories on the way are resolved, names that do not exist yet kept.
+        assert_eq!(texts(&format!("{d}/ld/new")), [format!("{d}/real/new")]);
+        assert_eq!(texts(&format!("{d}/ld/sub/../f")), [format!("{d}/real/f")]);
+        // `D/*` is beneath D (never `D*`), through a link too; `D/na*` keeps its name part.
+        assert_eq!(texts(&format!("{d}/real/*")), [format!("{d}/real/*")]);
+        assert_eq!(texts(&format!("{d}/ld/*")), [format!("{d}/real/*")]);
+        assert_eq!(texts(&format!("{d}/ld/su*")), [format!("{d}/real/su*")]);
+        assert_eq!(texts("$SCRATCH/ve/bin/*"), ["$SCRATCH/ve/bin/*"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1562,8 +1562,9 @@ fn sigkill_of_warden_takes_the_sandbox_down() {
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     std::thread::sleep(Duration::from_secs(1));
     assert_sleepers_gone(&args, Duration::from_secs(1));
-    // warden had no chance to clean up; do it for it.
+    // warden had no chance to clean up; do it for it (a later run would sweep both).
     let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_file(scratch.with_extension("lock"));
 }
 
 // --- starting_uid / starting_gid -----------------------------------------------------------------
@@ -1943,4 +1944,543 @@ fn own_descriptors_by_name() {
 #[test]
 fn own_descriptors_by_name_as_nobody() {
     as_nobody("own_descriptors_by_name_as_nobody", own_descriptors);
+}
+
+// --- O_PATH descriptors of symlinks (issue 14, item 2) ------------------------------------------
+
+/// `open(link, O_PATH | O_NOFOLLOW)` succeeds as natively (it was ELOOP, so glibc's
+/// `fchmodat(AT_SYMLINK_NOFOLLOW)` said ELOOP instead of EOPNOTSUPP and `tar x` of an archive
+/// with a symlink exited 2). The descriptor is a stand-in the agent takes for the link: looking
+/// through it shows the link, and it grants nothing a path would not: a change through it needs
+/// `write` on the link, a link the policy hides is not opened, linking it is refused.
+fn o_path_symlinks(who: As) {
+    let ro = data_dir("o-path-ro", who, &[("target", "t\n")]);
+    std::os::unix::fs::symlink("target", ro.join("l")).unwrap();
+    let hidden = data_dir("o-path-hidden", who, &[]);
+    std::os::unix::fs::symlink("x", hidden.join("l")).unwrap();
+    let probe = "import ctypes, errno, os, stat, sys\n\
+        libc = ctypes.CDLL(None, use_errno=True)\n\
+        E = lambda rc: 'ok' if rc == 0 else errno.errorcode[ctypes.get_errno()]\n\
+        def opath(p):\n\
+        \x20   try:\n\
+        \x20       return os.open(p, os.O_PATH | os.O_NOFOLLOW)\n\
+        \x20   except OSError as e:\n\
+        \x20       print('open', p, errno.errorcode[e.errno]); return None\n\
+        fd = opath('o/a/l')\n\
+        print('islnk', stat.S_ISLNK(os.fstat(fd).st_mode), stat.S_ISLNK(os.stat('/proc/self/fd/%d' % fd).st_mode))\n\
+        b = ctypes.create_string_buffer(64); n = libc.readlinkat(fd, b'', b, 64)\n\
+        print('readlinkat', b.value[:n].decode())\n\
+        print('lchmod', E(libc.fchmodat(-100, b'o/a/l', 0o600, 0x100)))\n\
+        print('fchownat', E(libc.fchownat(fd, b'', os.getuid(), -1, 0x1000)))\n\
+        try:\n\
+        \x20   os.read(fd, 1)\n\
+        except OSError as e:\n\
+        \x20   print('read', errno.errorcode[e.errno])\n\
+        try:\n\
+        \x20   os.open('/proc/self/fd/%d' % fd, os.O_RDONLY)\n\
+        except OSError as e:\n\
+        \x20   print('reopen', errno.errorcode[e.errno])\n\
+        ro = opath(sys.argv[1] + '/l')\n\
+        print('ro fchownat', E(libc.fchownat(ro, b'', os.getuid(), -1, 0x1000)))\n\
+        print('ro utimensat', E(libc.utimensat(ro, b'', None, 0x1000)))\n\
+        print('ro linkat', E(libc.linkat(ro, b'', -100, b'copy', 0x1000)))\n\
+        opath(sys.argv[2] + '/l')\n";
+    let script = format!(
+        "mkdir a && ln -s f a/l && tar cf t.tar a && mkdir o && tar xf t.tar -C o && \
+         echo tar-ok && readlink o/a/l && python3 -c \"$PROBE\" {} {}",
+        s(&ro),
+        s(&hidden)
+    );
+    let mut cmd = common::warden_cmd(who);
+    cmd.args(["run", "--read", s(&ro), "--", "sh", "-c", &script])
+        .env("PROBE", probe);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    common::assert_ok(&o);
+    let out = common::stdout(&o);
+    let (r, h) = (s(&ro), s(&hidden));
+    for want in [
+        "tar-ok".to_owned(),
+        "f".into(),
+        "islnk True True".into(),
+        "readlinkat f".into(),
+        // EOPNOTSUPP (Python names it ENOTSUP): what the kernel answers for a symlink's mode,
+        // found by glibc through the descriptor.
+        "lchmod ENOTSUP".into(),
+        "fchownat ok".into(),
+        "read EBADF".into(),
+        "reopen ELOOP".into(),
+        "ro fchownat EACCES".into(),
+        "ro utimensat EACCES".into(),
+        "ro linkat EACCES".into(),
+        format!("open {h}/l EACCES"),
+    ] {
+        assert!(
+            out.lines().any(|l| l == want),
+            "want {want:?}\n{out}\n{}",
+            common::stderr(&o)
+        );
+    }
+    assert!(!out.contains(&format!("open {r}/l")), "{out}");
+}
+
+#[test]
+fn o_path_opens_of_symlinks() {
+    o_path_symlinks(As::Me);
+}
+
+#[test]
+fn o_path_opens_of_symlinks_as_nobody() {
+    as_nobody("o_path_opens_of_symlinks_as_nobody", o_path_symlinks);
+}
+
+// --- a rename refused because it would widen rights says why (issue 14, item 12) -----------------
+
+/// A move that would give a file rights it does not have at its old path is refused with EXDEV
+/// on purpose (`mv` then copies, each step checked), which the program reports as "Invalid
+/// cross-device link"; `-v` and the log say which right it would gain, the rule that grants it
+/// there, and why EXDEV. A directory whose contents would gain a right is explained too.
+#[test]
+fn rename_that_would_widen_rights_says_why() {
+    let d = data_dir("rename-widens", As::Me, &[("closed/f", "x\n")]);
+    std::fs::create_dir(d.join("closed/sub")).unwrap();
+    std::fs::create_dir(d.join("open")).unwrap();
+    let (ds, log) = (s(&d), d.join("decisions.jsonl"));
+    // Directories given without `*`: each stands for itself and everything beneath it.
+    let open_all = format!("{ds}/open");
+    let closed_all = format!("{ds}/closed");
+    let script = format!(
+        "import os\n\
+         for name in ('f', 'sub'):\n\
+         \x20   try:\n\
+         \x20       os.rename('{ds}/closed/' + name, '{ds}/open/' + name); print(name, 'moved')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, e.strerror)\n"
+    );
+    // Contents that would gain a right while the directory itself would not.
+    std::fs::create_dir(d.join("closed/sub/deep")).unwrap();
+    std::fs::create_dir(d.join("other")).unwrap();
+    let inner = format!("{ds}/other/inner");
+    let inner_all = format!("{ds}/other/inner/*");
+    let script = format!(
+        "{script}try:\n\
+         \x20   os.rename('{ds}/closed/sub/deep', '{inner}'); print('deep moved')\n\
+         except OSError as e:\n\
+         \x20   print('deep', e.strerror)\n"
+    );
+    let o = run(
+        As::Me,
+        &[
+            "-v",
+            "--log",
+            s(&log),
+            "--write",
+            &inner,
+            "--unlink",
+            &inner,
+            "--write",
+            &inner_all,
+            "--unlink",
+            &inner_all,
+            "--read",
+            &inner_all,
+            "--read",
+            &open_all,
+            "--write",
+            &open_all,
+            "--unlink",
+            &open_all,
+            "--write",
+            &closed_all,
+            "--unlink",
+            &closed_all,
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert_eq!(
+        out,
+        "f Invalid cross-device link\nsub Invalid cross-device link\n\
+         deep Invalid cross-device link\n",
+        "{err}"
+    );
+    let beneath = format!(
+        "moving {ds}/closed/sub/deep to {inner}: what the directory holds would gain read \
+         (path-allow read {inner_all} at --read:1:1) beneath {inner}"
+    );
+    assert!(err.contains(&beneath), "want {beneath:?} in\n{err}");
+    let why = format!(
+        "moving {ds}/closed/f to {ds}/open/f: it would gain read (path-allow read {open_all}/* \
+         at --read:1:1) at {ds}/open/f, which it does not have at {ds}/closed/f; refused with \
+         EXDEV"
+    );
+    assert!(err.contains(&why), "want {why:?} in\n{err}");
+    assert!(
+        err.contains(&format!(
+            "moving {ds}/closed/sub to {ds}/open/sub: it would gain read"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("so that mv copies instead"), "{err}");
+    assert!(read(&log).contains(&why), "{}", read(&log));
+    assert!(d.join("closed/f").exists() && d.join("closed/sub").is_dir());
+}
+
+// --- shorthand flags name a symlink as itself and as its target (issue 14, item 5) ---------------
+
+/// `--read L --exec L` for a symlink `L` allows the link itself as well as what it leads to, so
+/// a program reached through the link runs (cargo is a link to rustup); before, the flags were
+/// resolved to the target alone and following the link was refused (126). `--read L` alone
+/// still does not let it run, and `D/*` stays "beneath D": `D-secret` next to it is not granted.
+fn flags_name_links(who: As) {
+    let d = data_dir("flag-links", who, &[("dir/data.txt", "through the link\n")]);
+    // A program of its own (the default policy lets everything in /usr/bin run).
+    let prog = d.join("prog");
+    std::fs::copy("/usr/bin/true", &prog).unwrap();
+    common::chmod(&prog, 0o755);
+    let link = d.join("l");
+    std::os::unix::fs::symlink(&prog, &link).unwrap();
+    let dir_link = d.join("dl");
+    std::os::unix::fs::symlink(d.join("dir"), &dir_link).unwrap();
+    let o = run(
+        who,
+        &["--read", s(&link), "--exec", s(&link), "--", s(&link)],
+    );
+    common::assert_ok(&o);
+    let o = run(who, &["--read", s(&link), "--", s(&link)]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    let data = dir_link.join("data.txt");
+    let o = run(who, &["--read", s(&dir_link), "--", "cat", s(&data)]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "through the link\n");
+    // `--read D/*` is what is beneath D, not every name that starts with D (it was `D*`).
+    let dir = data_dir("flag-star", who, &[("in.txt", "in\n")]);
+    let next_to = data_dir(
+        &format!("flag-star-{who:?}-secret"),
+        who,
+        &[("x", "secret\n")],
+    );
+    assert!(s(&next_to).starts_with(s(&dir)));
+    let script = format!("cat {}/in.txt; cat {}/x", s(&dir), s(&next_to));
+    let star = format!("{}/*", s(&dir));
+    let o = run(who, &["--read", &star, "--", "sh", "-c", &script]);
+    assert_eq!(common::stdout(&o), "in\n", "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("Permission denied"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn flags_allow_a_symlink_and_its_target() {
+    flags_name_links(As::Me);
+}
+
+#[test]
+fn flags_allow_a_symlink_and_its_target_as_nobody() {
+    as_nobody(
+        "flags_allow_a_symlink_and_its_target_as_nobody",
+        flags_name_links,
+    );
+}
+
+// --- exec rules for directories made during the run (issue 14, item 4) ----------------------------
+
+/// `--exec '$SCRATCH/ve/bin/*'` lets programs the run puts there run (`python3 -m venv ve`,
+/// then `ve/bin/pip`): Landlock, which backs every execve, can only give the right to what
+/// exists, so warden makes that directory in the scratch directory before the program starts.
+/// Before, the agent allowed the execve and the kernel refused it, with nothing on `-v`.
+/// Nothing else in scratch may run; a directory made anew, or one outside scratch made during
+/// the run, still cannot run anything, and `-v` now says why.
+fn exec_dirs_made_during_the_run(who: As) {
+    let d = data_dir("exec-later", who, &[]);
+    if who == As::Nobody {
+        chown_tree(&d, 65534);
+    }
+    let later = format!("{}/new", s(&d));
+    let script = "mkdir -p ve/bin && cp /usr/bin/true ve/bin/t && ./ve/bin/t && echo ran; \
+                  cp /usr/bin/true t2; ./t2 || echo other-refused; \
+                  rm -rf ve; mkdir -p ve/bin; cp /usr/bin/true ve/bin/t; ./ve/bin/t || \
+                  echo remade-refused; \
+                  mkdir -p \"$LATER\" && cp /usr/bin/true \"$LATER/t\" && \"$LATER/t\" || \
+                  echo outside-refused";
+    let mut cmd = common::warden_cmd(who);
+    cmd.args([
+        "run",
+        "-v",
+        "--exec",
+        "$SCRATCH/ve/bin/*",
+        "--read",
+        s(&d),
+        "--write",
+        s(&d),
+        "--exec",
+        &format!("{later}/*"),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .env("LATER", &later);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert_eq!(
+        out, "ran\nother-refused\nremade-refused\noutside-refused\n",
+        "{err}"
+    );
+    let why = "allows it, but the kernel would refuse it: Landlock";
+    assert_eq!(err.matches(why).count(), 2, "{err}");
+    assert!(
+        err.contains(&format!("denied execve(\"{later}/t\")")),
+        "{err}"
+    );
+    assert!(err.contains("/t2\") for pid") && err.contains("no path-allow exec rule matches"));
+}
+
+#[test]
+fn exec_rule_for_a_directory_made_during_the_run() {
+    exec_dirs_made_during_the_run(As::Me);
+}
+
+#[test]
+fn exec_rule_for_a_directory_made_during_the_run_as_nobody() {
+    as_nobody(
+        "exec_rule_for_a_directory_made_during_the_run_as_nobody",
+        exec_dirs_made_during_the_run,
+    );
+}
+
+// --- the program is looked up on the sandbox's PATH (issue 14, item 8) --------------------------
+
+/// `warden run -- NAME` looks NAME up as the program's own `execvp` would: on the PATH the
+/// sandbox will have (`--env PATH=...` included), past a file the policy will not let it run
+/// (a pyenv shim in the user's PATH before /usr/bin). Before, warden's own PATH was searched
+/// and its first hit taken, so the shim failed with 126. When nothing will do, the one line
+/// says which paths were tried and why.
+fn sandbox_path_lookup(who: As) {
+    let d = data_dir(
+        "path-lookup",
+        who,
+        &[
+            ("shims/tool", "#!/bin/sh\necho shim\n"),
+            ("real/tool", "#!/bin/sh\necho real\n"),
+        ],
+    );
+    let (shims, real) = (d.join("shims"), d.join("real"));
+    common::chmod(&shims.join("tool"), 0o755);
+    common::chmod(&real.join("tool"), 0o755);
+    let path = |dirs: &[&Path]| {
+        let mut all: Vec<&str> = dirs.iter().map(|p| s(p)).collect();
+        all.push(common::SYSTEM_PATH);
+        all.join(":")
+    };
+    let run_with = |warden_path: &str, args: &[&str]| {
+        let mut cmd = common::warden_cmd(who);
+        cmd.env("PATH", warden_path).arg("run").args(args);
+        common::finish(cmd, common::RUN_DEADLINE).0
+    };
+    let grant = ["--read", s(&real), "--exec", s(&real)];
+    let o = run_with(
+        &path(&[&shims, &real]),
+        &[&grant[..], &["--", "tool"]].concat(),
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "real\n");
+    // The sandbox's PATH, not warden's.
+    let env = format!("PATH={}", path(&[&real]));
+    let o = run_with(
+        common::SYSTEM_PATH,
+        &[&grant[..], &["--env", &env, "--", "tool"]].concat(),
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "real\n");
+    let o = run_with(&path(&[&shims]), &["--", "tool"]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    assert_one_sentence(
+        &o,
+        &format!(
+            "cannot run tool: tried {}/tool: no path-allow exec rule matches",
+            s(&shims)
+        ),
+    );
+    let o = run_with(common::SYSTEM_PATH, &["--", "tool"]);
+    assert_eq!(o.status.code(), Some(127), "{}", common::stderr(&o));
+    assert_one_sentence(&o, "tool: command not found on the sandbox's PATH");
+}
+
+#[test]
+fn program_is_looked_up_on_the_sandbox_path() {
+    sandbox_path_lookup(As::Me);
+}
+
+#[test]
+fn program_is_looked_up_on_the_sandbox_path_as_nobody() {
+    as_nobody(
+        "program_is_looked_up_on_the_sandbox_path_as_nobody",
+        sandbox_path_lookup,
+    );
+}
+
+// --- scratch directories of killed wardens are swept (issue 14, item 11) -------------------------
+
+/// A warden killed with SIGKILL cannot remove its scratch directory; the next run removes it.
+/// Each run holds a lock (`flock`) on a file next to its directory for as long as it lives, so
+/// the sweep never touches a live run's directory, whatever its pid, nor one kept with
+/// `--keep` (even by a warden killed so).
+fn sweep_killed_scratch(who: As) {
+    let tmp = common::fresh_dir(&format!("sweep-{who:?}"));
+    common::chmod(&tmp, 0o1777);
+    // Scratch directories and their locks (not the registry, which is here for nobody).
+    let entries = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.strip_prefix("warden-")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // Starts `warden run [--keep] -- sleep ARG` and returns it with the scratch it made.
+    let start = |keep: bool, arg: String| -> (Child, String) {
+        let before = entries();
+        let mut cmd = warden_cmd(who);
+        cmd.env("TMPDIR", &tmp).arg("run");
+        if keep {
+            cmd.arg("--keep");
+        }
+        let mut child = cmd
+            .args(["--", "sleep", &arg])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            let new: Vec<String> = entries()
+                .into_iter()
+                .filter(|e| !before.contains(e) && !e.ends_with(".lock"))
+                .collect();
+            if let [dir] = &new[..] {
+                if !sleeps_with(&arg).is_empty() {
+                    return (child, dir.clone());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no scratch appeared: {:?}", entries());
+    };
+    let k = if who == As::Me { 20 } else { 30 };
+    let args = [unique_sleep(k), unique_sleep(k + 1), unique_sleep(k + 2)];
+    let (mut dead, dead_dir) = start(false, args[0].clone());
+    let (mut kept, kept_dir) = start(true, args[1].clone());
+    for child in [&mut dead, &mut kept] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let (mut live, live_dir) = start(false, args[2].clone());
+    // Old enough to be swept (a lock file younger than 10 s may not be locked yet).
+    for e in entries() {
+        let f = std::fs::File::options().write(true).open(tmp.join(&e));
+        if let Ok(f) = f {
+            let _ = f.set_modified(std::time::SystemTime::now() - Duration::from_secs(60));
+        }
+    }
+    assert!(tmp.join(&dead_dir).is_dir(), "{:?}", entries());
+    let mut cmd = warden_cmd(who);
+    cmd.env("TMPDIR", &tmp).args(["run", "--", "true"]);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    common::assert_ok(&o);
+    let left = entries();
+    assert!(
+        !left.contains(&dead_dir),
+        "the killed run's scratch is still there: {left:?}"
+    );
+    assert!(!left.contains(&format!("{dead_dir}.lock")), "{left:?}");
+    assert!(
+        left.contains(&kept_dir),
+        "the kept scratch was swept: {left:?}"
+    );
+    assert!(
+        left.contains(&live_dir),
+        "a live run's scratch was swept: {left:?}"
+    );
+    assert!(left.contains(&format!("{live_dir}.lock")), "{left:?}");
+    assert!(tmp.join(&live_dir).is_dir());
+    // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
+    assert_eq!(unsafe { libc::kill(live.id() as i32, libc::SIGTERM) }, 0);
+    live.wait().unwrap();
+    assert_sleepers_gone(&[args[0].clone(), args[2].clone()], Duration::from_secs(2));
+    assert_sleepers_gone(&[args[1].clone(), args[1].clone()], Duration::from_secs(2));
+    assert_eq!(entries(), vec![kept_dir], "only the kept scratch stays");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn scratch_of_a_killed_warden_is_swept_by_the_next_run() {
+    sweep_killed_scratch(As::Me);
+}
+
+#[test]
+fn scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody() {
+    as_nobody(
+        "scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody",
+        sweep_killed_scratch,
+    );
+}
+
+// --- -v suggestions that work when pasted (issue 14, item 7) --------------------------------------
+
+/// The rule `-v` suggests for a path in the scratch directory names it `$SCRATCH/...` (it named
+/// this run's directory, which the next run does not have), so pasted into a policy it lets the
+/// next run do it; and a connect with no network rule at all, which `-v` passed over in
+/// silence, gets its line and the rule to add.
+#[test]
+fn verbose_suggestions_work_when_pasted() {
+    let d = common::fresh_dir("pasted");
+    let suggested = |err: &str, start: &str| -> String {
+        let line = err
+            .lines()
+            .find(|l| l.contains(start))
+            .unwrap_or_else(|| panic!("no {start:?} line in\n{err}"));
+        let (_, rule) = line.rsplit_once("add: ").expect("a suggestion");
+        rule.to_owned()
+    };
+    let script = "cp /bin/true t && ./t && echo ran";
+    let o = run(As::Me, &["-v", "--", "sh", "-c", script]);
+    assert_eq!(o.status.code(), Some(126), "{}", common::stderr(&o));
+    let rule = suggested(&common::stderr(&o), "denied execve(");
+    assert_eq!(rule, "path-allow exec $SCRATCH/t");
+    let policy = d.join("pasted.policy");
+    std::fs::write(&policy, format!("{rule}\n")).unwrap();
+    let o = run(As::Me, &["--policy", s(&policy), "--", "sh", "-c", script]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "ran\n");
+
+    let connect = "import socket\n\
+                   try:\n\
+                   \x20   socket.create_connection(('192.0.2.7', 8443), timeout=5)\n\
+                   except OSError as e:\n\
+                   \x20   print(e.strerror)\n";
+    let o = run(As::Me, &["-v", "--", "python3", "-c", connect]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "Network is unreachable\n");
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("denied connect(\"tcp 192.0.2.7:8443\")") && err.contains("has no network"),
+        "{err}"
+    );
+    let rule = suggested(&err, "denied connect(");
+    assert_eq!(rule, "net-allow outgoing tcp 192.0.2.7 8443");
+    std::fs::write(&policy, format!("{rule}\n")).unwrap();
+    let o = warden(As::Me, &["check", s(&policy)]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
 }

@@ -495,6 +495,15 @@ impl Policy {
         uniform.then_some(all)
     }
 
+    /// The first rule that grants `access` to every path strictly beneath
+    /// `dir` (what [`Policy::subtree_rights`] found it by), for explanations.
+    pub fn subtree_rule(&self, dir: &str, access: Access) -> Option<RuleId> {
+        self.path_rules
+            .iter()
+            .position(|r| r.access == Some(access) && r.pattern.matches_all_beneath(dir))
+            .map(RuleId)
+    }
+
     /// The canonical text of the policy: settings, then one `path-allow`
     /// line per access (patterns in first-seen order, duplicates dropped),
     /// one `path-deny` line, then the `net-allow` lines (IP rules one per

@@ -13,7 +13,8 @@ use crate::syscalls::Opens;
 use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -308,13 +309,14 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
     };
     let mut measured = Measured::default();
     let result = match cfg.policy.uses_scratch() {
-        true => Scratch::create(ids).and_then(|s| {
+        true => Scratch::create(ids, cfg.keep).and_then(|s| {
             if let Some(seen) = &cfg.scratch_seen {
                 let _ = seen.set(s.path.clone());
             }
             let result = run_in(&cfg, ids, Some(&s), &mut measured);
             if cfg.keep {
                 eprintln!("warden: kept the scratch directory {}", s.path.display());
+                s.keep();
             } else {
                 s.remove();
             }
@@ -389,19 +391,10 @@ fn run_in(
         None => cfg.policy.clone(),
     };
     let limits = policy.limits;
-    let program = find_program(&cfg.program)?;
-    let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
-    if let Some(real) = real.to_str() {
-        if !policy.check(real, Access::Exec).is_allowed() {
-            return Err(failure(
-                EXIT_CANNOT_EXEC,
-                format!(
-                    "cannot run {}: {}",
-                    program.display(),
-                    policy.explain_denial(real, Access::Exec)
-                ),
-            ));
-        }
+    // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
+    // rules).
+    if let Some(s) = scratch {
+        make_exec_dirs(&policy, s, ids)?;
     }
     let view = view_for(cfg, &policy);
     let cwd = match (&cfg.chdir, &policy.starting_dir) {
@@ -410,6 +403,16 @@ fn run_in(
         (None, None) => implicit_cwd(cfg, view.as_ref())?,
     };
     let env = environment(&cfg.env, scratch)?;
+    // Looked up as the program's own execvp would: on the sandbox's PATH, from its directory,
+    // past what the policy does not let it run.
+    let search = env
+        .iter()
+        .find_map(|kv| kv.as_bytes().strip_prefix(b"PATH="))
+        .map_or_else(
+            || std::ffi::OsString::from(MINIMAL_PATH),
+            |v| std::ffi::OsStr::from_bytes(v).to_owned(),
+        );
+    let program = find_program(&cfg.program, &search, &cwd, &policy)?;
     let cstr = |s: &str| {
         CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"))
     };
@@ -490,6 +493,7 @@ fn run_in(
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
+    let exec_rules = ruleset.exec.clone();
     let net = crate::agent::net::Context::new(&policy)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let profile = crate::syscalls::Profile {
@@ -535,8 +539,9 @@ fn run_in(
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     let sandbox_id = format!("{}-{:08x}", std::process::id(), rand32());
     let sources = policy.sources();
-    let log =
-        Log::new(cfg.verbose, log_file, sandbox_id.clone()).with_memory(cfg.log_memory.clone());
+    let log = Log::new(cfg.verbose, log_file, sandbox_id.clone())
+        .with_memory(cfg.log_memory.clone())
+        .with_scratch(scratch.and_then(|s| s.path.to_str()).map(str::to_owned));
     let agent_net_mode = net.mode;
     let view_root =
         match command.view {
@@ -545,7 +550,11 @@ fn run_in(
             })?),
             None => None,
         };
-    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, view_root)
+    let confinement = crate::agent::Confinement {
+        view_root,
+        exec_rules,
+    };
+    let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, confinement)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
@@ -918,91 +927,161 @@ fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
     }
 }
 
-/// Looks `name` up like env(1): a name with a slash is a path, else each PATH entry in turn.
-fn find_program(name: &str) -> Result<PathBuf, Failure> {
-    let check = |p: PathBuf| -> Result<PathBuf, Failure> {
-        let meta = std::fs::metadata(&p).map_err(|e| {
-            let status = if e.kind() == std::io::ErrorKind::NotFound {
-                EXIT_NOT_FOUND
-            } else {
-                EXIT_CANNOT_EXEC
-            };
-            failure(status, format!("{}: {e}", p.display()))
-        })?;
-        if meta.is_dir() || rustix::fs::access(&p, rustix::fs::Access::EXEC_OK).is_err() {
-            return Err(failure(
-                EXIT_CANNOT_EXEC,
-                format!("{}: not an executable file", p.display()),
-            ));
-        }
-        Ok(std::path::absolute(&p).unwrap_or(p))
-    };
+/// Finds the program to run: a name with a `/` is that path; any other is looked up on
+/// `search`, the PATH the sandbox will have (relative entries from its directory `cwd`), as the
+/// program's own `execvp` would, which goes past a file it is refused (`EACCES`): the first
+/// candidate that exists, is executable and that the policy lets run. When none will do, the
+/// failure names every path tried and why.
+fn find_program(
+    name: &str,
+    search: &std::ffi::OsStr,
+    cwd: &Path,
+    policy: &Policy,
+) -> Result<PathBuf, Failure> {
+    use warden_policy::escape::escape;
     if name.is_empty() {
         return Err(failure(EXIT_NOT_FOUND, "no program given"));
     }
     if name.contains('/') {
-        return check(PathBuf::from(name));
+        return runnable(Path::new(name), policy)
+            .map_err(|(status, why)| failure(status, format!("cannot run {}", why)));
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let mut found_unusable = None;
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(name);
-        if candidate.exists() {
-            match check(candidate) {
-                Ok(p) => return Ok(p),
-                Err(e) => found_unusable = found_unusable.or(Some(e)),
+    let mut tried = Vec::new();
+    let mut status = EXIT_NOT_FOUND;
+    for dir in std::env::split_paths(search) {
+        let candidate = cwd.join(dir).join(name);
+        if std::fs::symlink_metadata(&candidate).is_err() {
+            continue;
+        }
+        match runnable(&candidate, policy) {
+            Ok(p) => return Ok(p),
+            Err((s, why)) => {
+                status = s;
+                tried.push(why);
             }
         }
     }
-    Err(found_unusable
-        .unwrap_or_else(|| failure(EXIT_NOT_FOUND, format!("{name}: command not found"))))
+    let path = escape(search.as_encoded_bytes());
+    if tried.is_empty() {
+        return Err(failure(
+            status,
+            format!(
+                "{}: command not found on the sandbox's PATH ({path})",
+                escape(name)
+            ),
+        ));
+    }
+    Err(failure(
+        status,
+        format!(
+            "cannot run {}: tried {} (the sandbox's PATH is {path}; --env PATH=... sets it)",
+            escape(name),
+            tried.join("; then ")
+        ),
+    ))
+}
+
+/// `path` if it can be run in the sandbox: it exists, is an executable file, and the policy
+/// lets it run (its target, and the link itself when it is a symlink, as the agent checks).
+/// Otherwise the exit status and "PATH: why".
+fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
+    use warden_policy::escape::escape;
+    let shown = escape(path.as_os_str().as_encoded_bytes());
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let status = if e.kind() == std::io::ErrorKind::NotFound {
+            EXIT_NOT_FOUND
+        } else {
+            EXIT_CANNOT_EXEC
+        };
+        (status, format!("{shown}: {e}"))
+    })?;
+    if meta.is_dir() || rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_err() {
+        return Err((EXIT_CANNOT_EXEC, format!("{shown}: not an executable file")));
+    }
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let link = std::fs::canonicalize(dir).map(|d| d.join(name));
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+        if let (true, Ok(link)) = (is_link, link) {
+            let link = link.to_string_lossy();
+            if policy.visible(&link).is_none() {
+                return Err(denied(format!(
+                    "it is a symlink, and following it needs some right on it; add: \
+                     path-allow read {link}"
+                )));
+            }
+        }
+    }
+    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if let Some(real) = real.to_str() {
+        if !policy.check(real, Access::Exec).is_allowed() {
+            return Err(denied(policy.explain_denial(real, Access::Exec)));
+        }
+    }
+    Ok(path)
 }
 
 /// The private scratch directory of one run.
+///
+/// Next to it, `NAME.lock` (warden's own, never the sandbox's) is held with `flock` for as long
+/// as the run lives. A warden killed with SIGKILL cannot remove its directory, but the kernel
+/// drops its lock; every later run sweeps the directories whose lock it can take ([`sweep`]).
+/// A lock held is a live run, whatever its pid (reused, or in another PID namespace), so a
+/// live run's directory is never swept. With `--keep` the lock file says `keep`, and its
+/// directory stays even if warden is killed.
 struct Scratch {
     path: PathBuf,
+    lock: Option<(PathBuf, std::fs::File)>,
 }
 
+/// A lock file this young may belong to a run that made it and has not locked it yet.
+const SWEEP_AFTER: Duration = Duration::from_secs(10);
+
 impl Scratch {
-    fn create(ids: IdMap) -> Result<Scratch, Failure> {
+    fn create(ids: IdMap, keep: bool) -> Result<Scratch, Failure> {
         let base = std::env::var_os("TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
+        sweep(&base);
         for attempt in 0..16u32 {
             let name = format!("warden-{}-{:08x}", std::process::id(), rand32() ^ attempt);
-            let path = base.join(name);
+            let path = base.join(&name);
+            // The lock first: while its file exists, no other run takes the name, and a
+            // sweeper that finds it unlocked only ever finds it so after the run is gone.
+            let lock = match lock_file(&base.join(format!("{name}.lock")), keep) {
+                Ok(lock) => Some(lock),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                // A TMPDIR without room for the lock: the run goes on, unswept if killed.
+                Err(_) => None,
+            };
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
-                    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
-                    if !ids.identity && rustix::process::geteuid().is_root() {
-                        std::os::unix::fs::chown(
-                            &path,
-                            Some(ids.outside_uid),
-                            Some(ids.outside_gid),
-                        )
-                        .map_err(|e| {
-                            failure(
-                                EXIT_WARDEN,
-                                format!(
-                                    "cannot hand the scratch directory to uid {}: {e}",
-                                    ids.outside_uid
-                                ),
-                            )
-                        })?;
-                    }
-                    let path = std::fs::canonicalize(&path).unwrap_or(path);
-                    return Ok(Scratch { path });
+                    let scratch = Scratch { path, lock };
+                    let _ = std::fs::set_permissions(
+                        &scratch.path,
+                        std::fs::Permissions::from_mode(0o700),
+                    );
+                    hand_over(&scratch.path, ids, "the scratch directory")?;
+                    let path = std::fs::canonicalize(&scratch.path)
+                        .unwrap_or_else(|_| scratch.path.clone());
+                    return Ok(Scratch { path, ..scratch });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
+                    if let Some((p, _)) = &lock {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        continue;
+                    }
                     return Err(failure(
                         EXIT_WARDEN,
                         format!(
                             "cannot create a scratch directory in {}: {e}",
                             base.display()
                         ),
-                    ))
+                    ));
                 }
             }
         }
@@ -1017,11 +1096,152 @@ impl Scratch {
         // dead caller's create after Agent::quiesce gave up on it).
         for _ in 0..3 {
             if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
-                return;
+                break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        // A directory that would not go keeps its (soon unlocked) lock: a later run tries again.
+        if !self.path.exists() {
+            self.keep();
+        }
     }
+
+    /// Leaves the directory for the user: only the lock goes.
+    fn keep(self) {
+        if let Some((p, _)) = &self.lock {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Creates the lock file `path` (exclusively, mode 0600) and locks it; it says `keep` when the
+/// run keeps its directory.
+fn lock_file(path: &Path, keep: bool) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    if keep {
+        file.write_all(b"keep\n")?;
+    }
+    Ok((path.to_path_buf(), file))
+}
+
+/// Removes, in `base`, the scratch directories of runs that are gone: each `warden-*.lock` of
+/// this user older than [`SWEEP_AFTER`] whose lock can be taken, with the directory of the same
+/// name (unless the lock file says `keep`). Taken locks are checked to be on the file that
+/// still has the name, so two sweepers never remove anything of a run that came after.
+fn sweep(base: &Path) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten().take(4096) {
+        let name = entry.file_name();
+        let Some(stem) = name
+            .to_str()
+            .filter(|n| n.starts_with("warden-"))
+            .and_then(|n| n.strip_suffix(".lock"))
+        else {
+            continue;
+        };
+        let lock = entry.path();
+        let fresh = |m: &std::fs::Metadata| {
+            m.modified()
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age < SWEEP_AFTER)
+        };
+        let Ok(meta) = std::fs::symlink_metadata(&lock) else {
+            continue;
+        };
+        if !meta.is_file() || meta.uid() != uid || fresh(&meta) {
+            continue;
+        }
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&lock)
+        else {
+            continue;
+        };
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue; // a live run
+        }
+        let same = file
+            .metadata()
+            .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
+        if !same {
+            continue;
+        }
+        let kept = std::fs::read(&lock).is_ok_and(|t| t.starts_with(b"keep"));
+        let dir = base.join(stem);
+        if !kept && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        if kept || !dir.exists() {
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+}
+
+/// Makes, in the scratch directory, each directory `D` of an `exec D/*` rule that lies there,
+/// before the Landlock ruleset is built: Landlock can give the execute right only to what
+/// exists, and a scratch directory starts empty, so `--exec '$SCRATCH/ve/bin/*'` would
+/// otherwise allow what the kernel refuses (issue 14). The directories are made as the program
+/// would make them (mode 0755, owned by the sandbox's user). Landlock's right stays with the
+/// directory made here: one the program removes and makes anew has none (the agent says so).
+fn make_exec_dirs(policy: &Policy, scratch: &Scratch, ids: IdMap) -> Result<(), Failure> {
+    for rule in policy.path_rules() {
+        if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
+            continue;
+        }
+        let Some(dir) = rule.pattern.literal().strip_suffix('/') else {
+            continue;
+        };
+        let Ok(rest) = Path::new(dir).strip_prefix(&scratch.path) else {
+            continue;
+        };
+        let mut at = scratch.path.clone();
+        for part in rest.components() {
+            at.push(part);
+            match std::fs::create_dir(&at) {
+                Ok(()) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    let _ = std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755));
+                    hand_over(&at, ids, &at.display().to_string())?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
+                Err(e) => {
+                    return Err(failure(
+                        EXIT_WARDEN,
+                        format!("cannot make {} for its exec rule: {e}", at.display()),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gives `path`, which warden made, to the sandbox's user when warden is root and the sandbox
+/// runs as another one (`what` names it in the error).
+fn hand_over(path: &Path, ids: IdMap, what: &str) -> Result<(), Failure> {
+    if ids.identity || !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    std::os::unix::fs::chown(path, Some(ids.outside_uid), Some(ids.outside_gid)).map_err(|e| {
+        failure(
+            EXIT_WARDEN,
+            format!("cannot hand {what} to uid {}: {e}", ids.outside_uid),
+        )
+    })
 }
 
 /// A random number, for unique names.

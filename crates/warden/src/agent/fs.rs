@@ -15,7 +15,7 @@ use crate::sys::unotify::Reply;
 use rustix::fs::{FileType, Mode, OFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use warden_policy::Access;
+use warden_policy::{Access, AccessSet, RuleId, Verdict};
 
 const AT_FDCWD: i32 = libc::AT_FDCWD;
 
@@ -119,7 +119,8 @@ pub fn open(c: &Client) -> Handled {
     let accmode = flags & libc::O_ACCMODE;
     let cloexec = flags & libc::O_CLOEXEC != 0;
     // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
-    // read-only open and needs read permission (README: "O_PATH").
+    // read-only open and needs read permission (README: "O_PATH"); a symlink, which cannot be
+    // opened so, gets a stand-in (`symlink_stand_in`).
     let opath = flags & libc::O_PATH != 0;
     // The caller's umask costs a read of /proc/<tid>/status: only creating opens pay it.
     let umask = if creat || tmpfile { c.ids()?.umask } else { 0 };
@@ -161,6 +162,9 @@ pub fn open(c: &Client) -> Handled {
         }
         Some(kind) => {
             check_existing(c, &w, kind, flags)?;
+            if opath && kind == FileType::Symlink {
+                return symlink_stand_in(c, &w, cloexec);
+            }
             false
         }
     };
@@ -200,6 +204,21 @@ pub fn open(c: &Client) -> Handled {
     Ok(Answer::Fd(fd, cloexec))
 }
 
+/// `open(link, O_PATH | O_NOFOLLOW)` of a symlink, checked as any `O_PATH` open: the kernel
+/// gives a descriptor of the link itself, which ADDFD cannot install, so the caller gets a
+/// stand-in that the agent takes for the link wherever a path is looked up through it
+/// ([`super::stand_in`]). glibc's `fchmodat(AT_SYMLINK_NOFOLLOW)` opens links so (`tar x`).
+fn symlink_stand_in(c: &Client, w: &Walked, cloexec: bool) -> Handled {
+    let link = w.object()?;
+    let st = rustix::fs::fstat(&link).map_err(errno)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+        // The link the walk found was replaced since: it is gone.
+        return Err(libc::ENOENT);
+    }
+    c.opened_for_writing(false);
+    Ok(Answer::Fd(c.stand_in(link)?, cloexec))
+}
+
 /// Opens `/proc/self/fd/N` for a caller whose descriptor `N` is not a file on a path (a pipe,
 /// a socket): what `cat /dev/stdin`, `> /dev/stderr` and `<(...)` do. The program already
 /// holds the object, so reopening it is its own right (issue 14): the agent duplicates exactly
@@ -207,7 +226,9 @@ pub fn open(c: &Client) -> Handled {
 /// caller's flags, as the kernel does for the caller (a pipe opens again, in either direction;
 /// a socket is `ENXIO`).
 fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
-    let theirs = c.fd(n).map_err(|_| libc::ENOENT)?;
+    // A stand-in is the symlink it stands for: opening it is ELOOP, as through the kernel's
+    // O_PATH descriptor.
+    let theirs = c.fd_looked_up(n).map_err(|_| libc::ENOENT)?;
     if flags & libc::O_TMPFILE == libc::O_TMPFILE {
         return Err(libc::ENOTDIR);
     }
@@ -290,17 +311,15 @@ pub fn stat(c: &Client) -> Handled {
     let sync = flags & libc::AT_STATX_SYNC_TYPE;
     let (dir, name): (OwnedFd, CString) = if empty_path(&path, flags) {
         // A descriptor the caller holds: it may look at it (fstat is direct anyway).
-        let fd = if dirfd == AT_FDCWD {
-            c.cwd()?
-        } else {
-            c.fd(dirfd)?
-        };
-        (fd, CString::default())
+        (c.fd_looked_up(dirfd)?, CString::default())
     } else {
         let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
         match w.descriptor {
             // stat of /dev/stdin on a pipe: the caller's own descriptor, as fstat would.
-            Some(n) => (c.fd(n).map_err(|_| libc::ENOENT)?, CString::default()),
+            Some(n) => (
+                c.fd_looked_up(n).map_err(|_| libc::ENOENT)?,
+                CString::default(),
+            ),
             None => {
                 c.decide_metadata(&w.path, w.kind)?;
                 existing(c, &w)?;
@@ -352,11 +371,7 @@ pub fn access(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     if empty_path(&path, flags) {
-        let fd = if dirfd == AT_FDCWD {
-            c.cwd()?
-        } else {
-            c.fd(dirfd)?
-        };
+        let fd = c.fd_looked_up(dirfd)?;
         let m = rustix::fs::Access::from_bits_retain(mode as u32);
         rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
         return value(0);
@@ -414,6 +429,16 @@ pub fn readlink(c: &Client) -> Handled {
     }
     let path = c.path_arg(path_addr)?;
     c.live()?;
+    if path.is_empty() && dirfd != AT_FDCWD {
+        // readlinkat(fd, ""): the link a descriptor the caller holds names (an O_PATH one,
+        // here a stand-in); ENOENT for anything else, as the kernel answers.
+        let fd = c.fd_looked_up(dirfd)?;
+        let target = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(errno)?;
+        let bytes = target.as_bytes();
+        let n = bytes.len().min(size as usize);
+        c.write(buf, &bytes[..n])?;
+        return value(n as i64);
+    }
     let w = walk(c, dirfd, &path, false)?;
     c.decide_metadata(&w.path, w.kind)?;
     let target = match w.kind {
@@ -532,20 +557,53 @@ pub fn unlink(c: &Client) -> Handled {
     value(0)
 }
 
-/// Rights a path would have after a move: the path itself, and for a directory everything
-/// beneath it too. A move (or link) may not give an object rights it did not have.
-fn widens(c: &Client, from: &str, to: &str, dir: bool) -> bool {
+/// Why moving (or linking) the object at `from` to `to` would give it rights it does not have
+/// at `from` (for a directory, everything beneath it too), naming each right gained and the
+/// rule that grants it at the new path; `None` when it would not. A move or link may not give
+/// an object rights it did not have.
+fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
     let p = c.policy();
-    if !p.rights(to).is_subset(p.rights(from)) {
-        return true;
-    }
-    if dir {
-        return match (p.subtree_rights(from), p.subtree_rights(to)) {
-            (Some(a), Some(b)) => !b.is_subset(a),
-            _ => true,
+    // Each right in `now` but not in `then`, with the rule that grants it (`rule_for`).
+    let gained = |now: AccessSet, then: AccessSet, rule_for: &dyn Fn(Access) -> Option<RuleId>| {
+        let grants = now
+            .iter()
+            .filter(|&a| !then.contains(a))
+            .map(|a| match rule_for(a) {
+                Some(id) => {
+                    let rule = p.rule(id);
+                    format!("{a} (path-allow {a} {} at {})", rule.pattern, rule.span)
+                }
+                None => a.to_string(),
+            })
+            .collect::<Vec<_>>();
+        grants.join(", ")
+    };
+    let (old, new) = (p.rights(from), p.rights(to));
+    if !new.is_subset(old) {
+        let rule_for = |a| match p.check(to, a) {
+            Verdict::Allowed(id) => Some(id),
+            Verdict::Denied(_) => None,
         };
+        return Some(format!(
+            "it would gain {} at {to}, which it does not have at {from}",
+            gained(new, old, &rule_for)
+        ));
     }
-    false
+    if !dir {
+        return None;
+    }
+    match (p.subtree_rights(from), p.subtree_rights(to)) {
+        (Some(old), Some(new)) if new.is_subset(old) => None,
+        (Some(old), Some(new)) => Some(format!(
+            "what the directory holds would gain {} beneath {to}, which it does not have \
+             beneath {from}",
+            gained(new, old, &|a| p.subtree_rule(to, a))
+        )),
+        _ => Some(format!(
+            "the rules beneath {from} or {to} differ from entry to entry, so the move cannot be \
+             shown to give what the directory holds no new rights"
+        )),
+    }
 }
 
 /// Implements rename(2), renameat(2) and renameat2(2).
@@ -580,12 +638,21 @@ pub fn rename(c: &Client) -> Handled {
     }
     let okind = existing(c, &o)?;
     let odirp = okind == FileType::Directory;
-    if widens(c, &o.path, &n.path, odirp)
-        || (exchange && widens(c, &n.path, &o.path, n.kind == Some(FileType::Directory)))
-    {
+    let why = widening(c, &o.path, &n.path, odirp).or_else(|| {
+        exchange
+            .then(|| widening(c, &n.path, &o.path, n.kind == Some(FileType::Directory)))
+            .flatten()
+    });
+    if let Some(why) = why {
+        // EXDEV on purpose: `mv` (and most programs that move files) then copy and delete,
+        // and every step of that is checked on its own. The log says so, and why.
         return Err(c.refuse(
             &n.path,
-            "the move would give the object rights it does not have at its old path",
+            &format!(
+                "moving {} to {}: {why}; refused with EXDEV (\"Invalid cross-device link\") \
+                 so that mv copies instead, each step checked on its own",
+                o.path, n.path
+            ),
             libc::EXDEV,
         ));
     }
@@ -625,10 +692,13 @@ pub fn link(c: &Client) -> Handled {
     c.decide_visible(&o.path)?;
     c.decide(&n.path, Access::Write)?;
     existing(c, &o)?;
-    if widens(c, &o.path, &n.path, false) {
+    if let Some(why) = widening(c, &o.path, &n.path, false) {
         return Err(c.refuse(
             &n.path,
-            "a hard link may not grant rights its source does not have",
+            &format!(
+                "a hard link at {} to {} may not grant rights its source does not have: {why}",
+                n.path, o.path
+            ),
             libc::EACCES,
         ));
     }
@@ -657,15 +727,14 @@ fn changed_object(
     Ok((w, obj))
 }
 
-/// The caller's descriptor `fd`, for a metadata change made through it (fchmod, futimens,
-/// fchownat with AT_EMPTY_PATH, ...).
+/// The caller's descriptor `fd` (from [`Client::fd_looked_up`] or [`Client::fd_open_file`]),
+/// for a metadata change made through it (fchmod, futimens, fchownat with AT_EMPTY_PATH, ...).
 ///
 /// A descriptor opened for reading must not let the program change the file's mode, owner,
 /// times or attributes where the policy grants no `write`. The agent finds the descriptor's
 /// path, re-walks it (the object found must be the descriptor's own), and checks `write`.
 /// Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
-fn changed_descriptor(c: &Client, fd: i32) -> Result<OwnedFd, i32> {
-    let fd = if fd == AT_FDCWD { c.cwd()? } else { c.fd(fd)? };
+fn changed_descriptor(c: &Client, fd: OwnedFd) -> Result<OwnedFd, i32> {
     let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
         .map_err(errno)?;
     if !text.to_bytes().starts_with(b"/") {
@@ -717,7 +786,7 @@ pub fn chmod(c: &Client) -> Handled {
     let path = c.path_arg(path_addr)?;
     c.live()?;
     if empty_path(&path, flags) {
-        let fd = changed_descriptor(c, dirfd)?;
+        let fd = changed_descriptor(c, c.fd_looked_up(dirfd)?)?;
         let dir = is_dir(&fd);
         rustix::fs::chmodat(
             rustix::fs::CWD,
@@ -767,7 +836,7 @@ pub fn chown(c: &Client) -> Handled {
     let uid = map.uid_outside(uid)?.map(rustix::process::Uid::from_raw);
     let gid = map.gid_outside(gid)?.map(rustix::process::Gid::from_raw);
     let obj = if empty_path(&path, flags) {
-        changed_descriptor(c, dirfd)?
+        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
     } else {
         changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
     };
@@ -854,9 +923,11 @@ pub fn utime(c: &Client) -> Handled {
             tv_nsec: libc::UTIME_NOW as _,
         },
     };
-    let obj = if path.is_empty() && (path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0) {
+    let obj = if path_addr == 0 {
         // utimensat(fd, NULL, ...) is futimens.
-        changed_descriptor(c, dirfd)?
+        changed_descriptor(c, c.fd_open_file(dirfd)?)?
+    } else if empty_path(&path, flags) {
+        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
     } else {
         changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
     };
@@ -1024,6 +1095,11 @@ pub fn chdir(c: &Client) -> Handled {
 /// Implements execve(2) and execveat(2): checked, then continued. The kernel re-reads the path,
 /// so the decision that counts is Landlock's execute right, compiled from the same policy; the
 /// agent's check gives the user a clear denial and a log line.
+///
+/// Landlock can give the right only to what exists when the sandbox starts, so an `exec` rule
+/// for a directory made later (`DIR/*` with no DIR yet) allows what the kernel still refuses.
+/// The agent says so instead of continuing into a bare `EACCES` (warden creates such a
+/// directory itself when it lies in the scratch directory, so there the rule works).
 pub fn exec(c: &Client) -> Handled {
     let (dirfd, path_addr, flags) = match c.nr() {
         libc::SYS_execve => (AT_FDCWD, c.arg(0), 0),
@@ -1038,6 +1114,30 @@ pub fn exec(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
     c.decide(&w.path, Access::Exec)?;
     existing(c, &w)?;
+    if !c
+        .exec_rules()
+        .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
+    {
+        let rule = match c.policy().check(&w.path, Access::Exec) {
+            Verdict::Allowed(id) => {
+                let r = c.policy().rule(id);
+                format!("path-allow exec {} at {}", r.pattern, r.span)
+            }
+            Verdict::Denied(_) => "the policy".to_owned(),
+        };
+        return Err(c.refuse(
+            &w.path,
+            &format!(
+                "{rule} allows it, but the kernel would refuse it: Landlock, which backs every \
+                 execve, could give the execute right only to what existed when the sandbox \
+                 started, and neither this file nor a directory above it held that right then \
+                 (a directory made during the run, or made anew); name a directory that exists \
+                 before the run (warden makes the directory of an exec rule DIR/* itself when it \
+                 lies in $SCRATCH)"
+            ),
+            libc::EACCES,
+        ));
+    }
     Ok(Answer::Reply(Reply::Continue))
 }
 
@@ -1061,7 +1161,7 @@ pub fn fd_metadata(c: &Client) -> Handled {
         None
     };
     c.live()?;
-    let fd = changed_descriptor(c, c.int(0))?;
+    let fd = changed_descriptor(c, c.fd_open_file(c.int(0))?)?;
     if let Some(name) = &name {
         settable_xattr(c, &format!("descriptor {}", c.int(0)), name)?;
     }

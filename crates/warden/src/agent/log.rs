@@ -69,6 +69,8 @@ pub struct Log {
     json: Option<Mutex<std::fs::File>>,
     memory: Option<std::sync::Arc<Mutex<String>>>,
     sandbox: String,
+    /// The run's scratch directory, written `$SCRATCH` in reasons and suggestions.
+    scratch: Option<String>,
 }
 
 impl Log {
@@ -80,7 +82,16 @@ impl Log {
             json: json.map(Mutex::new),
             memory: None,
             sandbox,
+            scratch: None,
         }
+    }
+
+    /// Writes `dir`, the run's scratch directory, as `$SCRATCH` in reasons: a suggestion such
+    /// as `add: path-allow exec $SCRATCH/a.out` then works when pasted into a policy for the
+    /// next run, whose scratch directory has another name.
+    pub fn with_scratch(mut self, dir: Option<String>) -> Log {
+        self.scratch = dir.filter(|d| d.len() > 1);
+        self
     }
 
     /// Also appends every JSON line to `memory` (`warden learn` reads its run's decisions there:
@@ -103,6 +114,10 @@ impl Log {
     /// Writes one decision where it is wanted.
     pub fn write(&self, d: &Decision<'_>) {
         let flags = open_flags(d.syscall, &d.args);
+        let reason = match &self.scratch {
+            Some(dir) => scratch_relative(&d.reason, dir),
+            None => d.reason.clone(),
+        };
         if !d.allowed && self.verbose {
             // The path, the thread's name and the reason (which repeats the path) are the
             // sandbox's choice: escaped, they cannot drive the operator's terminal.
@@ -116,7 +131,7 @@ impl Log {
                 "warden: denied {call} for pid {} ({}): {}",
                 d.pid.unwrap_or(d.tid),
                 escape(&comm),
-                escape(&d.reason)
+                escape(&reason)
             );
         }
         if self.wants_allowed() {
@@ -136,7 +151,7 @@ impl Log {
                 access: d.access.map(Access::name),
                 decision: if d.allowed { "allow" } else { "deny" },
                 rule: d.rule.as_deref(),
-                reason: &d.reason,
+                reason: &reason,
                 errno: d.errno,
                 errno_name: d.errno.and_then(errno_name),
                 latency_us: (d.latency.as_nanos() as f64 / 1000.0 * 10.0).round() / 10.0,
@@ -152,6 +167,23 @@ impl Log {
             }
         }
     }
+}
+
+/// `text` with every path at or beneath `dir` written from `$SCRATCH` (`dir` itself where a
+/// path ends: at the end of the text or before a space, `;`, `,` or `)`).
+fn scratch_relative(text: &str, dir: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(dir) {
+        let after = &rest[at + dir.len()..];
+        let ends = after.is_empty() || after.starts_with(['/', ' ', ';', ',', ')']);
+        let starts = at == 0 || rest[..at].ends_with([' ', '(', '"']);
+        out.push_str(&rest[..at]);
+        out.push_str(if ends && starts { "$SCRATCH" } else { dir });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The open flags of an open-family call, spelled as in C (`O_WRONLY|O_CREAT`).
@@ -285,6 +317,24 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggestions_name_the_scratch_directory_as_a_variable() {
+        let d = "/tmp/warden-7-0000abcd";
+        assert_eq!(
+            scratch_relative(&format!("add: path-allow exec {d}/a.out"), d),
+            "add: path-allow exec $SCRATCH/a.out"
+        );
+        assert_eq!(
+            scratch_relative(&format!("add: path-allow read {d}; or ({d}/x, {d})"), d),
+            "add: path-allow read $SCRATCH; or ($SCRATCH/x, $SCRATCH)"
+        );
+        // Only whole paths: a longer name, or the text inside another path, stays.
+        assert_eq!(
+            scratch_relative(&format!("{d}0/x /srv{d}/y"), d),
+            format!("{d}0/x /srv{d}/y")
+        );
+    }
 
     #[test]
     fn open_flags_read_like_c() {

@@ -27,6 +27,7 @@ pub mod log;
 pub mod net;
 pub mod pool;
 pub mod resolve;
+pub mod stand_in;
 
 use crate::confine::namespaces::IdMap;
 use crate::sys::{mem, unotify};
@@ -92,13 +93,24 @@ pub struct Agent {
     /// Whether the sandbox shares warden's controlling terminal (`--tty`). When it does not,
     /// the agent must not open warden's terminal for it: see [`Agent::handle`].
     terminal: bool,
+    /// What the descriptors handed out for `O_PATH` opens of symlinks stand for.
+    stand_ins: stand_in::Table,
+    /// What Landlock lets the sandbox execute (see [`fs::exec`]).
+    exec_rules: crate::confine::landlock::ExecRules,
+}
+
+/// What the kernel confines the sandbox with, as far as the agent must know it.
+pub struct Confinement {
+    /// The root of the sandbox's own view, where walks start (`None`: the host's).
+    pub view_root: Option<OwnedFd>,
+    /// What the sandbox's Landlock ruleset lets it execute.
+    pub exec_rules: crate::confine::landlock::ExecRules,
 }
 
 impl Agent {
     /// An agent for `policy` (with `$SCRATCH` expanded) serving `listener`, with the network
     /// context `net` made from the same policy; `terminal`: the sandbox shares warden's
-    /// controlling terminal; `view_root`: the root of the sandbox's own view, where walks start
-    /// (`None`: the host's).
+    /// controlling terminal; `confinement`: what the kernel confines the sandbox with.
     pub fn new(
         listener: OwnedFd,
         policy: Policy,
@@ -106,7 +118,7 @@ impl Agent {
         ids: IdMap,
         log: Log,
         terminal: bool,
-        view_root: Option<OwnedFd>,
+        confinement: Confinement,
     ) -> std::io::Result<Arc<Agent>> {
         // The agent applies the client's umask itself (read per call); its own must not interfere.
         rustix::process::umask(rustix::fs::Mode::empty());
@@ -118,7 +130,7 @@ impl Agent {
         Ok(Arc::new(Agent {
             listener,
             net,
-            resolver: Resolver::new(view_root)?,
+            resolver: Resolver::new(confinement.view_root)?,
             ids,
             log,
             pool: pool::Pool::new(budget.workers, FIRST_WORKERS),
@@ -130,6 +142,8 @@ impl Agent {
             policy,
             charge: std::sync::OnceLock::new(),
             terminal,
+            stand_ins: stand_in::Table::default(),
+            exec_rules: confinement.exec_rules,
         }))
     }
 
@@ -511,6 +525,11 @@ impl Client<'_> {
         self.agent.ids
     }
 
+    /// What Landlock lets the sandbox execute.
+    pub fn exec_rules(&self) -> &crate::confine::landlock::ExecRules {
+        &self.agent.exec_rules
+    }
+
     /// The resolver.
     pub fn resolver(&self) -> &Resolver {
         &self.agent.resolver
@@ -665,6 +684,45 @@ impl Client<'_> {
             Err(e) => return Err(e.raw_os_error()),
         };
         unotify::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// The caller's descriptor `fd` (its working directory for `AT_FDCWD`) and, when that is a
+    /// stand-in for an `O_PATH` descriptor of a symlink ([`stand_in`]), the symlink.
+    fn descriptor(&self, fd: i32) -> Result<(OwnedFd, Option<OwnedFd>), i32> {
+        let theirs = if fd == libc::AT_FDCWD {
+            self.cwd()?
+        } else {
+            self.fd(fd)?
+        };
+        let link = self.agent.stand_ins.link(&theirs);
+        Ok((theirs, link))
+    }
+
+    /// The caller's descriptor `fd` as a path lookup through it sees it (`AT_EMPTY_PATH`,
+    /// `readlinkat(fd, "")`, `/proc/self/fd/N`): a stand-in is the symlink it stands for.
+    pub fn fd_looked_up(&self, fd: i32) -> Result<OwnedFd, i32> {
+        let (theirs, link) = self.descriptor(fd)?;
+        Ok(link.unwrap_or(theirs))
+    }
+
+    /// The caller's descriptor `fd` for a call that needs an open file (`fchmod`, `fchown`,
+    /// `fsetxattr`): a stand-in is `EBADF`, as an `O_PATH` descriptor is to the kernel.
+    pub fn fd_open_file(&self, fd: i32) -> Result<OwnedFd, i32> {
+        match self.descriptor(fd)? {
+            (_, Some(_)) => Err(libc::EBADF),
+            (theirs, None) => Ok(theirs),
+        }
+    }
+
+    /// Whether the caller's descriptor `fd` is a stand-in ([`stand_in`]).
+    pub fn is_stand_in(&self, fd: i32) -> bool {
+        self.agent.stand_ins.in_use() && matches!(self.descriptor(fd), Ok((_, Some(_))))
+    }
+
+    /// A stand-in for `link`, an `O_PATH | O_NOFOLLOW` descriptor of a symlink the caller may
+    /// open so, to answer its open with ([`stand_in`]).
+    pub fn stand_in(&self, link: OwnedFd) -> Result<OwnedFd, i32> {
+        self.agent.stand_ins.issue(link)
     }
 
     /// Rewrites a kernel-produced path that starts with the caller's `/proc/<tgid>` into

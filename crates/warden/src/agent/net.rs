@@ -220,8 +220,36 @@ pub fn socket_address(c: &Client) -> Handled {
         if let Some(concrete) = check_address(c, &sock, &addr, how)? {
             return raw_call(&sock, &concrete, is_connect);
         }
+        return raw_call(&sock, &addr, is_connect);
     }
-    raw_call(&sock, &addr, is_connect)
+    let result = raw_call(&sock, &addr, is_connect);
+    match result {
+        Err(errno) if is_connect => Err(private_connect_failed(c, &sock, &addr, errno)),
+        other => other,
+    }
+}
+
+/// A connect in the sandbox's private network namespace (a policy with no `net-allow` rule)
+/// failed with `errno`, as it does for every address but the sandbox's own loopback: logged as
+/// a denial, with the rule that would let it through (`-v` said nothing). The program still
+/// gets the kernel's answer.
+fn private_connect_failed(c: &Client, sock: &OwnedFd, addr: &[u8], errno: i32) -> i32 {
+    let Ok((ip, port)) = endpoint(family(addr), addr) else {
+        return errno;
+    };
+    let proto = match rustix::net::sockopt::socket_type(sock) {
+        Ok(rustix::net::SocketType::STREAM) => Protocol::Tcp,
+        Ok(rustix::net::SocketType::DGRAM) => Protocol::Udp,
+        _ => return errno,
+    };
+    let to = std::net::SocketAddr::new(plain(ip), port);
+    let why = format!(
+        "the sandbox has no network (no net-allow rule): its sockets live in a private network \
+         namespace that reaches nothing but its own loopback; {}",
+        c.policy()
+            .explain_ip_denial(Direction::Outgoing, proto, plain(ip), port)
+    );
+    c.refuse(&format!("{proto} {to}"), &why, errno)
 }
 
 /// A path-named unix socket is resolved like any path; abstract and unnamed ones are left to

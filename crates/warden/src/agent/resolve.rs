@@ -576,9 +576,12 @@ impl Resolver {
                 }
                 .map_err(|e| e.raw_os_error())?
                 .into_bytes();
-                if last && !target.starts_with(b"/") {
-                    if let Some(n) = own_descriptor(&stack.path, &part) {
-                        // `pipe:[N]`, `socket:[N]`, `anon_inode:...`: no path to walk.
+                if last {
+                    if let Some(n) = own_descriptor(&stack.path, &part)
+                        .filter(|&n| !target.starts_with(b"/") || stands_in(client, &target, n))
+                    {
+                        // `pipe:[N]`, `socket:[N]`, `anon_inode:...`: no path to walk; a
+                        // stand-in for an O_PATH descriptor of a symlink is that symlink.
                         let (parent, _) = stack.pop().expect("non-empty");
                         return Ok(Some(Walked {
                             parent,
@@ -666,6 +669,12 @@ fn own_descriptor(dir: &str, name: &[u8]) -> Option<i32> {
         return None;
     }
     std::str::from_utf8(name).ok()?.parse().ok()
+}
+
+/// Whether the caller's descriptor `n`, whose `/proc` link reads `target`, is a stand-in for an
+/// `O_PATH` descriptor of a symlink ([`super::stand_in`]), which names no path of its own.
+fn stands_in(client: &Client, target: &[u8], n: i32) -> bool {
+    target.starts_with(super::stand_in::PROC_LINK) && client.is_stand_in(n)
 }
 
 /// A directory to enter for a translated `/proc` name: its name in the one above, and its

@@ -22,6 +22,8 @@ use landlock::{
     Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
+use std::ffi::CStr;
+use std::os::fd::{AsFd as _, BorrowedFd};
 use std::path::{Path, PathBuf};
 use warden_policy::kernel::Found;
 use warden_policy::{Access, PathPattern, Policy};
@@ -62,6 +64,8 @@ pub struct Prepared {
     ruleset: RulesetCreated,
     /// How many rules were added (for `-v`).
     pub rules: usize,
+    /// What the ruleset lets the sandbox execute (the agent explains an execve it would refuse).
+    pub exec: ExecRules,
     /// The open family goes straight to the kernel: anything short of full enforcement must
     /// stop the sandbox from starting, since Landlock is then the only lock on opens.
     pub required: bool,
@@ -169,6 +173,7 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         }
     }
     let mut added = 0;
+    let mut exec = ExecRules::default();
     for (path, access) in targets {
         // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
         // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
@@ -188,14 +193,83 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         if access.is_empty() {
             continue;
         }
+        if access.contains(AccessFs::Execute) {
+            exec.add(&fd, ft.is_dir());
+        }
         ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
         added += 1;
     }
     Ok(Prepared {
         ruleset,
         rules: added,
+        exec,
         required: false,
     })
+}
+
+/// The objects a ruleset lets the sandbox execute, as they were when it was built: files, and
+/// directories with everything beneath them. Landlock's execute right is what makes a checked
+/// `execve` safe to continue, and it can only be given to objects that exist; an `exec` rule
+/// for a directory made later allows what the kernel will still refuse.
+#[derive(Clone, Debug, Default)]
+pub struct ExecRules {
+    files: Vec<(u64, u64)>,
+    dirs: Vec<(u64, u64)>,
+}
+
+impl ExecRules {
+    fn add(&mut self, fd: &PathFd, dir: bool) {
+        if let Ok(st) = rustix::fs::fstat(fd.as_fd()) {
+            let id = (st.st_dev, st.st_ino);
+            if dir {
+                self.dirs.push(id);
+            } else {
+                self.files.push(id);
+            }
+        }
+    }
+
+    /// Whether Landlock lets the sandbox execute `name` in the directory `dir` (no symlink
+    /// followed): a rule on the file, or on a directory it is beneath. Walks up through `..`
+    /// as Landlock does, at most `max_depth` levels (deeper: not covered, as the kernel would
+    /// not be asked to find out).
+    pub fn covers(&self, dir: BorrowedFd<'_>, name: &CStr, max_depth: usize) -> bool {
+        use rustix::fs::{openat, statat, AtFlags, Mode, OFlags};
+        let id = |st: &rustix::fs::Stat| (st.st_dev, st.st_ino);
+        if statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| self.files.contains(&id(&st)))
+        {
+            return true;
+        }
+        let up = |fd: BorrowedFd<'_>, name: &CStr| {
+            openat(
+                fd,
+                name,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+        };
+        let Ok(mut at) = up(dir, c".") else {
+            return false;
+        };
+        for _ in 0..max_depth {
+            let Ok(here) = rustix::fs::fstat(&at) else {
+                return false;
+            };
+            if self.dirs.contains(&id(&here)) {
+                return true;
+            }
+            let Ok(parent) = up(at.as_fd(), c"..") else {
+                return false;
+            };
+            if rustix::fs::fstat(&parent).is_ok_and(|p| id(&p) == id(&here)) {
+                // The root: its parent is itself.
+                return false;
+            }
+            at = parent;
+        }
+        false
+    }
 }
 
 /// Whether a non-directory of type `ft` can carry a Landlock rule: objects of a real file
