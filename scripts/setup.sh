@@ -15,6 +15,10 @@ command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/strace ] || need+=(strace)
 # The benchmark's peer row (bench/run.sh startup: bubblewrap starting /bin/true).
 [ -x /usr/bin/bwrap ] || need+=(bubblewrap)
+# Programs the compatibility tests (crates/warden-cli/tests/compat.rs) drive.
+[ -x /usr/bin/git ] || need+=(git)
+[ -x /usr/bin/xz ] || need+=(xz-utils)
+[ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2

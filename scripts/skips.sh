@@ -42,7 +42,8 @@ probe() {
     have+=(memory-cgroup)
   fi
   if [ "$(nproc)" -ge 2 ]; then have+=(second-cpu); fi
-  if [ -x /usr/bin/python3 ] && [ -x /usr/bin/curl ] && [ -x /usr/bin/strace ]; then
+  if [ -x /usr/bin/python3 ] && [ -x /usr/bin/curl ] && [ -x /usr/bin/strace ] &&
+     [ -x /usr/bin/git ] && [ -x /usr/bin/xz ] && [ -x /usr/bin/sqlite3 ]; then
     have+=(program)
   fi
   local IFS=,
