@@ -310,6 +310,12 @@ fn guard(
             ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(o_path, o_path)])?;
             ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(tmpfile, tmpfile)])?;
         }
+        Guard::ViewOpen(flags) => {
+            let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32 as u64;
+            let bits = |v| Cmp::new(flags, Op::MaskedEqual(tmpfile), v);
+            ctx.add_rule_conditional(allow, sys, &[bits(0)])?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(tmpfile)])?;
+        }
         Guard::SendTo => {
             let fastopen = libc::MSG_FASTOPEN as u32 as u64;
             let bit = |v| Cmp::new(3, Op::MaskedEqual(fastopen), v);

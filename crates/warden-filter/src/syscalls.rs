@@ -167,6 +167,11 @@ pub enum Guard {
     /// Landlock does not check, and `O_TMPFILE` ones, which the agent names: those are delegated
     /// ([`Family::Open`]). The flags are argument `.0`.
     KernelOpen(u32),
+    /// open and openat in a view with the kernel first: as [`Guard::KernelOpen`], but `O_PATH`
+    /// opens go to the kernel too (the view decides what exists, and an `O_PATH` descriptor
+    /// reads, writes and runs nothing: each of those reopens through Landlock, and the calls
+    /// that change metadata through it are the agent's). `O_TMPFILE` stays delegated.
+    ViewOpen(u32),
     /// socket when the policy allows IP traffic: as [`Guard::Socket`], but inet and inet6
     /// sockets are made by the agent ([`Family::Socket`]).
     HostSocket,
@@ -491,6 +496,13 @@ impl Profile {
         if self.opens == Opens::View && Opens::VIEW_DIRECT.contains(&entry.nr) {
             return Class::Direct;
         }
+        if self.opens == Opens::View {
+            match entry.nr {
+                libc::SYS_open => return G(Guard::ViewOpen(1)),
+                libc::SYS_openat => return G(Guard::ViewOpen(2)),
+                _ => {}
+            }
+        }
         if self.opens != Opens::Agent {
             match entry.nr {
                 libc::SYS_open => return G(Guard::KernelOpen(1)),
@@ -556,7 +568,10 @@ impl Entry {
         Profile::all().any(|p| {
             matches!(
                 p.class(self),
-                D(_) | G(Guard::HostSocket | Guard::SendTo | Guard::KernelOpen(_))
+                D(_) | G(Guard::HostSocket
+                    | Guard::SendTo
+                    | Guard::KernelOpen(_)
+                    | Guard::ViewOpen(_))
             )
         })
     }

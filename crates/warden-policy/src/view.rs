@@ -455,7 +455,7 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
             Node::Missing => {
                 let parent = logical.rsplit_once('/').map_or("", |(d, _)| d).to_string();
                 missing.push(logical);
-                if !parent.is_empty() && !tree {
+                if !parent.is_empty() {
                     let (at, node, links) = resolve(host, &parent);
                     if node == Node::Dir && at != "/" {
                         found.push(Resolved {

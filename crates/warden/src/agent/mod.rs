@@ -710,6 +710,14 @@ impl Client<'_> {
     pub fn fd_open_file(&self, fd: i32) -> Result<OwnedFd, i32> {
         match self.descriptor(fd)? {
             (_, Some(_)) => Err(libc::EBADF),
+            // An `O_PATH` descriptor the kernel opened itself (in a view, with the kernel
+            // first): as natively, fchmod, fchown and fsetxattr on it are EBADF.
+            (theirs, None)
+                if rustix::fs::fcntl_getfl(&theirs)
+                    .is_ok_and(|f| f.contains(rustix::fs::OFlags::PATH)) =>
+            {
+                Err(libc::EBADF)
+            }
             (theirs, None) => Ok(theirs),
         }
     }
