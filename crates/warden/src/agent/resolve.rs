@@ -20,6 +20,7 @@ use super::Client;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use warden_policy::Policy;
 
 /// Longest symlink chain followed, as the kernel's `MAXSYMLINKS`.
@@ -288,14 +289,24 @@ impl Resolver {
         rest: &Pending,
         errno: i32,
     ) -> i32 {
-        if !self.in_view || errno != libc::ENOENT || knowable(policy, path) {
+        if !self.in_view || errno != libc::ENOENT {
             return mask(policy, path, errno);
         }
         let mut whole = path.to_owned();
+        let mut bytes = path.as_bytes().to_vec();
         let rest = rest.remaining();
         if !rest.is_empty() {
             whole.push('/');
             whole.push_str(&String::from_utf8_lossy(&rest));
+            bytes.push(b'/');
+            bytes.extend_from_slice(&rest);
+        }
+        // Answered (and logged) as on the host's tree, so that a view changes no answer the
+        // agent gives: a path the host has is refused by the policy's rule, one it does not
+        // have gets `mask`'s answer.
+        let on_host = std::ffi::OsStr::from_bytes(&bytes);
+        if rustix::fs::lstat(on_host).is_err() {
+            return mask(policy, path, errno);
         }
         client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
     }
