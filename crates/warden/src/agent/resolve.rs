@@ -304,9 +304,20 @@ impl Resolver {
         // Answered (and logged) as on the host's tree, so that a view changes no answer the
         // agent gives: a path the host has is refused by the policy's rule, one it does not
         // have gets `mask`'s answer.
-        let on_host = std::ffi::OsStr::from_bytes(&bytes);
-        if rustix::fs::lstat(on_host).is_err() {
-            return mask(policy, path, errno);
+        let on_host = |b: &[u8]| rustix::fs::lstat(std::ffi::OsStr::from_bytes(b)).is_ok();
+        if !on_host(&bytes) {
+            // Where the host's walk would have stopped: the first component it lacks.
+            let mut prefix = path.as_bytes().to_vec();
+            if on_host(&prefix) {
+                for part in rest.split(|&b| b == b'/') {
+                    prefix.push(b'/');
+                    prefix.extend_from_slice(part);
+                    if !on_host(&prefix) {
+                        break;
+                    }
+                }
+            }
+            return mask(policy, &String::from_utf8_lossy(&prefix), errno);
         }
         client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
     }
