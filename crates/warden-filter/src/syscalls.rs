@@ -4,10 +4,11 @@
 //! documentation (`warden check --syscalls`) are all derived from [`TABLE`], and so is what the
 //! agent says of its privilege: which capabilities it uses for each call it performs, and why
 //! ([`Entry::agent`]). A number that is not in the table is denied with `ENOSYS` by the filter's
-//! default action (brief invariant 4: a syscall warden does not know must not pass), and so is
-//! every call made through another ABI (i386 `int $0x80`, x32 numbers with bit 30 set).
+//! default action (docs/design.md, invariant 4: a syscall warden does not know must not pass),
+//! and so is every call made through another ABI (i386 `int $0x80`, x32 numbers with bit 30
+//! set).
 //!
-//! Classes follow Ostia §4.2 and the brief §4:
+//! Classes follow Ostia §4.2 (docs/design.md, section 4):
 //! - [`Class::Direct`]: uses only descriptors the process already holds, or the process itself.
 //! - [`Class::Delegated`]: names a resource; the agent performs it (see [`Family`]).
 //! - [`Class::Denied`]: never allowed, with the errno libc and programs handle best.
@@ -375,7 +376,7 @@ impl Caps {
 }
 
 /// What the agent uses of its own privilege performing one delegated call, and why: the
-/// per-call half of "the agent is a deputy, not a superuser" (design brief §8). The
+/// per-call half of "the agent is a deputy, not a superuser" (docs/design.md, section 7). The
 /// capabilities are those the kernel consults on the agent's way through the call when warden
 /// runs as root; an unprivileged warden has none of them, and the call is then done with the
 /// permissions of its user.

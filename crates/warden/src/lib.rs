@@ -1,7 +1,7 @@
 //! warden: run an unmodified, untrusted program under a policy, with a trusted agent that
 //! performs every call naming a resource on the program's behalf (Ostia's delegating
 //! architecture, on stock Linux: seccomp user notification with descriptor injection, pidfds,
-//! Landlock and namespaces). See `shared/design-brief.md` for the threat model and invariants.
+//! Landlock and namespaces). See `docs/design.md` for the threat model and invariants.
 #![deny(unsafe_code)]
 
 pub mod agent;

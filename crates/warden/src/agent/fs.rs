@@ -2,7 +2,7 @@
 //! [`crate::syscalls::Family`]). Each is a thin decoder of its calls' argument layouts in front
 //! of the same steps: copy, live, resolve, check, act, reply.
 //!
-//! Policy meanings (brief §5): reading a file or listing a directory needs `read`; creating,
+//! Policy meanings (README, "The policy language"): reading a file or listing a directory needs `read`; creating,
 //! changing contents or metadata needs `write` on the path; removing needs `unlink`; `execve`
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.

@@ -1,4 +1,4 @@
-//! Path resolution by descriptor (brief invariant 2).
+//! Path resolution by descriptor (docs/design.md, invariant 2).
 //!
 //! A path is walked one component at a time from a directory descriptor the agent holds
 //! (`O_PATH|O_NOFOLLOW`). Symlinks are read by the agent and followed by the agent, each hop

@@ -1,4 +1,5 @@
-//! The Landlock backstop, derived from the policy (brief invariant 5: two locks on every door).
+//! The Landlock backstop, derived from the policy (docs/design.md, invariant 5: two locks on
+//! every door).
 //!
 //! The agent is the first lock: the client never opens a path itself. Landlock is the second:
 //! it bounds what the client could reach if a call were ever let through, and it is the *only*

@@ -1,8 +1,8 @@
 //! Bounded copies to and from a client's memory (`process_vm_readv(2)`, `process_vm_writev(2)`).
 //!
-//! The agent copies each pointer argument exactly once and then works on its own copy (brief
-//! invariant 1). Sizes are bounded by the agent, never taken from the client unchecked
-//! (invariant 6): strings stop at `PATH_MAX`, buffers at the caller's cap.
+//! The agent copies each pointer argument exactly once and then works on its own copy
+//! (docs/design.md, invariant 1). Sizes are bounded by the agent, never taken from the client
+//! unchecked (invariant 6): strings stop at `PATH_MAX`, buffers at the caller's cap.
 
 use std::io;
 

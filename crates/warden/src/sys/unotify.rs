@@ -77,8 +77,8 @@ fn zeroed_notif() -> libc::seccomp_notif {
 
 /// `SECCOMP_IOCTL_NOTIF_ID_VALID`: is the request `id` still waiting for an answer?
 ///
-/// Called after reading client memory and before acting (brief invariant 3), so that a caller
-/// that died and whose pid was reused cannot make the agent act for somebody else.
+/// Called after reading client memory and before acting (docs/design.md, invariant 3), so that
+/// a caller that died and whose pid was reused cannot make the agent act for somebody else.
 pub fn id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
     // SAFETY: ID_VALID reads one u64 from the pointer; `id` is a live local u64.
     let rc = unsafe {
@@ -99,7 +99,7 @@ pub enum Reply {
     /// The call fails with this errno.
     Errno(i32),
     /// The kernel runs the call itself. Only for calls whose verdict no racing argument can
-    /// change, or that a kernel-enforced rule backs (brief invariant 1).
+    /// change, or that a kernel-enforced rule backs (docs/design.md, invariant 1).
     Continue,
 }
 
