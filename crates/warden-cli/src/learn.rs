@@ -324,7 +324,7 @@ fn private_dir() -> Result<PathBuf, String> {
         let dir = base.join(format!(
             "warden-learn-{}-{:08x}",
             std::process::id(),
-            warden::run::rand32()
+            warden::unique::rand32()
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),

@@ -89,9 +89,14 @@ pub fn inspect(args: InspectArgs) -> i32 {
         entry.uid,
         (now() - entry.started).max(0.0)
     );
+    let mode = match entry.mode.as_str() {
+        "delegated" => "all decided by the agent".to_string(),
+        "kernel" => "opens decided by the kernel (Landlock), the rest by the agent".to_string(),
+        "view" => "opens and lookups decided by the kernel in the sandbox's view".to_string(),
+        other => escape(other).into_owned(),
+    };
     println!(
-        "  file calls: {} by the agent; network: {}; policy: {}",
-        escape(&entry.mode),
+        "  file calls: {mode}; network: {}; policy: {}",
         escape(&entry.network),
         escape(&entry.policies.join(", "))
     );

@@ -32,6 +32,7 @@ use std::io::{self, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What to run and as whom.
 pub struct Command {
@@ -157,6 +158,46 @@ pub struct Launched {
     pub program_pid: i32,
     /// warden's end of the channel; [`Launched::wait`] reads the outcome from it.
     channel: OwnedFd,
+    /// Whether init has been reaped (its pid may then name another process).
+    reaped: std::sync::atomic::AtomicBool,
+}
+
+/// The owner of a started sandbox: dropping it kills the sandbox and reaps init, on every way
+/// out of a run (an error return included), whoever else still holds the shared
+/// [`Launched`] (the limits' watchers and the output copiers only signal it).
+pub struct Sandbox(Arc<Launched>);
+
+impl Sandbox {
+    /// The sandbox, for those who signal it or wait on it.
+    pub fn shared(&self) -> Arc<Launched> {
+        Arc::clone(&self.0)
+    }
+}
+
+impl std::ops::Deref for Sandbox {
+    type Target = Launched;
+    fn deref(&self) -> &Launched {
+        &self.0
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.0.kill();
+        let _ = self.0.reap();
+    }
+}
+
+impl crate::limits::Stoppable for Launched {
+    fn terminate(&self) {
+        Launched::terminate(self);
+    }
+    fn kill(&self) {
+        Launched::kill(self);
+    }
+    fn wait_gone(&self) {
+        Launched::wait_gone(self);
+    }
 }
 
 /// How the program ended.
@@ -184,7 +225,7 @@ pub fn launch(
     landlock: Prepared,
     filter: &[Instruction],
     attach: &dyn Fn(i32) -> io::Result<()>,
-) -> Result<Launched, LaunchError> {
+) -> Result<Sandbox, LaunchError> {
     let (ours, theirs) = socketpair(
         AddressFamily::UNIX,
         SocketType::SEQPACKET,
@@ -236,7 +277,7 @@ pub fn launch(
         Cloned::Parent { pid, pidfd } => {
             drop(theirs);
             drop(landlock);
-            parent_side(pid, pidfd, ours, cmd.ids, attach)
+            parent_side(pid, pidfd, ours, cmd.ids, attach).map(|l| Sandbox(Arc::new(l)))
         }
     }
 }
@@ -282,6 +323,7 @@ fn parent_side(
             listener,
             program_pid: sender.unwrap_or_default(),
             channel,
+            reaped: Default::default(),
         }),
         (Some(&MSG_FAILED), _) => {
             kill(&pidfd);
@@ -400,7 +442,11 @@ impl Launched {
     /// usage, which covers every process of the sandbox: init reaps each of them (the program,
     /// orphans, and on its own death the kernel reaps the rest for it), and a reaper's usage
     /// includes its reaped children's.
+    /// Only the first call reaps; later ones return `None`.
     pub fn reap(&self) -> Option<libc::rusage> {
+        if self.reaped.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
         process::wait_with_usage(self.init_pid).ok().map(|(_, u)| u)
     }
 }

@@ -16,4 +16,5 @@ pub mod report;
 pub mod run;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod unique;
 pub use warden_filter::syscalls;

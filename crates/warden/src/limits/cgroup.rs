@@ -135,7 +135,11 @@ impl Cgroup {
     pub fn create(limits: CgroupLimits) -> io::Result<Option<Cgroup>> {
         let mounts = mounts();
         let groups = own_groups();
-        let name = format!("warden-{}-{:08x}", std::process::id(), crate::run::rand32());
+        let name = format!(
+            "warden-{}-{:08x}",
+            std::process::id(),
+            crate::unique::rand32()
+        );
         if let Some(cg) = Self::create_v2(&mounts, &groups, &name)? {
             return cg.configure(limits).map(Some);
         }

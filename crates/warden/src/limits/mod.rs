@@ -16,7 +16,6 @@
 pub mod cgroup;
 pub mod output;
 
-use crate::launch::Launched;
 use cgroup::Cgroup;
 use rustix::process::Resource;
 use std::sync::{Arc, Mutex};
@@ -34,6 +33,17 @@ pub enum KillReason {
     Output,
 }
 
+/// What ending a sandbox takes, as the limits see it (the launcher's [`crate::launch::Launched`]
+/// is one): they only signal it, never own or reap it.
+pub trait Stoppable: Send + Sync {
+    /// Asks init to end every process and report (their CPU time is then counted).
+    fn terminate(&self);
+    /// Kills the whole sandbox outright.
+    fn kill(&self);
+    /// Waits until init has exited.
+    fn wait_gone(&self);
+}
+
 /// Who may kill the sandbox for a limit, and what the first one said. Once the run is over
 /// ([`Verdicts::close`]) late kills are ignored, so a limit that is reached just as the program
 /// exits on its own cannot rewrite its result.
@@ -47,7 +57,7 @@ impl Verdicts {
     ///
     /// init is asked first (it kills and reaps every other process, so their CPU time is
     /// counted); if the sandbox has not ended a second later, init is killed outright.
-    pub fn kill(&self, launched: &Arc<Launched>, reason: KillReason) {
+    pub fn kill(&self, launched: &Arc<dyn Stoppable>, reason: KillReason) {
         if let Ok(mut s) = self.state.lock() {
             if s.0 || s.1.is_some() {
                 return;
@@ -152,7 +162,7 @@ pub fn watch_time(
     cpu: CpuSource,
     extra: ExtraCpu,
     started: Instant,
-    launched: Arc<Launched>,
+    launched: Arc<dyn Stoppable>,
     verdicts: Arc<Verdicts>,
 ) {
     let grace = limits.extra_time.unwrap_or_default();

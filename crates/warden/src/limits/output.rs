@@ -5,8 +5,8 @@
 //! dry (discarding) until every writer is gone. Without `--output-limit` the program writes to
 //! its destinations directly and nothing here runs.
 
+use super::Stoppable;
 use super::{KillReason, Verdicts};
-use crate::launch::Launched;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
@@ -81,7 +81,7 @@ impl Capture {
         self,
         mut dest: File,
         budget: Arc<Budget>,
-        launched: Arc<Launched>,
+        launched: Arc<dyn Stoppable>,
         verdicts: Arc<Verdicts>,
     ) -> io::Result<JoinHandle<()>> {
         let read_end = self.read_end;

@@ -1,0 +1,380 @@
+//! Making the run a [`Plan`] describes, in one place: the cgroup, the Landlock ruleset and the
+//! filter, the sandbox, the agent, the registry entry, the limits' watchers; then waiting for
+//! the program and measuring what it used. Every way out kills and reaps the sandbox (it is
+//! owned by a [`launch::Sandbox`]).
+
+use super::plan::Plan;
+use super::stdio::Captures;
+use super::{failure, Failure, RunConfig, EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, EXIT_WARDEN};
+use crate::agent::{log::Log, Agent};
+use crate::confine::landlock;
+use crate::filter;
+use crate::launch::{self, Command, LaunchError, Launched, Outcome, Stage};
+use crate::limits::cgroup::{self, Cgroup};
+use crate::limits::{self, CpuSource, KillReason, NamespaceCpu, Stoppable, Verdicts};
+use crate::report::{Accounting, Measured};
+use crate::syscalls::Opens;
+use rustix::process::Signal;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Signals that end warden end the sandbox.
+const STOP: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
+
+/// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
+/// being the run's scratch directory if it has one. Fills in `measured`; returns the
+/// program's exit status (128+N for signal N).
+pub fn execute(
+    cfg: &RunConfig,
+    plan: Plan,
+    stdio: [Option<OwnedFd>; 3],
+    mut captures: Captures,
+    scratch: Option<&Path>,
+    measured: &mut Measured,
+) -> Result<i32, Failure> {
+    let mode = plan.mode();
+    let Plan {
+        policy,
+        mut command,
+        program,
+        cgroup,
+        opens,
+        profile,
+        net,
+    } = plan;
+    let limits = policy.limits;
+    let cgroup = make_cgroup(cgroup.as_ref(), &command, measured)?;
+    command.rlimits = limits::rlimits(&limits, cgroup.is_some());
+    command.stdio = stdio;
+    let log_file = open_log(cfg.log.as_deref())?;
+    let mut ruleset =
+        landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    ruleset.required = opens != Opens::Agent;
+    let exec_rules = ruleset.exec.clone();
+    let program_filter = filter::program(profile);
+
+    // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
+    // exec), and take them synchronously on a thread once the sandbox exists.
+    crate::sys::signals::block(&STOP);
+    become_starting_ids(&command)?;
+    let attach = |pid: i32| match &cgroup {
+        Some(cg) => cg.attach(pid),
+        None => Ok(()),
+    };
+    let started = Instant::now();
+    let sandbox = launch::launch(&command, ruleset, program_filter, &attach);
+    // The program has its own copies of its stdio now; ours would keep captured pipes open.
+    command.stdio = Default::default();
+    let sandbox = sandbox.map_err(|e| launch_failure(&e, &command))?;
+
+    let sandbox_id = format!("{}-{:08x}", std::process::id(), crate::unique::rand32());
+    let sources = policy.sources();
+    let log = Log::new(cfg.verbose, log_file, sandbox_id.clone())
+        .with_memory(cfg.log_memory.clone())
+        .with_scratch(scratch.and_then(Path::to_str).map(str::to_owned));
+    let network = match net.mode {
+        crate::syscalls::Network::Private => "private",
+        crate::syscalls::Network::Host { .. } => "host",
+    };
+    let confinement = crate::agent::Confinement {
+        view_root: match command.view {
+            Some(_) => Some(sandbox.program_root().map_err(|e| {
+                failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}"))
+            })?),
+            None => None,
+        },
+        exec_rules,
+    };
+    let listener = sandbox
+        .listener
+        .try_clone()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let agent = Agent::new(
+        listener,
+        policy,
+        net,
+        command.ids,
+        log,
+        cfg.terminal,
+        confinement,
+    )
+    .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
+        agent.charge_workers_to(tasks);
+    }
+    agent.start();
+    let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
+
+    let verdicts = Arc::new(Verdicts::default());
+    let target: Arc<dyn Stoppable> = sandbox.shared();
+    let copiers = captures.start(&target, &verdicts)?;
+    if limits.time.is_some() || limits.wall_time.is_some() {
+        let cpu = cpu_source(cgroup.as_ref(), &sandbox)?;
+        let a = Arc::clone(&agent);
+        limits::watch_time(
+            &limits,
+            cpu,
+            Arc::new(move || a.stats.cpu()),
+            started,
+            Arc::clone(&target),
+            Arc::clone(&verdicts),
+        );
+    }
+    let caught = stop_on_signals(sandbox.shared());
+    let outcome = sandbox.wait();
+    measured.wall = started.elapsed();
+    measured.exceeded = verdicts.close();
+    // Killing init for a limit kills the program with it, by SIGKILL; init has no time to say so.
+    let outcome = match (outcome, measured.exceeded) {
+        (Outcome::Lost, Some(_)) => Outcome::Signaled(libc::SIGKILL),
+        (o, _) => o,
+    };
+    // A program that had ended on its own before the kill landed was not killed by it.
+    measured.killed = measured.exceeded.is_some() && outcome == Outcome::Signaled(libc::SIGKILL);
+    sandbox.kill();
+    let usage = sandbox.reap();
+    // Requests of callers that died mid-call finish before anything is cleaned up.
+    agent.quiesce(Duration::from_secs(2));
+    for c in copiers {
+        let _ = c.join();
+    }
+    if captures.exceeded() && measured.exceeded.is_none() {
+        measured.exceeded = Some(KillReason::Output);
+    }
+    measured.outcome = Some(outcome);
+    measured.output = captures.used();
+    measure(measured, usage, cgroup.as_deref(), &agent);
+    if let sig @ 1.. = caught.load(Ordering::SeqCst) {
+        return Ok(128 + sig);
+    }
+    status(outcome, &program)
+}
+
+/// The cgroup the plan asks for (`wanted`), made; `None` when the run needs none or none can
+/// be made here. Says in `measured` how the run is counted.
+fn make_cgroup(
+    wanted: Option<&cgroup::CgroupLimits>,
+    command: &Command,
+    measured: &mut Measured,
+) -> Result<Option<Arc<Cgroup>>, Failure> {
+    let cgroup = match wanted {
+        Some(w) => Cgroup::create(*w)
+            .map_err(|e| {
+                failure(
+                    EXIT_WARDEN,
+                    format!("cannot set up the sandbox's cgroup: {e}"),
+                )
+            })?
+            .map(Arc::new),
+        None => None,
+    };
+    measured.accounting = match cgroup.as_ref().map(|c| c.version()) {
+        Some(cgroup::Version::V2) => Accounting::CgroupV2,
+        Some(cgroup::Version::V1) => Accounting::CgroupV1,
+        None => Accounting::Rusage,
+    };
+    let tasks_bounded = wanted.is_some_and(|w| w.tasks.is_some());
+    if cgroup.is_none() && tasks_bounded && command.ids.outside_uid == 0 {
+        // RLIMIT_NPROC does not bind uid 0, and without a pids cgroup nothing else would.
+        return Err(failure(
+            EXIT_WARDEN,
+            "--processes needs a pids cgroup when the sandbox runs as root, and none is usable \
+             here; run as another user (starting_uid) or give warden a cgroup",
+        ));
+    }
+    Ok(cgroup)
+}
+
+/// The `--log` file, opened for appending.
+fn open_log(path: Option<&Path>) -> Result<Option<std::fs::File>, Failure> {
+    let Some(p) = path else { return Ok(None) };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .map(Some)
+        .map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot open the log {}: {e}", p.display()),
+            )
+        })
+}
+
+/// root with starting_uid/starting_gid: becomes those ids first, so the sandbox's user
+/// namespace belongs to them and the agent acts with exactly the program's credentials.
+fn become_starting_ids(command: &Command) -> Result<(), Failure> {
+    let ids = command.ids;
+    if !rustix::process::geteuid().is_root() || ids.identity {
+        return Ok(());
+    }
+    crate::sys::process::become_ids(ids.outside_uid, ids.outside_gid).map_err(|e| {
+        let (u, g) = (ids.outside_uid, ids.outside_gid);
+        failure(
+            EXIT_WARDEN,
+            format!("cannot switch to uid {u} gid {g}: {e}"),
+        )
+    })
+}
+
+/// Enters the run in the registry, where `warden ps` and `warden inspect` find it; without a
+/// registry directory they just do not see it. The entry goes when the value is dropped.
+fn register(
+    cfg: &RunConfig,
+    sandbox: &Launched,
+    agent: &Arc<Agent>,
+    id: String,
+    policies: Vec<String>,
+    network: &str,
+    mode: &str,
+) -> Option<crate::registry::Registration> {
+    let dir = crate::registry::own_dir().ok()?;
+    let entry = crate::registry::Entry {
+        id,
+        warden_pid: std::process::id(),
+        init_pid: sandbox.init_pid as u32,
+        uid: rustix::process::getuid().as_raw(),
+        command: std::iter::once(cfg.program.clone())
+            .chain(cfg.args.iter().cloned())
+            .collect(),
+        started: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+        policies,
+        network: network.into(),
+        mode: mode.into(),
+        ..Default::default()
+    };
+    let a = Arc::clone(agent);
+    Some(crate::registry::Registration::start(
+        &dir,
+        entry,
+        Arc::clone(&agent.grants),
+        move || {
+            let s = a.stats.snapshot();
+            (s.total, s.denied)
+        },
+    ))
+}
+
+/// Where the time limits read the sandbox's CPU time: its cgroup, or its processes in /proc.
+fn cpu_source(cgroup: Option<&Arc<Cgroup>>, sandbox: &Launched) -> Result<CpuSource, Failure> {
+    Ok(match cgroup {
+        Some(cg) => CpuSource::Cgroup(Arc::clone(cg)),
+        None => CpuSource::Procfs(NamespaceCpu::new(sandbox.init_pid).map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot watch the sandbox's CPU time: {e}"),
+            )
+        })?),
+    })
+}
+
+/// Kills the sandbox when warden gets one of [`STOP`] (blocked since before the launch), on a
+/// thread of its own; the signal's number is stored in what it returns.
+fn stop_on_signals(sandbox: Arc<Launched>) -> Arc<AtomicI32> {
+    let caught = Arc::new(AtomicI32::new(0));
+    let seen = Arc::clone(&caught);
+    std::thread::spawn(move || {
+        let sig = crate::sys::signals::wait(&STOP);
+        seen.store(sig, Ordering::SeqCst);
+        sandbox.kill();
+    });
+    caught
+}
+
+/// What the run used, from init's rusage, the cgroup and the agent.
+fn measure(
+    measured: &mut Measured,
+    usage: Option<libc::rusage>,
+    cgroup: Option<&Cgroup>,
+    agent: &Agent,
+) {
+    if let Some(u) = usage {
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        measured.cpu = tv(u.ru_utime) + tv(u.ru_stime);
+        measured.max_rss_kib = u.ru_maxrss as u64;
+        measured.csw_voluntary = u.ru_nvcsw as u64;
+        measured.csw_forced = u.ru_nivcsw as u64;
+    }
+    if let Some(cg) = cgroup {
+        if let Some(cpu) = cg.cpu_time() {
+            measured.cpu = cpu;
+        }
+        measured.cgroup_peak = cg.peak_memory();
+        measured.oom_kills = cg.oom_kills();
+        cg.remove();
+    }
+    measured.agent = agent.stats.snapshot();
+    // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
+    measured.cpu += measured.agent.cpu;
+    measured.agent_mem_kib = crate::sys::process::peak_rss_kib();
+    measured.agent_budget = Some(agent.budget);
+    measured.sockets = agent.sockets_peak();
+}
+
+/// The exit status of a run that ended with `outcome`, or the failure that says why the
+/// program `program` never ran.
+fn status(outcome: Outcome, program: &Path) -> Result<i32, Failure> {
+    match outcome {
+        Outcome::Exited(code) => Ok(code),
+        Outcome::Signaled(sig) => Ok(128 + sig),
+        Outcome::Failed(Stage::Exec, errno) => {
+            let e = std::io::Error::from_raw_os_error(errno);
+            let status = if errno == libc::ENOENT {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_EXEC
+            };
+            let hint = if errno == libc::EACCES {
+                " (the policy must allow exec of the program, of its interpreter and of the dynamic \
+                 loader, e.g. /lib64/ld-linux-x86-64.so.2 via the /lib64 symlink; -v names the denied path)"
+            } else {
+                ""
+            };
+            Err(failure(
+                status,
+                format!("cannot run {}: {e}{hint}", program.display()),
+            ))
+        }
+        Outcome::Failed(stage, errno) => Err(failure(
+            EXIT_WARDEN,
+            format!(
+                "the sandbox could not be set up ({stage:?}): {}",
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        )),
+        Outcome::Lost => Err(failure(
+            EXIT_WARDEN,
+            "the sandbox's init was killed from outside",
+        )),
+    }
+}
+
+fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
+    match e {
+        LaunchError::Setup {
+            stage: Stage::Chdir,
+            source,
+            ..
+        } => failure(
+            EXIT_WARDEN,
+            format!(
+                "cannot enter the starting directory {}: {source}{}",
+                warden_policy::escape::escape(cmd.cwd.as_os_str().as_encoded_bytes()),
+                if cmd.view.is_some() && source.raw_os_error() == Some(libc::ENOENT) {
+                    " (the sandbox's view holds only what the policy allows: add a rule for \
+                     it, or start elsewhere with --chdir)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        other => failure(EXIT_WARDEN, other.to_string()),
+    }
+}

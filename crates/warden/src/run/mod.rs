@@ -1,0 +1,278 @@
+//! `warden run`: everything between a parsed command line and the program's exit status.
+//!
+//! A run is decided, then made: [`plan::Plan::decide`] turns the command line and the policy
+//! into a plan (only looking), and [`execute::execute`] makes it in one place. Around them:
+//! the scratch directory ([`scratch`]), the program's stdio ([`stdio`]) and the reports.
+
+mod execute;
+mod plan;
+mod scratch;
+mod stdio;
+
+pub use plan::Plan;
+
+use crate::confine::namespaces::IdMap;
+use crate::report::{self, Measured};
+use scratch::Scratch;
+use std::path::PathBuf;
+use warden_policy::{Limits, Policy};
+
+/// Exit status for warden's own failures (bad usage, bad policy, no sandbox).
+pub const EXIT_WARDEN: i32 = 125;
+
+/// Exit status when the program was found but could not be executed.
+pub const EXIT_CANNOT_EXEC: i32 = 126;
+
+/// Exit status when the program was not found.
+pub const EXIT_NOT_FOUND: i32 = 127;
+
+/// Everything `warden run` needs.
+#[derive(Default)]
+pub struct RunConfig {
+    /// The policy, `$SCRATCH` not yet expanded; its `limits` are the run's limits.
+    pub policy: Policy,
+    /// The program as given (a name looked up on PATH, or a path).
+    pub program: String,
+    /// Its arguments (argv[1..]).
+    pub args: Vec<String>,
+    /// Keep the scratch directory afterwards.
+    pub keep: bool,
+    /// Report denials on stderr.
+    pub verbose: bool,
+    /// JSON-lines log of every decision.
+    pub log: Option<PathBuf>,
+    /// Files for the program's stdin, stdout and stderr, opened by warden.
+    pub stdio: [Option<PathBuf>; 3],
+    /// The environment.
+    pub env: EnvConfig,
+    /// Starting directory (overrides the policy's `starting_dir`).
+    pub chdir: Option<PathBuf>,
+    /// CPUs to run the sandbox on.
+    pub cpus: Option<Vec<usize>>,
+    /// Descriptors of warden's the program keeps (3 and up).
+    pub pass_fds: Vec<i32>,
+    /// Where to write the `key:value` run report.
+    pub report: Option<PathBuf>,
+    /// Where to write the JSON run report.
+    pub report_json: Option<PathBuf>,
+    /// Told the scratch directory's path once it exists (`warden learn` reads the log with it).
+    pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
+    /// Every decision also goes here, as JSON lines (for `warden learn`).
+    pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    /// Whether opens may go straight to the kernel.
+    pub fast_path: FastPath,
+    /// Whether the sandbox gets a file system view of its own (`warden run --view`).
+    pub view: ViewMode,
+    /// Keep warden's controlling terminal in the sandbox (`--tty`): `/dev/tty` then reaches the
+    /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
+    /// terminal and `/dev/tty` is `ENXIO`.
+    pub terminal: bool,
+}
+
+/// `warden run --view`: whether the sandbox sees a file system built from the policy (a mount
+/// namespace holding only what the policy allows), or the host's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViewMode {
+    /// A view of its own where the kernel can build one (the new mount API, Linux 5.2+), the
+    /// host's tree elsewhere.
+    Auto,
+    /// A view of its own, or no run.
+    On,
+    /// The host's tree; the agent and Landlock decide every path.
+    #[default]
+    Off,
+}
+
+/// `warden run --fast-path`: who decides opens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastPath {
+    /// The kernel when Landlock can enforce every path rule exactly and no decision log is
+    /// asked for; the agent otherwise.
+    Auto,
+    /// The kernel, or refuse to start and say which rules prevent it.
+    Always,
+    /// The agent, always (the default: the agent hides whether a path exists; the kernel's
+    /// ENOENT/EACCES on an open does not).
+    #[default]
+    Never,
+}
+
+/// The program's environment.
+#[derive(Clone, Debug, Default)]
+pub struct EnvConfig {
+    /// Start from a minimal environment (PATH, HOME, TMPDIR) instead of warden's.
+    pub clear: bool,
+    /// Variables to set, in order: `(NAME, Some(VALUE))`, or `(NAME, None)` to copy warden's.
+    pub set: Vec<(String, Option<String>)>,
+}
+
+/// The PATH of a cleared environment.
+pub const MINIMAL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A user-facing failure: one sentence and the exit status that goes with it.
+#[derive(Debug)]
+pub struct Failure {
+    /// 125, 126 or 127.
+    pub status: i32,
+    /// The sentence.
+    pub message: String,
+}
+
+fn failure(status: i32, message: impl Into<String>) -> Failure {
+    Failure {
+        status,
+        message: message.into(),
+    }
+}
+
+/// Runs the program and returns its exit status (128+N for signal N). Writes the run report if
+/// one was asked for, also when the program could not be run.
+pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
+    // Before warden opens anything itself, so a passed number is one warden inherited.
+    check_pass_fds(&cfg.pass_fds)?;
+    let reports = Reports::open(&cfg)?;
+    let euid = rustix::process::geteuid().as_raw();
+    let egid = rustix::process::getegid().as_raw();
+    let root = euid == 0;
+    let ids = IdMap {
+        inside_uid: cfg.policy.starting_uid.unwrap_or(euid),
+        outside_uid: if root {
+            cfg.policy.starting_uid.unwrap_or(0)
+        } else {
+            euid
+        },
+        inside_gid: cfg.policy.starting_gid.unwrap_or(egid),
+        outside_gid: if root {
+            cfg.policy.starting_gid.unwrap_or(0)
+        } else {
+            egid
+        },
+        // root keeps every id as it is; root with starting ids becomes them before building the
+        // sandbox (below), which is then the same single-id case as any unprivileged user.
+        identity: root
+            && cfg.policy.starting_uid.unwrap_or(0) == 0
+            && cfg.policy.starting_gid.unwrap_or(0) == 0,
+    };
+    let mut measured = Measured::default();
+    let result = match cfg.policy.uses_scratch() {
+        true => Scratch::create(ids, cfg.keep).and_then(|s| {
+            if let Some(seen) = &cfg.scratch_seen {
+                let _ = seen.set(s.path.clone());
+            }
+            let result = run_in(&cfg, ids, Some(&s), &mut measured);
+            if cfg.keep {
+                eprintln!("warden: kept the scratch directory {}", s.path.display());
+                s.keep();
+            } else {
+                s.remove();
+            }
+            result
+        }),
+        false => run_in(&cfg, ids, None, &mut measured),
+    };
+    if let Err(f) = &result {
+        measured.failure = Some(f.message.clone());
+    }
+    reports.write(&measured, &cfg.policy.limits)?;
+    result
+}
+
+/// The report files, created before the run so a bad path fails before the program runs.
+struct Reports {
+    meta: Option<(PathBuf, std::fs::File)>,
+    json: Option<(PathBuf, std::fs::File)>,
+}
+
+impl Reports {
+    fn open(cfg: &RunConfig) -> Result<Reports, Failure> {
+        let open = |p: &Option<PathBuf>| -> Result<Option<(PathBuf, std::fs::File)>, Failure> {
+            let Some(p) = p else { return Ok(None) };
+            std::fs::File::create(p)
+                .map(|f| Some((p.clone(), f)))
+                .map_err(|e| {
+                    failure(
+                        EXIT_WARDEN,
+                        format!("cannot create the report {}: {e}", p.display()),
+                    )
+                })
+        };
+        Ok(Reports {
+            meta: open(&cfg.report)?,
+            json: open(&cfg.report_json)?,
+        })
+    }
+
+    fn write(self, m: &Measured, limits: &Limits) -> Result<(), Failure> {
+        use std::io::Write;
+        let entries = |format| report::entries(m, limits, format);
+        for (file, text) in [
+            (self.meta, report::to_meta(&entries(report::Format::Meta))),
+            (self.json, report::to_json(&entries(report::Format::Json))),
+        ] {
+            if let Some((path, mut f)) = file {
+                f.write_all(text.as_bytes()).map_err(|e| {
+                    failure(
+                        EXIT_WARDEN,
+                        format!("cannot write the report {}: {e}", path.display()),
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Expands the policy for the run's scratch directory, makes what must exist before the plan
+/// looks at the host, opens the program's stdio, then decides the run and makes it.
+fn run_in(
+    cfg: &RunConfig,
+    ids: IdMap,
+    scratch: Option<&Scratch>,
+    measured: &mut Measured,
+) -> Result<i32, Failure> {
+    let policy = match scratch {
+        Some(s) => cfg.policy.expand_scratch(
+            s.path
+                .to_str()
+                .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?,
+        ),
+        None => cfg.policy.clone(),
+    };
+    // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
+    // rules).
+    if let Some(s) = scratch {
+        scratch::make_exec_dirs(&policy, s, ids)?;
+    }
+    let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
+    let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
+    let scratch = scratch.map(|s| s.path.as_path());
+    let plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+    execute::execute(cfg, plan, stdio, captures, scratch, measured)
+}
+
+/// `--pass-fd` numbers: 3 and up (0–2 have their own flags), each open in warden.
+fn check_pass_fds(fds: &[i32]) -> Result<(), Failure> {
+    for (i, &fd) in fds.iter().enumerate() {
+        if fd < 3 {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!(
+                    "--pass-fd {fd}: descriptors 0, 1 and 2 are always passed; use --stdin, --stdout or --stderr to redirect them"
+                ),
+            ));
+        }
+        if !crate::sys::process::fd_is_open(fd) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!("--pass-fd {fd}: descriptor {fd} is not open in warden"),
+            ));
+        }
+        if fds[..i].contains(&fd) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!("--pass-fd {fd} is given twice"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,534 @@
+//! What a run will be, decided before anything is made: the policy with `$SCRATCH` expanded,
+//! the sandbox's view, the program and its command line, environment and starting directory,
+//! who decides opens, the filter's profile and the cgroup the run needs. [`Plan::decide`] only
+//! looks (at the policy, the command line and the host's tree); [`super::execute`] acts on
+//! the plan in one place.
+
+use super::{failure, EnvConfig, Failure, FastPath, RunConfig, ViewMode, EXIT_WARDEN};
+use super::{EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, MINIMAL_PATH};
+use crate::confine::landlock;
+use crate::confine::namespaces::IdMap;
+use crate::launch::Command;
+use crate::limits::cgroup::CgroupLimits;
+use crate::syscalls::{Opens, Profile};
+use rustix::thread::CpuSet;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use warden_policy::{Access, Policy};
+
+/// A run, decided.
+pub struct Plan {
+    /// The policy, `$SCRATCH` expanded; its `limits` are the run's.
+    pub policy: Policy,
+    /// What the sandbox starts: program, argv, environment, directory, ids, view. Its stdio and
+    /// rlimits are filled in when the run is made (they depend on what is opened and on
+    /// whether a cgroup could be made).
+    pub command: Command,
+    /// The program as found, for messages.
+    pub program: PathBuf,
+    /// The cgroup the run needs (`None`: none, it is not counted or bounded as a whole).
+    pub cgroup: Option<CgroupLimits>,
+    /// Who decides opens.
+    pub opens: Opens,
+    /// The program's seccomp profile.
+    pub profile: Profile,
+    /// What the agent needs to decide network calls.
+    pub net: crate::agent::net::Context,
+}
+
+impl Plan {
+    /// Decides the run of `cfg` with `policy` (`$SCRATCH` already expanded; scratch `scratch`
+    /// if the policy uses one). `inherits_directory` says whether the program starts holding a
+    /// directory of the host's tree (its stdio or a `--pass-fd`): then a view cannot let the
+    /// kernel answer the calls that only look.
+    pub fn decide(
+        cfg: &RunConfig,
+        policy: Policy,
+        ids: IdMap,
+        scratch: Option<&Path>,
+        inherits_directory: bool,
+    ) -> Result<Plan, Failure> {
+        let limits = policy.limits;
+        let view = view_for(cfg, &policy);
+        let cwd = match (&cfg.chdir, &policy.starting_dir) {
+            (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            (None, Some((dir, _))) => PathBuf::from(dir),
+            (None, None) => implicit_cwd(cfg, view.as_ref())?,
+        };
+        let env = environment(&cfg.env, scratch)?;
+        // Looked up as the program's own execvp would: on the sandbox's PATH, from its
+        // directory, past what the policy does not let it run.
+        let search = env
+            .iter()
+            .find_map(|kv| kv.as_bytes().strip_prefix(b"PATH="))
+            .map_or_else(
+                || std::ffi::OsString::from(MINIMAL_PATH),
+                |v| std::ffi::OsStr::from_bytes(v).to_owned(),
+            );
+        let program = find_program(&cfg.program, &search, &cwd, &policy)?;
+        let cstr = |s: &[u8]| {
+            CString::new(s).map_err(|_| failure(EXIT_WARDEN, "arguments may not contain NUL bytes"))
+        };
+        let argv = std::iter::once(&cfg.program)
+            .chain(&cfg.args)
+            .map(|a| cstr(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cpus = cfg.cpus.as_deref().map(cpu_set).transpose()?;
+        let cgroup = (limits.mem.is_some()
+            || limits.processes.is_some()
+            || limits.time.is_some()
+            || cfg.report.is_some()
+            || cfg.report_json.is_some())
+        .then_some(CgroupLimits {
+            memory: limits.mem,
+            tasks: limits.processes.map(|n| n + 1),
+        });
+        let opens = choose_opens(cfg, &policy, view.is_some(), !inherits_directory)?;
+        let net = crate::agent::net::Context::new(&policy)
+            .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+        let profile = Profile {
+            network: net.mode,
+            ptrace_inside: policy.ptrace_inside.is_some(),
+            opens,
+        };
+        let command = Command {
+            program: cstr(program.as_os_str().as_bytes())?,
+            argv,
+            env,
+            cwd,
+            ids,
+            stdio: Default::default(),
+            pass_fds: cfg.pass_fds.clone(),
+            rlimits: Vec::new(),
+            cpus,
+            keep_terminal: cfg.terminal,
+            view,
+        };
+        Ok(Plan {
+            policy,
+            command,
+            program,
+            cgroup,
+            opens,
+            profile,
+            net,
+        })
+    }
+
+    /// How the registry and `warden ps` name who decides the program's file calls.
+    pub fn mode(&self) -> &'static str {
+        match self.opens {
+            Opens::Agent => "delegated",
+            Opens::Kernel => "kernel",
+            Opens::View => "view",
+        }
+    }
+}
+
+/// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
+fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::ViewPlan> {
+    if cfg.view == ViewMode::Off {
+        return None;
+    }
+    if cfg.view == ViewMode::Auto && !crate::confine::view::supported() {
+        if cfg.verbose {
+            eprintln!(
+                "warden: this kernel has no new mount API (fsopen, open_tree): the sandbox sees \
+                 the host's tree, and the agent decides every path"
+            );
+        }
+        return None;
+    }
+    let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
+    if cfg.verbose {
+        eprintln!(
+            "warden: the sandbox's view: {} mount steps from the policy",
+            plan.steps.len()
+        );
+        for step in &plan.steps {
+            eprintln!("warden: view: {step}");
+        }
+        for (id, note) in &plan.notes {
+            let rule = policy.rule(*id);
+            eprintln!("warden: view: {}: {rule}: {note}", rule.span);
+        }
+    }
+    Some(plan)
+}
+
+/// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
+/// when the sandbox's view does not hold it, the view's root (a program started where it
+/// cannot be would fail every relative path).
+fn implicit_cwd(
+    cfg: &RunConfig,
+    view: Option<&warden_policy::view::ViewPlan>,
+) -> Result<PathBuf, Failure> {
+    let here = std::env::current_dir().map_err(|e| {
+        failure(
+            EXIT_WARDEN,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    match (view, here.to_str()) {
+        (Some(v), Some(text)) if !v.holds(text) => {
+            if cfg.verbose {
+                eprintln!(
+                    "warden: {} is not in the sandbox's view (no rule allows it): starting in /",
+                    warden_policy::escape::escape(text)
+                );
+            }
+            Ok(PathBuf::from("/"))
+        }
+        _ => Ok(here),
+    }
+}
+
+/// Decides who handles opens for `policy` (`$SCRATCH` expanded), and says why with `-v`.
+/// In a view (`view`), the kernel also answers the calls that only look (stat, access,
+/// readlink) and chdir ([`Opens::View`]) unless the program inherits a directory of the host's
+/// tree (`lookers` false: those calls relative to it would see past the view), and `-v` keeps
+/// every call with the agent, which is the one that can say which rule decided.
+fn choose_opens(
+    cfg: &RunConfig,
+    policy: &Policy,
+    view: bool,
+    lookers: bool,
+) -> Result<Opens, Failure> {
+    if cfg.fast_path == FastPath::Never {
+        return Ok(Opens::Agent);
+    }
+    let logged = cfg.log.is_some() || cfg.log_memory.is_some();
+    // The cheap reasons first: the plan looks at every rule's path on disk.
+    let why_not: Option<String> = if logged && cfg.fast_path == FastPath::Auto {
+        Some("--log asks for every decision, and only the agent sees them all".into())
+    } else if view && cfg.verbose && cfg.fast_path == FastPath::Auto {
+        Some("-v names the rule behind every denial, and only the agent sees them all".into())
+    } else if !landlock::enforces_everything() {
+        Some("this kernel's Landlock does not enforce every right warden uses".into())
+    } else {
+        let plan = if view {
+            warden_policy::kernel::kernel_plan_in_view(policy, &landlock::found)
+        } else {
+            warden_policy::kernel::kernel_plan(policy, &landlock::found)
+        };
+        (!plan.exact()).then(|| {
+            let mut text = String::from("Landlock cannot enforce every path rule exactly:");
+            for (id, why) in plan.blockers() {
+                let rule = policy.rule(id);
+                text.push_str(&format!("\n  {}: {rule}: {why}", rule.span));
+            }
+            text
+        })
+    };
+    match (why_not, cfg.fast_path) {
+        (None, _) => {
+            if cfg.verbose {
+                eprintln!(
+                    "warden: opens go straight to the kernel: Landlock enforces every path rule \
+                     exactly (--fast-path=never to delegate them)"
+                );
+            }
+            if logged {
+                eprintln!(
+                    "warden: --log: opens are decided by the kernel (--fast-path=always) and are \
+                     not in the log; every other decision is"
+                );
+            }
+            if view && !lookers && cfg.verbose {
+                eprintln!(
+                    "warden: the program inherits a directory of the host's tree: stat, access, \
+                     readlink and chdir stay with the agent"
+                );
+            }
+            Ok(if view && lookers {
+                Opens::View
+            } else {
+                Opens::Kernel
+            })
+        }
+        (Some(why), FastPath::Always) => {
+            Err(failure(EXIT_WARDEN, format!("--fast-path=always: {why}")))
+        }
+        (Some(why), _) => {
+            if cfg.verbose && cfg.fast_path == FastPath::Auto {
+                eprintln!("warden: opens are delegated to the agent: {why}");
+            }
+            Ok(Opens::Agent)
+        }
+    }
+}
+
+/// The program's environment: warden's own (or a minimal one), `TMPDIR` pointing at the
+/// scratch directory, then the `--env` settings in order.
+fn environment(cfg: &EnvConfig, scratch: Option<&Path>) -> Result<Vec<CString>, Failure> {
+    use std::ffi::{OsStr, OsString};
+    let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
+        let home = scratch.map_or_else(|| OsString::from("/"), |s| s.as_os_str().to_owned());
+        vec![("PATH".into(), MINIMAL_PATH.into()), ("HOME".into(), home)]
+    } else {
+        std::env::vars_os().collect()
+    };
+    let put = |vars: &mut Vec<(OsString, OsString)>, k: &OsStr, v: Option<OsString>| {
+        vars.retain(|(name, _)| name != k);
+        if let Some(v) = v {
+            vars.push((k.to_owned(), v));
+        }
+    };
+    if let Some(s) = scratch {
+        // Temporary files go to the scratch directory, the one place the program can write.
+        put(
+            &mut vars,
+            OsStr::new("TMPDIR"),
+            Some(s.as_os_str().to_owned()),
+        );
+    }
+    for (name, value) in &cfg.set {
+        let value = match value {
+            Some(v) => Some(OsString::from(v)),
+            None => std::env::var_os(name),
+        };
+        put(&mut vars, OsStr::new(name), value);
+    }
+    vars.into_iter()
+        .map(|(k, v)| {
+            let mut kv = k.into_encoded_bytes();
+            kv.push(b'=');
+            kv.extend(v.into_encoded_bytes());
+            CString::new(kv).map_err(|_| {
+                failure(
+                    EXIT_WARDEN,
+                    "environment variables may not contain NUL bytes",
+                )
+            })
+        })
+        .collect()
+}
+
+/// The CPU set for `--cpu`, each CPU one this process may run on.
+fn cpu_set(cpus: &[usize]) -> Result<CpuSet, Failure> {
+    let allowed = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| failure(EXIT_WARDEN, format!("cannot read the CPU affinity: {e}")))?;
+    let available: Vec<String> = (0..CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .map(|c| c.to_string())
+        .collect();
+    let mut set = CpuSet::new();
+    for &cpu in cpus {
+        if cpu >= CpuSet::MAX_CPU || !allowed.is_set(cpu) {
+            return Err(failure(
+                EXIT_WARDEN,
+                format!(
+                    "--cpu: CPU {cpu} is not available here; warden may use CPUs {}",
+                    available.join(",")
+                ),
+            ));
+        }
+        set.set(cpu);
+    }
+    Ok(set)
+}
+
+/// Finds the program to run: a name with a `/` is that path; any other is looked up on
+/// `search`, the PATH the sandbox will have (relative entries from its directory `cwd`), as the
+/// program's own `execvp` would, which goes past a file it is refused (`EACCES`): the first
+/// candidate that exists, is executable and that the policy lets run. When none will do, the
+/// failure names every path tried and why.
+fn find_program(
+    name: &str,
+    search: &std::ffi::OsStr,
+    cwd: &Path,
+    policy: &Policy,
+) -> Result<PathBuf, Failure> {
+    use warden_policy::escape::escape;
+    if name.is_empty() {
+        return Err(failure(EXIT_NOT_FOUND, "no program given"));
+    }
+    if name.contains('/') {
+        return runnable(Path::new(name), policy)
+            .map_err(|(status, why)| failure(status, format!("cannot run {}", why)));
+    }
+    let mut tried = Vec::new();
+    let mut status = EXIT_NOT_FOUND;
+    for dir in std::env::split_paths(search) {
+        let candidate = cwd.join(dir).join(name);
+        if std::fs::symlink_metadata(&candidate).is_err() {
+            continue;
+        }
+        match runnable(&candidate, policy) {
+            Ok(p) => return Ok(p),
+            Err((s, why)) => {
+                status = s;
+                tried.push(why);
+            }
+        }
+    }
+    let path = escape(search.as_encoded_bytes());
+    if tried.is_empty() {
+        return Err(failure(
+            status,
+            format!(
+                "{}: command not found on the sandbox's PATH ({path})",
+                escape(name)
+            ),
+        ));
+    }
+    Err(failure(
+        status,
+        format!(
+            "cannot run {}: tried {} (the sandbox's PATH is {path}; --env PATH=... sets it)",
+            escape(name),
+            tried.join("; then ")
+        ),
+    ))
+}
+
+/// `path` if it can be run in the sandbox: it exists, is an executable file, and the policy
+/// lets it run (its target, and the link itself when it is a symlink, as the agent checks).
+/// Otherwise the exit status and "PATH: why".
+fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
+    use warden_policy::escape::escape;
+    let shown = escape(path.as_os_str().as_encoded_bytes());
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let status = if e.kind() == std::io::ErrorKind::NotFound {
+            EXIT_NOT_FOUND
+        } else {
+            EXIT_CANNOT_EXEC
+        };
+        (status, format!("{shown}: {e}"))
+    })?;
+    if meta.is_dir() || rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_err() {
+        return Err((EXIT_CANNOT_EXEC, format!("{shown}: not an executable file")));
+    }
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let link = std::fs::canonicalize(dir).map(|d| d.join(name));
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+        if let (true, Ok(link)) = (is_link, link) {
+            let link = link.to_string_lossy();
+            if policy.visible(&link).is_none() {
+                return Err(denied(format!(
+                    "it is a symlink, and following it needs some right on it; add: \
+                     path-allow read {link}"
+                )));
+            }
+        }
+    }
+    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if let Some(real) = real.to_str() {
+        if !policy.check(real, Access::Exec).is_allowed() {
+            return Err(denied(policy.explain_denial(real, Access::Exec)));
+        }
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> IdMap {
+        IdMap {
+            inside_uid: 0,
+            outside_uid: 0,
+            inside_gid: 0,
+            outside_gid: 0,
+            identity: true,
+        }
+    }
+
+    fn config(program: &str, args: &[&str]) -> RunConfig {
+        RunConfig {
+            policy: Policy::default_policy(),
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: EnvConfig {
+                clear: true,
+                set: Vec::new(),
+            },
+            ..Default::default()
+        }
+    }
+
+    fn decide(cfg: &RunConfig, scratch: Option<&Path>) -> Result<Plan, Failure> {
+        Plan::decide(cfg, cfg.policy.clone(), ids(), scratch, false)
+    }
+
+    #[test]
+    fn the_default_run_is_delegated_uncounted_and_finds_the_program_on_the_sandboxs_path() {
+        let cfg = config("true", &["a b", ""]);
+        let plan = decide(&cfg, Some(Path::new("/tmp/warden-x"))).unwrap();
+        assert!(plan.program.is_absolute() && plan.program.ends_with("true"));
+        assert_eq!(plan.command.program.as_bytes(), plan.program.as_os_str().as_bytes());
+        let argv: Vec<&[u8]> = plan.command.argv.iter().map(|a| a.as_bytes()).collect();
+        assert_eq!(argv, [&b"true"[..], b"a b", b""]);
+        assert_eq!(plan.opens, Opens::Agent);
+        assert_eq!(plan.mode(), "delegated");
+        assert!(plan.cgroup.is_none());
+        assert!(plan.command.view.is_none());
+        assert!(plan.command.stdio.iter().all(Option::is_none));
+        let env: Vec<&[u8]> = plan.command.env.iter().map(|v| v.as_bytes()).collect();
+        assert!(env.contains(&&b"TMPDIR=/tmp/warden-x"[..]), "{env:?}");
+        assert!(env.contains(&&b"HOME=/tmp/warden-x"[..]), "{env:?}");
+        assert!(env.contains(&format!("PATH={MINIMAL_PATH}").as_bytes()), "{env:?}");
+    }
+
+    #[test]
+    fn limits_that_need_the_whole_sandbox_counted_ask_for_a_cgroup() {
+        let mut cfg = config("true", &[]);
+        cfg.policy.limits.mem = Some(64 << 20);
+        cfg.policy.limits.processes = Some(10);
+        let plan = decide(&cfg, None).unwrap();
+        let cg = plan.cgroup.expect("a cgroup");
+        assert_eq!(cg.memory, Some(64 << 20));
+        // init counts as one of the sandbox's tasks.
+        assert_eq!(cg.tasks, Some(11));
+        let mut cfg = config("true", &[]);
+        cfg.report = Some("/dev/null".into());
+        assert!(decide(&cfg, None).unwrap().cgroup.is_some());
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_is_127_and_names_the_path_searched() {
+        let cfg = config("warden-no-such-program", &[]);
+        let f = decide(&cfg, None).err().expect("no plan");
+        assert_eq!(f.status, EXIT_NOT_FOUND);
+        assert!(f.message.contains(MINIMAL_PATH), "{}", f.message);
+        let mut cfg = config("true", &[]);
+        cfg.env.set.push(("PATH".into(), Some("/nonexistent".into())));
+        let f = decide(&cfg, None).err().expect("no plan");
+        assert!(f.message.contains("/nonexistent"), "{}", f.message);
+    }
+
+    #[test]
+    fn nul_bytes_in_arguments_are_refused_before_anything_is_made() {
+        let cfg = config("true", &["a\0b"]);
+        let f = decide(&cfg, None).err().expect("no plan");
+        assert_eq!(f.status, EXIT_WARDEN);
+        assert!(f.message.contains("NUL"), "{}", f.message);
+    }
+
+    #[test]
+    fn fast_path_always_refuses_a_policy_landlock_cannot_enforce_exactly_and_names_the_rule() {
+        let mut cfg = config("true", &[]);
+        cfg.fast_path = FastPath::Always;
+        match decide(&cfg, None) {
+            // The default policy carves files out of /etc, which Landlock cannot express.
+            Err(f) => {
+                assert_eq!(f.status, EXIT_WARDEN);
+                assert!(f.message.starts_with("--fast-path=always"), "{}", f.message);
+            }
+            Ok(p) => panic!("planned opens {:?} for the default policy", p.opens),
+        }
+    }
+
+    #[test]
+    fn chdir_wins_over_the_policys_starting_directory() {
+        let mut cfg = config("true", &[]);
+        cfg.policy.starting_dir = Some(("/usr".into(), warden_policy::Span::new("test", 1, 1)));
+        assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/usr"));
+        cfg.chdir = Some("/etc".into());
+        assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/etc"));
+    }
+}
