@@ -124,14 +124,12 @@ fn snapshot(p: &Path) -> Snapshot {
 }
 
 fn list_xattrs(p: &Path) -> Vec<String> {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
     let mut buf = vec![0u8; 4096];
-    // SAFETY: `c` is a NUL-terminated path and `buf` is writable for its length.
-    let n = unsafe { libc::llistxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n <= 0 {
+    let n = rustix::fs::llistxattr(p, &mut buf[..]).unwrap_or(0);
+    if n == 0 {
         return Vec::new();
     }
-    buf[..n as usize]
+    buf[..n]
         .split(|&b| b == 0)
         .filter(|s| !s.is_empty())
         .map(|s| String::from_utf8_lossy(s).into_owned())
@@ -897,29 +895,25 @@ fn file_handle_control() {
 
 /// A pseudo-terminal: (master, slave).
 fn openpty() -> (std::fs::File, std::fs::File) {
-    use std::os::fd::FromRawFd;
-    let (mut m, mut s) = (-1, -1);
-    // SAFETY: openpty writes two descriptors into m and s; name, termios and winsize may be NULL.
-    let rc = unsafe {
-        libc::openpty(
-            &mut m,
-            &mut s,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened and are owned by nobody else.
-    unsafe { (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s)) }
+    use rustix::fs::{Mode, OFlags};
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let m = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
+    grantpt(&m).expect("grantpt");
+    unlockpt(&m).expect("unlockpt");
+    let name = ptsname(&m, Vec::new()).expect("ptsname");
+    let s = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("open the terminal's slave");
+    (std::fs::File::from(m), std::fs::File::from(s))
 }
 
 /// What is waiting in the terminal's input queue (read from the slave without blocking).
 fn pending_input(slave: &std::fs::File) -> String {
     use std::io::Read;
-    use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe { libc::fcntl(slave.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let _ = rustix::fs::fcntl_setfl(slave, rustix::fs::OFlags::NONBLOCK);
     let mut buf = [0u8; 256];
     let mut f = slave;
     match f.read(&mut buf) {
@@ -1079,25 +1073,9 @@ fn rename_control() {
 // ---- 14: metadata of the secret ------------------------------------------------------------------------
 
 fn set_xattr(p: &Path, name: &str, value: &[u8]) {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    // SAFETY: both strings are NUL-terminated; value is readable for its length.
-    let rc = unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(
-        rc,
-        0,
-        "setxattr {}: {}",
-        p.display(),
-        std::io::Error::last_os_error()
-    );
+    if let Err(e) = rustix::fs::setxattr(p, name, value, rustix::fs::XattrFlags::empty()) {
+        panic!("setxattr {}: {e}", p.display());
+    }
 }
 
 /// Runs escape_meta on a fresh fixture; returns the report and the secret and read-only file
@@ -1245,40 +1223,23 @@ struct Listeners {
     path: PathBuf,
     unix: std::os::unix::net::UnixListener,
     abstract_name: String,
-    abstract_fd: std::os::fd::OwnedFd,
+    abstract_listener: std::os::unix::net::UnixListener,
     tcp: std::net::TcpListener,
 }
 
 fn listeners(fx: &Fixture, tag: &str) -> Listeners {
-    use std::os::fd::FromRawFd;
     let path = fx.dir.join("outside.sock");
     let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
     common::chmod(&path, 0o777);
     unix.set_nonblocking(true).unwrap();
     let abstract_name = format!("warden-escape-{}-{tag}", std::process::id());
-    // An abstract unix listener (std has no portable API for abstract names): raw calls.
-    // SAFETY: plain socket/bind/listen calls on a fresh descriptor with a stack sockaddr_un.
-    let abstract_fd = unsafe {
-        let fd = libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        );
-        assert!(fd >= 0);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (i, b) in abstract_name.bytes().enumerate() {
-            addr.sun_path[i + 1] = b as libc::c_char;
-        }
-        let len =
-            (std::mem::size_of::<libc::sa_family_t>() + 1 + abstract_name.len()) as libc::socklen_t;
-        assert_eq!(
-            libc::bind(fd, (&addr as *const libc::sockaddr_un).cast(), len),
-            0,
-            "bind abstract"
-        );
-        assert_eq!(libc::listen(fd, 16), 0);
-        std::os::fd::OwnedFd::from_raw_fd(fd)
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes())
+            .expect("an abstract address");
+        let l = std::os::unix::net::UnixListener::bind_addr(&addr).expect("bind abstract");
+        l.set_nonblocking(true).unwrap();
+        l
     };
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     tcp.set_nonblocking(true).unwrap();
@@ -1286,7 +1247,7 @@ fn listeners(fx: &Fixture, tag: &str) -> Listeners {
         path,
         unix,
         abstract_name,
-        abstract_fd,
+        abstract_listener,
         tcp,
     }
 }
@@ -1294,21 +1255,11 @@ fn listeners(fx: &Fixture, tag: &str) -> Listeners {
 impl Listeners {
     /// How many connections each listener has waiting: (path, abstract, tcp).
     fn accepted(&self) -> (usize, usize, usize) {
-        use std::os::fd::AsRawFd;
         let mut n = (0, 0, 0);
         while self.unix.accept().is_ok() {
             n.0 += 1;
         }
-        // SAFETY: accept on our own non-blocking listener; the new descriptor is closed at once.
-        while let fd @ 0.. = unsafe {
-            libc::accept(
-                self.abstract_fd.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        } {
-            // SAFETY: fd was just returned by accept.
-            unsafe { libc::close(fd) };
+        while self.abstract_listener.accept().is_ok() {
             n.1 += 1;
         }
         while self.tcp.accept().is_ok() {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::{Debug, Display};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::RangeBounds;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -468,8 +468,10 @@ impl Run {
                         .collect::<Vec<_>>()
                         .join(" ");
                     desc.push(format!("{pid} ({status})"));
-                    // SAFETY: kill(2) of a process carrying this run's unique marker.
-                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                    // A process carrying this run's unique marker.
+                    if let Some(p) = rustix::process::Pid::from_raw(*pid) {
+                        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                    }
                 }
                 panic!(
                     "processes of the sandbox survived warden: {}\n{}",
@@ -493,8 +495,7 @@ fn expected_accounting(who: As) -> &'static str {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid(2) cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// `warden run --report R OPTS... -- CMD...` as `who`, with `timeout`, and `adjust` applied to
@@ -1454,19 +1455,13 @@ fn cpu_pinning(who: As) {
 /// A pipe, both ends close-on-exec and numbered 100 or more (clear of the numbers the tests
 /// hand to the sandbox): (read end, write end).
 fn pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    let high = |fd: i32| {
-        // SAFETY: fd is ours; the duplicate is owned by the returned OwnedFd.
-        unsafe {
-            let n = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 100);
-            assert!(n >= 100);
-            libc::close(fd);
-            OwnedFd::from_raw_fd(n)
-        }
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe2");
+    let high = |fd: OwnedFd| {
+        let n = rustix::io::fcntl_dupfd_cloexec(&fd, 100).expect("F_DUPFD_CLOEXEC");
+        assert!(std::os::fd::AsRawFd::as_raw_fd(&n) >= 100);
+        n
     };
-    (high(fds[0]), high(fds[1]))
+    (high(r), high(w))
 }
 
 /// In the child, before exec: `fd` (ours, close-on-exec) becomes `target` (inherited).
@@ -1580,13 +1575,17 @@ fn interactive_task_over_stdio() {
 /// The README's shell recipe: named pipes given as --stdin and --stdout, which warden opens
 /// itself (stdin first, or the two opens deadlock against a grader opening them in that order).
 fn interactive_fifos(who: As) {
-    use std::os::unix::ffi::OsStrExt;
     let d = open_dir("fifos", who);
     let (to_sol, from_sol) = (d.join("to-sol"), d.join("from-sol"));
     for p in [&to_sol, &from_sol] {
-        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-        // SAFETY: mkfifo(3) with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            p.as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            0,
+        )
+        .expect("mkfifo");
         common::chmod(p, 0o666);
     }
     let n = 20_000;
@@ -1694,12 +1693,8 @@ fn native_cpu(prog: &str, args: &[&str]) -> f64 {
         .spawn()
         .expect("the program runs natively");
     let pid = child.id() as i32;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child (std's Child is never waited for).
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(got, pid, "wait4: {}", std::io::Error::last_os_error());
+    let (status, ru) =
+        warden::sys::process::wait_with_usage(pid).unwrap_or_else(|e| panic!("wait4: {e}"));
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{prog} {args:?} failed natively: {status:#x}"

@@ -18,7 +18,7 @@ use common::report::{tail, Report};
 use common::{each_user, program, who_tag, As};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -381,102 +381,53 @@ impl Drop for UdpCounter {
     }
 }
 
-fn sockaddr_in(ip: Ipv4Addr, port: u16) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
 /// A TCP connection to 127.0.0.1:`port` from the source address `src`, given up after
 /// `timeout` (an `ErrorKind::TimedOut` error: the SYN went unanswered).
 fn connect_from(src: Ipv4Addr, port: u16, timeout: Duration) -> std::io::Result<TcpStream> {
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    let (from, to) = (sockaddr_in(src, 0), sockaddr_in(Ipv4Addr::LOCALHOST, port));
-    // SAFETY: a fresh socket, owned at once; bind, connect, poll and getsockopt get pointers to
-    // live locals with their true sizes.
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        );
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let sock = OwnedFd::from_raw_fd(fd);
-        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINPROGRESS) {
-                return Err(e);
-            }
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLOUT,
-                revents: 0,
-            };
-            if libc::poll(&mut p, 1, timeout.as_millis() as i32) != 1 {
+    use rustix::net::{AddressFamily, SocketAddrV4, SocketFlags, SocketType};
+    let sock = rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    rustix::net::bind(&sock, &SocketAddrV4::new(src, 0))?;
+    match rustix::net::connect(&sock, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::INPROGRESS) => {
+            let mut p = [rustix::event::PollFd::new(
+                &sock,
+                rustix::event::PollFlags::OUT,
+            )];
+            let t = rustix::event::Timespec::try_from(timeout).expect("a timeout");
+            if rustix::event::poll(&mut p, Some(&t))? != 1 {
                 return Err(ErrorKind::TimedOut.into());
             }
-            let mut err: libc::c_int = 0;
-            let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut err as *mut libc::c_int).cast(),
-                &mut l,
-            );
-            if err != 0 {
-                return Err(std::io::Error::from_raw_os_error(err));
+            if let Err(e) = rustix::net::sockopt::socket_error(&sock)? {
+                return Err(e.into());
             }
         }
-        let stream = TcpStream::from(sock);
-        stream.set_nonblocking(false)?;
-        Ok(stream)
+        Err(e) => return Err(e.into()),
     }
+    let stream = TcpStream::from(sock);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
 }
 
 /// Sends one byte with the descriptor `fd` attached (SCM_RIGHTS) over `sock`.
-fn send_fd(sock: &UnixStream, fd: RawFd) {
-    let space = {
-        // SAFETY: CMSG_SPACE only computes a size.
-        unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize }
-    };
-    let mut control = vec![0u8; space];
-    let mut byte = *b"d";
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: the msghdr points at live buffers (`iov`, `control`) of the sizes it states;
-    // CMSG_FIRSTHDR of a control buffer of CMSG_SPACE(4) bytes is a valid header with room for
-    // one descriptor at CMSG_DATA.
-    let sent = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
-        std::ptr::copy_nonoverlapping(
-            (&fd as *const RawFd).cast::<u8>(),
-            libc::CMSG_DATA(c),
-            std::mem::size_of::<RawFd>(),
-        );
-        libc::sendmsg(sock.as_raw_fd(), &msg, 0)
-    };
-    assert_eq!(sent, 1, "sendmsg: {}", std::io::Error::last_os_error());
+fn send_fd(sock: &UnixStream, fd: std::os::fd::BorrowedFd<'_>) {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let fds = [fd];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+    let sent = rustix::net::sendmsg(
+        sock,
+        &[std::io::IoSlice::new(b"d")],
+        &mut control,
+        SendFlags::empty(),
+    );
+    assert_eq!(sent.ok(), Some(1), "sendmsg: {sent:?}");
 }
 
 // ---- 1. an HTTP server inside, curl outside ---------------------------------------------------------
@@ -1179,31 +1130,13 @@ struct UnixTargets {
     thread: Option<JoinHandle<()>>,
 }
 
-fn abstract_listener(name: &str) -> OwnedFd {
-    // SAFETY: socket/bind/listen on a fresh descriptor (owned at once) with a zeroed
-    // sockaddr_un on the stack, filled within its bounds.
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        );
-        assert!(fd >= 0);
-        let owned = OwnedFd::from_raw_fd(fd);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (i, b) in name.bytes().enumerate() {
-            addr.sun_path[i + 1] = b as libc::c_char;
-        }
-        let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
-        assert_eq!(
-            libc::bind(fd, (&addr as *const libc::sockaddr_un).cast(), len),
-            0,
-            "bind abstract"
-        );
-        assert_eq!(libc::listen(fd, 16), 0);
-        owned
-    }
+fn abstract_listener(name: &str) -> UnixListener {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+        .expect("an abstract address");
+    let l = UnixListener::bind_addr(&addr).expect("bind abstract");
+    l.set_nonblocking(true).unwrap();
+    l
 }
 
 fn answer_y(mut s: UnixStream) {
@@ -1233,20 +1166,9 @@ impl UnixTargets {
                 answer_y(conn);
                 idle = false;
             }
-            // SAFETY: accept4 on our own non-blocking listener; a returned descriptor is
-            // owned at once.
-            let fd = unsafe {
-                libc::accept4(
-                    abs.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_CLOEXEC,
-                )
-            };
-            if fd >= 0 {
+            if let Ok((conn, _)) = abs.accept() {
                 c[1].fetch_add(1, Ordering::SeqCst);
-                // SAFETY: fd was just returned by accept4 and nothing else owns it.
-                answer_y(UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) }));
+                answer_y(conn);
                 idle = false;
             }
             if idle {
@@ -1385,8 +1307,11 @@ fn signals_under(who: As, opts: &[&str], ptrace_inside: bool) {
         c_cmd(who, "net_signals", opts, &strings(&[&pid])),
         &format!("net_signals as {who:?} (ptrace inside: {ptrace_inside})"),
     );
-    // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
+    // Signal 0 only checks that the process exists.
+    let alive = rustix::process::test_kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("a pid"),
+    )
+    .is_ok();
     let exited = victim.try_wait().unwrap();
     let tracer = proc_status(pid, "TracerPid:");
     let _ = victim.kill();
@@ -1666,7 +1591,7 @@ fn fd_passing_in(who: As) {
 
     let (ours, theirs) = UnixStream::pair().unwrap();
     let dirfd = std::fs::File::open(&secret_dir).unwrap();
-    send_fd(&ours, dirfd.as_raw_fd());
+    send_fd(&ours, std::os::fd::AsFd::as_fd(&dirfd));
     drop(dirfd);
     let cmd = c_cmd(
         who,

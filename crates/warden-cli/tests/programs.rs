@@ -1515,8 +1515,8 @@ fn assert_sleepers_gone(args: &[String; 2], grace: Duration) {
         }
         if t.elapsed() > grace {
             for pid in &left {
-                // SAFETY: kill(2) with a pid we just found running our own unique `sleep`.
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
+                // A pid we just found running our own unique `sleep`.
+                let _ = common::signal(*pid, libc::SIGKILL);
             }
             panic!("sandboxed processes survived warden: {left:?}");
         }
@@ -1527,8 +1527,8 @@ fn assert_sleepers_gone(args: &[String; 2], grace: Duration) {
 fn signal_warden(sig: i32, k: u32, want_code: i32) {
     let (mut child, scratch, args) = start_sleepers(k);
     let sent = Instant::now();
-    // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    // A child we spawned and have not yet reaped.
+    common::signal(child.id() as i32, sig).expect("kill");
     let (status, killed) = common::wait_deadline(&mut child, Duration::from_secs(5));
     if killed {
         assert_sleepers_gone(&args, Duration::ZERO);
@@ -2415,8 +2415,8 @@ fn sweep_killed_scratch(who: As) {
     );
     assert!(left.contains(&format!("{live_dir}.lock")), "{left:?}");
     assert!(tmp.join(&live_dir).is_dir());
-    // SAFETY: kill(2) on the pid of a child we spawned and have not yet reaped.
-    assert_eq!(unsafe { libc::kill(live.id() as i32, libc::SIGTERM) }, 0);
+    // A child we spawned and have not yet reaped.
+    common::signal(live.id() as i32, libc::SIGTERM).expect("kill");
     live.wait().unwrap();
     assert_sleepers_gone(&[args[0].clone(), args[2].clone()], Duration::from_secs(2));
     assert_sleepers_gone(&[args[1].clone(), args[1].clone()], Duration::from_secs(2));

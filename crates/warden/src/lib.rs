@@ -2,7 +2,7 @@
 //! performs every call naming a resource on the program's behalf (Ostia's delegating
 //! architecture, on stock Linux: seccomp user notification with descriptor injection, pidfds,
 //! Landlock and namespaces). See `docs/design.md` for the threat model and invariants.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod confine;
@@ -14,7 +14,7 @@ pub mod limits;
 pub mod registry;
 pub mod report;
 pub mod run;
-#[allow(unsafe_code)]
-pub mod sys;
+/// The raw system calls, fenced in their own crate.
+pub use warden_sys as sys;
 pub mod unique;
 pub use warden_filter::syscalls;

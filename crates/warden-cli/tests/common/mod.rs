@@ -342,30 +342,7 @@ pub fn finish_with(
 /// (`dup2(fd, fd)` alone does nothing, and the descriptor would vanish at exec), and a source
 /// whose number is another pair's target is not overwritten before it is copied.
 pub fn pass_fds(cmd: &mut Command, pairs: &[(std::os::fd::RawFd, std::os::fd::RawFd)]) {
-    use std::os::unix::process::CommandExt;
-    const MOST: usize = 8;
-    assert!(pairs.len() <= MOST, "pass_fds: at most {MOST} descriptors");
-    let pairs = pairs.to_vec();
-    let above = pairs.iter().map(|&(_, t)| t).max().unwrap_or(2) + 1;
-    // SAFETY: only fcntl(2) and dup2(2), async-signal-safe, between fork and exec; the
-    // closure allocates nothing and cannot panic (the size is checked before the fork).
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut copies = [-1; MOST];
-            for (copy, &(fd, _)) in copies.iter_mut().zip(&pairs) {
-                *copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above);
-                if *copy < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            for (&copy, &(_, target)) in copies.iter().zip(&pairs) {
-                if libc::dup2(copy, target) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
+    warden::sys::process::pass_fds(cmd, pairs);
 }
 
 /// `warden ARGS...` as `who`, from `cwd`, with stdin closed, through [`finish`] with
@@ -431,4 +408,13 @@ pub fn each_user(test: &str, mut f: impl FnMut(As)) {
     if can_run_as_nobody(test) {
         f(As::Nobody);
     }
+}
+
+/// Sends signal number `sig` to process `pid` (a child of the test or a process it found by a
+/// marker of its own).
+pub fn signal(pid: i32, sig: i32) -> std::io::Result<()> {
+    let pid = rustix::process::Pid::from_raw(pid).ok_or(std::io::ErrorKind::InvalidInput)?;
+    let sig =
+        rustix::process::Signal::from_named_raw(sig).ok_or(std::io::ErrorKind::InvalidInput)?;
+    Ok(rustix::process::kill_process(pid, sig)?)
 }

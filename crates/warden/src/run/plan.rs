@@ -460,7 +460,10 @@ mod tests {
         let cfg = config("true", &["a b", ""]);
         let plan = decide(&cfg, Some(Path::new("/tmp/warden-x"))).unwrap();
         assert!(plan.program.is_absolute() && plan.program.ends_with("true"));
-        assert_eq!(plan.command.program.as_bytes(), plan.program.as_os_str().as_bytes());
+        assert_eq!(
+            plan.command.program.as_bytes(),
+            plan.program.as_os_str().as_bytes()
+        );
         let argv: Vec<&[u8]> = plan.command.argv.iter().map(|a| a.as_bytes()).collect();
         assert_eq!(argv, [&b"true"[..], b"a b", b""]);
         assert_eq!(plan.opens, Opens::Agent);
@@ -471,7 +474,10 @@ mod tests {
         let env: Vec<&[u8]> = plan.command.env.iter().map(|v| v.as_bytes()).collect();
         assert!(env.contains(&&b"TMPDIR=/tmp/warden-x"[..]), "{env:?}");
         assert!(env.contains(&&b"HOME=/tmp/warden-x"[..]), "{env:?}");
-        assert!(env.contains(&format!("PATH={MINIMAL_PATH}").as_bytes()), "{env:?}");
+        assert!(
+            env.contains(&format!("PATH={MINIMAL_PATH}").as_bytes()),
+            "{env:?}"
+        );
     }
 
     #[test]
@@ -496,7 +502,9 @@ mod tests {
         assert_eq!(f.status, EXIT_NOT_FOUND);
         assert!(f.message.contains(MINIMAL_PATH), "{}", f.message);
         let mut cfg = config("true", &[]);
-        cfg.env.set.push(("PATH".into(), Some("/nonexistent".into())));
+        cfg.env
+            .set
+            .push(("PATH".into(), Some("/nonexistent".into())));
         let f = decide(&cfg, None).err().expect("no plan");
         assert!(f.message.contains("/nonexistent"), "{}", f.message);
     }

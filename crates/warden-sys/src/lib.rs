@@ -2,7 +2,9 @@
 //!
 //! # Safety
 //!
-//! Nothing outside this module may use `unsafe` (`lib.rs` denies it and re-allows it only here).
+//! Nothing outside this crate may use `unsafe`: the workspace forbids it (`unsafe_code =
+//! "forbid"` in the root `Cargo.toml`), and only this crate does not take the workspace's lints.
+//! `warden` re-exports it as `warden::sys`.
 //! Each function below turns the kernel's raw values into owned, typed Rust values in the same
 //! expression that receives them: a returned descriptor becomes an [`OwnedFd`](std::os::fd::OwnedFd)
 //! at once, a filled struct is copied out before anything else runs, and every pointer handed to

@@ -336,3 +336,37 @@ pub fn pids_in_namespace(ns: (u64, u64)) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Makes the child `cmd` starts see each `(ours, theirs)` pair's descriptor `ours` as number
+/// `theirs` (at most 8 pairs).
+///
+/// Every source is first copied above all targets (close-on-exec), then `dup2`ed onto its
+/// target. That way a source whose number is already its target still loses close-on-exec
+/// (`dup2(fd, fd)` alone does nothing, and the descriptor would vanish at exec), and a source
+/// whose number is another pair's target is not overwritten before it is copied.
+pub fn pass_fds(cmd: &mut std::process::Command, pairs: &[(RawFd, RawFd)]) {
+    use std::os::unix::process::CommandExt;
+    const MOST: usize = 8;
+    assert!(pairs.len() <= MOST, "pass_fds: at most {MOST} descriptors");
+    let pairs = pairs.to_vec();
+    let above = pairs.iter().map(|&(_, t)| t).max().unwrap_or(2) + 1;
+    // SAFETY: only fcntl(2) and dup2(2), async-signal-safe, between fork and exec; the
+    // closure allocates nothing and cannot panic (the size is checked before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut copies = [-1; MOST];
+            for (copy, &(fd, _)) in copies.iter_mut().zip(&pairs) {
+                *copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above);
+                if *copy < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            for (&copy, &(_, target)) in copies.iter().zip(&pairs) {
+                if libc::dup2(copy, target) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
