@@ -107,6 +107,9 @@ pub fn library_path(path: &[u8]) -> Option<(&'static str, &[u8])> {
 pub struct Session {
     /// The rights of the objects the sandbox holds.
     pub held: Held,
+    /// Whether the program's own `execve` (made by warden's launcher, before capability mode
+    /// starts) has been answered: every later `execve` by path is refused.
+    pub started: std::sync::atomic::AtomicBool,
 }
 
 #[cfg(test)]

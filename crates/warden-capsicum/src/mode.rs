@@ -106,6 +106,14 @@ pub const BY_PID: &[(libc::c_long, Option<usize>)] = &[
     (libc::SYS_tkill, None),
 ];
 
+/// The signal calls of [`BY_PID`]: pid 0 is a process group there, not the caller.
+const SIGNALS: [libc::c_long; 4] = [
+    libc::SYS_kill,
+    libc::SYS_tgkill,
+    libc::SYS_rt_sigqueueinfo,
+    libc::SYS_rt_tgsigqueueinfo,
+];
+
 /// System V IPC and POSIX message queue calls: refused in capability mode.
 pub const IPC: &[libc::c_long] = &[
     libc::SYS_msgget,
@@ -143,9 +151,11 @@ pub fn call_rule(nr: libc::c_long, args: &[u64; 6], own: u32) -> Option<Rule> {
     }
     match BY_PID.iter().find(|(n, _)| *n == nr) {
         Some((_, Some(i))) => {
-            // pid_t is an int: the kernel reads the low 32 bits.
+            // pid_t is an int: the kernel reads the low 32 bits. For the signal calls 0 is the
+            // caller's process group (others); for the rest it is the caller.
             let pid = args[*i] as u32 as i32;
-            if pid == 0 || pid == own as i32 {
+            let self_by_zero = !SIGNALS.contains(&nr);
+            if pid == own as i32 || (pid == 0 && self_by_zero) {
                 None
             } else {
                 Some(Rule::OtherProcess)
@@ -179,7 +189,15 @@ mod tests {
     fn only_the_caller_itself_may_be_named_by_pid() {
         let args = |pid: i64| [pid as u64, 0, 0, 0, 0, 0];
         assert_eq!(call_rule(libc::SYS_kill, &args(7), 7), None);
-        assert_eq!(call_rule(libc::SYS_kill, &args(0), 7), None);
+        assert_eq!(
+            call_rule(libc::SYS_kill, &args(0), 7),
+            Some(Rule::OtherProcess)
+        );
+        assert_eq!(call_rule(libc::SYS_setpgid, &args(0), 7), None);
+        assert_eq!(
+            call_rule(libc::SYS_prlimit64, &args(1), 7),
+            Some(Rule::OtherProcess)
+        );
         assert_eq!(
             call_rule(libc::SYS_kill, &args(8), 7),
             Some(Rule::OtherProcess)

@@ -68,6 +68,9 @@ pub struct RunConfig {
     /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
     /// terminal and `/dev/tty` is `ENXIO`.
     pub terminal: bool,
+    /// `--capability-mode`: the program runs in capability mode holding the objects recorded
+    /// here (docs/design.md, section 9); `None`: the policy decides.
+    pub capsicum: Option<Arc<warden_capsicum::Session>>,
 }
 
 /// `warden run --view`: whether the sandbox sees a file system built from the policy (a mount
@@ -500,6 +503,7 @@ fn run_in(
         network: net.mode,
         ptrace_inside: policy.ptrace_inside.is_some(),
         opens,
+        capability_mode: cfg.capsicum.is_some(),
     };
     let program_filter = filter::program(profile);
 
@@ -553,6 +557,7 @@ fn run_in(
     let confinement = crate::agent::Confinement {
         view_root,
         exec_rules,
+        capsicum: cfg.capsicum.clone(),
     };
     let agent = Agent::new(listener, policy, net, ids, log, cfg.terminal, confinement)
         .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
