@@ -1,5 +1,6 @@
 //! The `warden` command: a thin layer of argument parsing over the `warden` library.
 
+mod capsicum;
 mod check;
 mod learn;
 mod ps;

@@ -3,6 +3,7 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 use warden::run::{EnvConfig, FastPath, RunConfig, ViewMode, EXIT_WARDEN};
+use warden_capsicum::fdlist::FdSpec;
 use warden_policy::{
     parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
 };
@@ -46,6 +47,17 @@ pub struct RunArgs {
     /// which rules prevent it.
     #[arg(long = "fast-path", value_name = "auto|always|never", value_parser = ["auto", "always", "never"])]
     fast_path: Option<String>,
+    /// Run the program in capability mode (Capsicum's cap_enter, docs/design.md section 9):
+    /// no absolute path, no path from the current directory, no socket by address, no other
+    /// process by pid, no System V IPC; only lookups strictly beneath the directories given
+    /// with --fd. Refusals are EPERM (ECAPMODE) and EACCES (ENOTCAPABLE); -v names the rule.
+    #[arg(long = "capability-mode", help_heading = "Capability mode")]
+    capability_mode: bool,
+    /// Start the program holding PATH as the descriptor named NAME, with RIGHTS (comma-separated:
+    /// read, write, seek, fstat, lookup, create, mkdir, unlink, mmap, fchmod, fexecve, ...).
+    /// The program finds it in WARDEN_FDLIST=NAME=N,...; needs --capability-mode.
+    #[arg(long = "fd", value_name = "NAME=PATH:RIGHTS", help_heading = "Capability mode", value_parser = FdSpec::parse)]
+    fd: Vec<FdSpec>,
     /// Whether the sandbox sees a file system of its own, built from the policy: a mount
     /// namespace holding only what the policy allows, read-only where it gives no `write` and
     /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
@@ -153,6 +165,26 @@ pub fn main(args: RunArgs) -> i32 {
         "off" => ViewMode::Off,
         _ => ViewMode::Auto,
     };
+    let mut env = args.env;
+    let mut pass_fds = args.pass_fd;
+    let capsicum = match (args.capability_mode, args.fd.is_empty()) {
+        (false, false) => {
+            eprintln!("warden: --fd gives descriptors to a program in capability mode: add --capability-mode");
+            return EXIT_WARDEN;
+        }
+        (false, true) => None,
+        (true, _) => match crate::capsicum::open(&args.fd) {
+            Ok(opened) => {
+                env.push(opened.env);
+                pass_fds.extend(opened.pass_fds);
+                Some(opened.session)
+            }
+            Err(e) => {
+                eprintln!("warden: {e}");
+                return EXIT_WARDEN;
+            }
+        },
+    };
     let cfg = RunConfig {
         policy,
         program,
@@ -163,11 +195,12 @@ pub fn main(args: RunArgs) -> i32 {
         stdio: [args.stdin, args.stdout, args.stderr],
         env: EnvConfig {
             clear: args.env_clear,
-            set: args.env,
+            set: env,
         },
         chdir: args.chdir,
         cpus: args.cpu.map(|c| c.0),
-        pass_fds: args.pass_fd,
+        pass_fds,
+        capsicum,
         report: args.report,
         report_json: args.report_json,
         terminal: args.tty,

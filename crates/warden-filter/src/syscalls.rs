@@ -76,11 +76,15 @@ pub enum Family {
     /// accept, accept4 (when the policy allows IP traffic): performed by the agent, which
     /// closes connections from peers no `incoming` rule allows.
     Accept,
+    /// Calls warden otherwise runs directly but which capability mode restricts (signals and
+    /// scheduling by pid, System V IPC, message queues, socket): the agent continues those on
+    /// the caller itself and refuses the rest (`warden_capsicum::mode`). It performs none.
+    CapabilityMode,
 }
 
 impl Family {
     /// Every family, in a fixed order ([`Family::index`] indexes it).
-    pub const ALL: [Family; 25] = [
+    pub const ALL: [Family; 26] = [
         Family::Open,
         Family::Stat,
         Family::Access,
@@ -106,6 +110,7 @@ impl Family {
         Family::Socket,
         Family::Send,
         Family::Accept,
+        Family::CapabilityMode,
     ];
 
     /// Position in [`Family::ALL`].
@@ -141,6 +146,7 @@ impl Family {
             Family::Socket => "socket",
             Family::Send => "send",
             Family::Accept => "accept",
+            Family::CapabilityMode => "capability-mode",
         }
     }
 }
@@ -446,6 +452,9 @@ pub struct Profile {
     pub ptrace_inside: bool,
     /// Who decides opens.
     pub opens: Opens,
+    /// `warden run --capability-mode`: the calls of [`Profile::CAPABILITY_CHECKED`] go to the
+    /// agent ([`Family::CapabilityMode`]); path calls are the agent's in every profile.
+    pub capability_mode: bool,
 }
 
 /// Who decides the open family (`warden run --fast-path`).
@@ -484,8 +493,45 @@ impl Opens {
 }
 
 impl Profile {
+    /// The calls capability mode sends to the agent that are direct otherwise: they name a
+    /// process by pid, a System V IPC key or a message queue, or make a socket
+    /// (`warden_capsicum::mode::checked_calls`, which a test in `warden` compares).
+    pub const CAPABILITY_CHECKED: [c_long; 28] = [
+        libc::SYS_kill,
+        libc::SYS_tgkill,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+        libc::SYS_prlimit64,
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+        libc::SYS_setpgid,
+        libc::SYS_getpgid,
+        libc::SYS_getsid,
+        libc::SYS_pidfd_open,
+        libc::SYS_tkill,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_socket,
+    ];
+
     /// The class of `entry` under this profile.
     pub fn class(&self, entry: &Entry) -> Class {
+        if self.capability_mode && Self::CAPABILITY_CHECKED.contains(&entry.nr) {
+            return D(F::CapabilityMode);
+        }
         const TRACING: [c_long; 3] = [
             libc::SYS_ptrace,
             libc::SYS_process_vm_readv,
@@ -516,7 +562,7 @@ impl Profile {
     }
 
     /// How many profiles there are: every filter warden may install is one of them.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 36;
 
     /// This profile's position in `0..COUNT` ([`Profile::from_index`] is the inverse).
     pub fn index(&self) -> usize {
@@ -530,13 +576,19 @@ impl Profile {
             Opens::Kernel => 1,
             Opens::View => 2,
         };
-        network * 6 + usize::from(self.ptrace_inside) * 3 + opens
+        usize::from(self.capability_mode) * 18
+            + network * 6
+            + usize::from(self.ptrace_inside) * 3
+            + opens
     }
 
     /// The profile at `index` (`index < COUNT`).
     pub fn from_index(index: usize) -> Profile {
         assert!(index < Self::COUNT, "profile index {index} out of range");
+        let capability_mode = index >= 18;
+        let index = index % 18;
         Profile {
+            capability_mode,
             network: match index / 6 {
                 0 => Network::Private,
                 n => Network::Host { udp: n == 2 },
@@ -566,13 +618,39 @@ impl Entry {
     /// notified by a guard for some of its arguments. Such a row says what privilege the agent
     /// uses ([`Entry::agent`]).
     pub fn delegated_somewhere(&self) -> bool {
+        // Capability mode's checks continue or refuse a call; the agent performs none of them.
         Profile::all().any(|p| {
             matches!(
                 p.class(self),
-                D(_) | G(Guard::HostSocket
-                    | Guard::SendTo
-                    | Guard::KernelOpen(_)
-                    | Guard::ViewOpen(_))
+                D(F::Open
+                    | F::Stat
+                    | F::Access
+                    | F::Readlink
+                    | F::Mkdir
+                    | F::Mknod
+                    | F::Unlink
+                    | F::Rename
+                    | F::Link
+                    | F::Symlink
+                    | F::Chmod
+                    | F::Chown
+                    | F::Truncate
+                    | F::Utime
+                    | F::Chdir
+                    | F::Statfs
+                    | F::Xattr
+                    | F::InotifyAddWatch
+                    | F::Exec
+                    | F::SocketAddress
+                    | F::Memfd
+                    | F::FdMetadata
+                    | F::Socket
+                    | F::Send
+                    | F::Accept)
+                    | G(Guard::HostSocket
+                        | Guard::SendTo
+                        | Guard::KernelOpen(_)
+                        | Guard::ViewOpen(_))
             )
         })
     }
@@ -1010,14 +1088,38 @@ mod tests {
         ] {
             for ptrace_inside in [false, true] {
                 for opens in [Opens::Agent, Opens::Kernel] {
-                    let p = Profile {
-                        network,
-                        ptrace_inside,
-                        opens,
-                    };
-                    assert_eq!(Profile::from_index(p.index()), p);
+                    for capability_mode in [false, true] {
+                        let p = Profile {
+                            network,
+                            ptrace_inside,
+                            opens,
+                            capability_mode,
+                        };
+                        assert_eq!(Profile::from_index(p.index()), p);
+                    }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn capability_mode_sends_its_calls_to_the_agent_and_nothing_else_changes() {
+        let cap = Profile {
+            capability_mode: true,
+            ..Profile::default()
+        };
+        for e in TABLE {
+            let checked = Profile::CAPABILITY_CHECKED.contains(&e.nr);
+            if checked {
+                assert_eq!(cap.class(e), D(F::CapabilityMode), "{}", e.name());
+                // Otherwise direct or guarded: capability mode is what sends them.
+                assert!(!matches!(Profile::default().class(e), D(_)), "{}", e.name());
+            } else {
+                assert_eq!(cap.class(e), Profile::default().class(e), "{}", e.name());
+            }
+        }
+        for nr in Profile::CAPABILITY_CHECKED {
+            assert!(lookup(nr).is_some(), "{nr} is not in the table");
         }
     }
 

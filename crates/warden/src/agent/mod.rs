@@ -19,6 +19,7 @@
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
 pub mod budget;
+pub mod capsicum;
 pub mod decode;
 pub mod fs;
 pub mod held;
@@ -97,6 +98,8 @@ pub struct Agent {
     stand_ins: stand_in::Table,
     /// What Landlock lets the sandbox execute (see [`fs::exec`]).
     exec_rules: crate::confine::landlock::ExecRules,
+    /// Capability mode (`--capability-mode`): every call is [`capsicum`]'s.
+    capsicum: Option<Arc<warden_capsicum::Session>>,
 }
 
 /// What the kernel confines the sandbox with, as far as the agent must know it.
@@ -105,6 +108,8 @@ pub struct Confinement {
     pub view_root: Option<OwnedFd>,
     /// What the sandbox's Landlock ruleset lets it execute.
     pub exec_rules: crate::confine::landlock::ExecRules,
+    /// Capability mode and what the sandbox holds in it (`None`: the policy decides).
+    pub capsicum: Option<Arc<warden_capsicum::Session>>,
 }
 
 impl Agent {
@@ -144,6 +149,7 @@ impl Agent {
             terminal,
             stand_ins: stand_in::Table::default(),
             exec_rules: confinement.exec_rules,
+            capsicum: confinement.capsicum,
         }))
     }
 
@@ -276,7 +282,7 @@ impl Agent {
         if let Ok(mut t) = self.in_flight.lock() {
             t.insert(notif.id, crate::sys::signals::current_thread());
         }
-        let family = delegated_family(&notif, self.net.mode);
+        let family = delegated_family(&notif, self.net.mode, self.capsicum.is_some());
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.handle(notif, family, start)
@@ -388,6 +394,9 @@ impl Agent {
     }
 
     fn dispatch(&self, client: &Client<'_>, family: Family) -> Handled {
+        if let Some(session) = &self.capsicum {
+            return capsicum::dispatch(client, family, session);
+        }
         match family {
             Family::Open => fs::open(client),
             Family::Stat => fs::stat(client),
@@ -414,6 +423,8 @@ impl Agent {
             Family::Socket => net::socket(client),
             Family::Send => net::send(client),
             Family::Accept => net::accept(client),
+            // Only capability mode's profile sends these.
+            Family::CapabilityMode => Err(libc::ENOSYS),
         }
     }
 }
@@ -437,11 +448,15 @@ fn policy_spans(policy: &Policy) -> Vec<Arc<str>> {
 fn delegated_family(
     notif: &unotify::Notification,
     net: syscalls::Network,
+    capability_mode: bool,
 ) -> Option<(Family, &'static str)> {
     if notif.arch != crate::sys::seccomp::AUDIT_ARCH_X86_64 {
         return None;
     }
     let entry = syscalls::lookup(notif.nr as i64)?;
+    if capability_mode && syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr) {
+        return Some((Family::CapabilityMode, entry.name()));
+    }
     match entry.class_in(net) {
         Class::Delegated(family) => Some((family, entry.name())),
         // Guards that notify for some arguments (an inet socket, a send with an address).
@@ -797,6 +812,33 @@ impl Client<'_> {
         self.agent.stats.count(false);
         self.log(target, None, false, None, why.to_owned(), Some(errno));
         errno
+    }
+
+    /// Records a refusal by a named rule that is not a policy rule (capability mode's).
+    pub fn refuse_by(&self, target: &str, rule: &str, why: &str, errno: i32) -> i32 {
+        self.agent.stats.count(false);
+        self.log(
+            target,
+            None,
+            false,
+            Some(rule.to_owned()),
+            why.to_owned(),
+            Some(errno),
+        );
+        errno
+    }
+
+    /// Records a use allowed by a named rule that is not a policy rule (capability mode's).
+    pub fn allow_by(&self, target: &str, rule: &str) {
+        self.agent.stats.count(true);
+        self.log(
+            target,
+            None,
+            true,
+            Some(rule.to_owned()),
+            String::new(),
+            None,
+        );
     }
 
     /// Records an allowed network use (`what`, such as `tcp 10.0.0.1:443`) and its rule.

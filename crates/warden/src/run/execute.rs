@@ -87,6 +87,7 @@ pub fn execute(
             None => None,
         },
         exec_rules,
+        capsicum: cfg.capsicum.clone(),
     };
     let listener = sandbox
         .listener

@@ -67,6 +67,9 @@ pub struct RunConfig {
     /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
     /// terminal and `/dev/tty` is `ENXIO`.
     pub terminal: bool,
+    /// `--capability-mode`: the program runs in capability mode holding the objects recorded
+    /// here (docs/design.md, section 9); `None`: the policy decides.
+    pub capsicum: Option<std::sync::Arc<warden_capsicum::Session>>,
 }
 
 /// `warden run --view`: whether the sandbox sees a file system built from the policy (a mount

@@ -91,6 +91,7 @@ impl Plan {
             network: net.mode,
             ptrace_inside: policy.ptrace_inside.is_some(),
             opens,
+            capability_mode: cfg.capsicum.is_some(),
         };
         let command = Command {
             program: cstr(program.as_os_str().as_bytes())?,

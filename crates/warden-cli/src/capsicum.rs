@@ -1,0 +1,57 @@
+//! `warden run --capability-mode --fd NAME=PATH:RIGHTS`: the descriptors the program starts
+//! with, opened by warden with no more access than their rights, and named for the program in
+//! `WARDEN_FDLIST` (libcapsicum's fdlist).
+
+use std::os::fd::IntoRawFd;
+use std::sync::Arc;
+use warden_capsicum::fdlist::{self, FdSpec};
+use warden_capsicum::{Right, Session};
+
+/// What the run gets: descriptors to pass, the fdlist variable, and the agent's session.
+pub struct Opened {
+    pub pass_fds: Vec<i32>,
+    pub env: (String, Option<String>),
+    pub session: Arc<Session>,
+}
+
+/// Opens every `--fd`. A file given `write` that does not exist is created (mode 0666 less the
+/// umask), never truncated; a directory is opened for reading when it has `read`, else
+/// `O_PATH`.
+pub fn open(specs: &[FdSpec]) -> Result<Opened, String> {
+    let session = Session::default();
+    let mut named = Vec::new();
+    for spec in specs {
+        if named.iter().any(|(n, _): &(String, i32)| *n == spec.name) {
+            return Err(format!("--fd {}: the name is given twice", spec.name));
+        }
+        let shown = spec.path.display();
+        let dir = std::fs::metadata(&spec.path).is_ok_and(|m| m.is_dir());
+        let mut flags = spec.rights.access_mode() | libc::O_CLOEXEC;
+        if dir {
+            flags = libc::O_DIRECTORY
+                | libc::O_CLOEXEC
+                | if spec.rights.has(Right::Read) {
+                    libc::O_RDONLY
+                } else {
+                    libc::O_PATH
+                };
+        } else if spec.rights.has(Right::Write) {
+            flags |= libc::O_CREAT;
+        }
+        let fd = rustix::fs::open(
+            &spec.path,
+            rustix::fs::OFlags::from_bits_retain(flags as u32),
+            rustix::fs::Mode::from_raw_mode(0o666),
+        )
+        .map_err(|e| format!("--fd {}: cannot open {shown}: {e}", spec.name))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| format!("--fd {}: {e}", spec.name))?;
+        session.held.grant(st.st_dev, st.st_ino, spec.rights);
+        named.push((spec.name.clone(), fd.into_raw_fd()));
+    }
+    let list = fdlist::encode(named.iter().map(|(n, fd)| (n.as_str(), *fd)));
+    Ok(Opened {
+        pass_fds: named.iter().map(|(_, fd)| *fd).collect(),
+        env: (fdlist::ENV.to_owned(), Some(list)),
+        session: Arc::new(session),
+    })
+}

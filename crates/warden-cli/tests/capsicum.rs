@@ -1,0 +1,418 @@
+//! Capability mode (`warden run --capability-mode --fd NAME=PATH:RIGHTS`), attacked from inside
+//! and checked from outside: every global namespace refused (in threads, after fork and after
+//! fexecve), directory capabilities held against `..`, symlinks, magic links and a rename race,
+//! rights enforced by the kernel's access modes and by the agent, and the compartmentalised
+//! decompressor of `examples/capsicum` refusing what its "exploited" input tries.
+
+mod common;
+
+use common::{each_user, run_warden, stdout, As};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const EPERM: &str = "errno=1"; // ECAPMODE
+const EACCES: &str = "errno=13"; // ENOTCAPABLE
+const EBADF: &str = "errno=9";
+
+/// `base/{secret, cap/{f, sub/g, abs -> /etc/passwd, esc -> ../secret, in -> sub/g, a/b}}`,
+/// readable by everyone; `cap` is the capability.
+fn tree(name: &str, who: As) -> (PathBuf, PathBuf) {
+    let base = common::fresh_dir(&format!("capsicum-{name}-{}", common::who_tag(who)));
+    let cap = base.join("cap");
+    std::fs::create_dir_all(cap.join("sub")).unwrap();
+    std::fs::create_dir_all(cap.join("a/b")).unwrap();
+    common::write_file(&base.join("secret"), "outside\n", 0o644);
+    common::write_file(&cap.join("secret"), "inside-secret\n", 0o644);
+    common::write_file(&cap.join("f"), "inside-f\n", 0o644);
+    common::write_file(&cap.join("sub/g"), "inside-g\n", 0o644);
+    std::os::unix::fs::symlink("/etc/passwd", cap.join("abs")).unwrap();
+    std::os::unix::fs::symlink("../secret", cap.join("esc")).unwrap();
+    std::os::unix::fs::symlink("sub/g", cap.join("in")).unwrap();
+    for d in [&cap, &cap.join("sub"), &cap.join("a"), &cap.join("a/b")] {
+        common::chmod(d, 0o777);
+    }
+    (base, cap)
+}
+
+/// Runs cap_probe in capability mode with `d` = `cap` (`rights`) and the given attempts;
+/// returns each attempt's line (`NAME` -> the rest) and warden's stderr.
+fn probe(
+    who: As,
+    cap: &Path,
+    rights: &str,
+    extra: &[&str],
+    attempts: &[&str],
+) -> (HashMap<String, String>, String) {
+    let (prog, bin) = common::program("cap_probe");
+    let fd = format!("d={}:{rights}", cap.display());
+    let binfd = format!("bin={bin}:read,lookup,fexecve");
+    let mut args = vec![
+        "run",
+        "-v",
+        "--capability-mode",
+        "--exec",
+        &bin,
+        "--fd",
+        &fd,
+        "--fd",
+        &binfd,
+    ];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.push(&prog);
+    args.extend_from_slice(attempts);
+    let o = run_warden(who, common::workdir(), &args);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let lines = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    (lines, err)
+}
+
+fn expect(lines: &HashMap<String, String>, name: &str, want: &str, err: &str) {
+    let got = lines.get(name).map(String::as_str).unwrap_or("<no line>");
+    assert!(
+        got.starts_with(want),
+        "{name}: got {got:?}, want {want:?}\nwarden said:\n{err}"
+    );
+}
+
+fn global_namespaces_are_refused(who: As) {
+    let (_, cap) = tree("global", who);
+    let attempts = [
+        "inside",
+        "absolute",
+        "absolute-at",
+        "cwd",
+        "proc-fd",
+        "stat-abs",
+        "chdir",
+        "exec",
+        "socket",
+        "socket-unix",
+        "socketpair",
+        "kill-self",
+        "kill-parent",
+        "kill-all",
+        "pidfd-open",
+        "shmget",
+        "raise",
+        "fstat",
+    ];
+    let (l, err) = probe(who, &cap, "read,lookup,fstat", &[], &attempts);
+    expect(&l, "inside", "ok inside-f", &err);
+    for name in [
+        "absolute",
+        "absolute-at",
+        "cwd",
+        "proc-fd",
+        "stat-abs",
+        "chdir",
+        "exec",
+        "socket",
+        "socket-unix",
+        "kill-parent",
+        "kill-all",
+        "pidfd-open",
+        "shmget",
+    ] {
+        expect(&l, name, EPERM, &err);
+    }
+    for name in ["socketpair", "kill-self", "raise", "fstat"] {
+        expect(&l, name, "ok", &err);
+    }
+    // -v names the rule that refused each.
+    for rule in [
+        "capability-mode:absolute-path",
+        "capability-mode:current-directory",
+        "capability-mode:exec-by-path",
+        "capability-mode:socket-address",
+        "capability-mode:other-process",
+        "capability-mode:ipc",
+    ] {
+        assert!(err.contains(rule), "no {rule} in:\n{err}");
+    }
+    assert!(
+        err.contains("denied openat(\"/etc/passwd\""),
+        "-v does not say what was refused:\n{err}"
+    );
+}
+
+fn directory_capabilities_hold(who: As) {
+    let (_, cap) = tree("beneath", who);
+    let attempts = [
+        "dotdot",
+        "dotdot-inside",
+        "symlink-abs",
+        "symlink-out",
+        "symlink-in",
+        "subdir",
+        "subdir-dotdot",
+        "stat-dotdot",
+        "stat-inside",
+    ];
+    let (l, err) = probe(who, &cap, "read,lookup", &[], &attempts);
+    for name in [
+        "dotdot",
+        "symlink-abs",
+        "symlink-out",
+        "subdir-dotdot",
+        "stat-dotdot",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    expect(&l, "dotdot-inside", "ok inside-f", &err);
+    expect(&l, "symlink-in", "ok inside-g", &err);
+    expect(&l, "subdir", "ok inside-g", &err);
+    expect(&l, "stat-inside", "ok", &err);
+    assert!(err.contains("capability-mode:escape"), "{err}");
+}
+
+fn threads_fork_and_exec_keep_the_mode(who: As) {
+    let (_, cap) = tree("inherit", who);
+    let attempts = [
+        "thread:absolute",
+        "thread:dotdot",
+        "fork:absolute",
+        "fork:kill-parent",
+        "fork:symlink-out",
+        "fexecve:absolute",
+    ];
+    let (prog, _) = common::program("cap_probe");
+    let out = {
+        let (l, err) = probe(who, &cap, "read,lookup", &[], &attempts);
+        (l, err)
+    };
+    let (l, err) = out;
+    // Each attempt prints under its inner name: the last line of each name wins, and every
+    // one of them must be a refusal.
+    expect(&l, "absolute", EPERM, &err);
+    expect(&l, "dotdot", EACCES, &err);
+    expect(&l, "kill-parent", EPERM, &err);
+    expect(&l, "symlink-out", EACCES, &err);
+    // The exec'd program said it too (its pid differs from the first's in -v).
+    let refusals = err
+        .lines()
+        .filter(|l| l.contains("openat(\"/etc/passwd\""))
+        .count();
+    assert!(
+        refusals >= 3,
+        "{refusals} refusals of /etc/passwd, want one per thread, fork and exec ({prog}):\n{err}"
+    );
+}
+
+fn rights_narrow_what_descriptors_do(who: As) {
+    let (base, cap) = tree("rights", who);
+    let ro = base.join("ro");
+    let wo = base.join("wo");
+    common::write_file(&ro, "read-only\n", 0o666);
+    common::write_file(&wo, "", 0o666);
+    let rofd = format!("ro={}:read,seek", ro.display());
+    let wofd = format!("wo={}:write", wo.display());
+    let extra = ["--fd", rofd.as_str(), "--fd", wofd.as_str()];
+    let (l, err) = probe(
+        who,
+        &cap,
+        "read,lookup",
+        &extra,
+        &["rights-file", "write-ro", "create-ro", "mkdir"],
+    );
+    expect(&l, "ro-read", "ok", &err);
+    for name in ["ro-write", "ro-pwrite", "ro-dup-write", "wo-read"] {
+        expect(&l, name, EBADF, &err);
+    }
+    expect(&l, "ro-ftruncate", "errno=22", &err); // EINVAL: not open for writing
+                                                  // mmap follows the access mode: the kernel answers EACCES.
+    expect(&l, "ro-mmap-shared-write", EACCES, &err);
+    expect(&l, "wo-mmap", EACCES, &err);
+    expect(&l, "wo-write", "ok", &err);
+    expect(&l, "ro-fchmod", EACCES, &err);
+    expect(&l, "ro-reopen-rw", EPERM, &err);
+    expect(&l, "write-ro", EACCES, &err);
+    expect(&l, "create-ro", EACCES, &err);
+    expect(&l, "mkdir", EACCES, &err);
+    assert!(err.contains("capability-mode:rights"), "{err}");
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "read-only\n");
+    assert_eq!(std::fs::read_to_string(&wo).unwrap(), "y");
+    assert!(!cap.join("new").exists() && !cap.join("newdir").exists());
+    // With the rights, the same calls work.
+    let (l, err) = probe(
+        who,
+        &cap,
+        "read,write,lookup,create,unlink,mkdir",
+        &[],
+        &["create", "mkdir", "unlink"],
+    );
+    for name in ["create", "mkdir", "unlink"] {
+        expect(&l, name, "ok", &err);
+    }
+    assert!(cap.join("newdir").is_dir() && !cap.join("made").exists());
+}
+
+/// A process outside keeps moving `cap/a/b` out of the capability and back while the program
+/// walks `a/b/../../secret`: every walk gives the capability's own secret or fails, never the
+/// secret beside it.
+fn rename_race_cannot_lead_out(who: As) {
+    let (base, cap) = tree("race", who);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let stop = stop.clone();
+        let (inside, outside) = (cap.join("a/b"), base.join("b"));
+        std::thread::spawn(move || {
+            let mut moves = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::rename(&inside, &outside).is_ok() {
+                    let _ = std::fs::rename(&outside, &inside);
+                    moves += 1;
+                }
+            }
+            moves
+        })
+    };
+    let (l, err) = probe(who, &cap, "read,lookup", &[], &["race:3000"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let moves = mover.join().unwrap();
+    let race = l.get("race").cloned().unwrap_or_default();
+    assert!(race.contains("outside=0"), "{race}\n{err}");
+    assert!(moves > 0, "the directory never moved");
+    assert!(!race.contains("inside=0 "), "no walk succeeded: {race}");
+}
+
+#[test]
+fn capability_mode_refuses_global_namespaces() {
+    each_user(
+        "capability_mode_refuses_global_namespaces",
+        global_namespaces_are_refused,
+    );
+}
+
+#[test]
+fn directory_capabilities_resolve_strictly_beneath() {
+    each_user(
+        "directory_capabilities_resolve_strictly_beneath",
+        directory_capabilities_hold,
+    );
+}
+
+#[test]
+fn threads_fork_and_fexecve_stay_in_capability_mode() {
+    each_user(
+        "threads_fork_and_fexecve_stay_in_capability_mode",
+        threads_fork_and_exec_keep_the_mode,
+    );
+}
+
+#[test]
+fn rights_are_enforced_by_access_mode_and_agent() {
+    each_user(
+        "rights_are_enforced_by_access_mode_and_agent",
+        rights_narrow_what_descriptors_do,
+    );
+}
+
+#[test]
+fn a_rename_race_cannot_lead_a_walk_out() {
+    each_user(
+        "a_rename_race_cannot_lead_a_walk_out",
+        rename_race_cannot_lead_out,
+    );
+}
+
+/// examples/capsicum/cap_gunzip.c, built with zlib.
+fn gunzip() -> PathBuf {
+    let bin = common::workdir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    common::chmod(&bin, 0o755);
+    let out = bin.join("cap_gunzip");
+    if !out.exists() {
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/capsicum/cap_gunzip.c");
+        let tmp = bin.join(format!("cap_gunzip.tmp{}", std::process::id()));
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-Wall", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .arg("-lz")
+            .status()
+            .expect("cc runs");
+        assert!(st.success(), "compiling {} failed", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+        common::chmod(&out, 0o755);
+    }
+    out
+}
+
+fn decompressor(who: As) {
+    let prog = gunzip();
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let dir = common::fresh_dir(&format!("capsicum-gunzip-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let run = |text: &str, name: &str| {
+        let plain = dir.join(name);
+        common::write_file(&plain, text, 0o666);
+        let st = std::process::Command::new("gzip")
+            .arg("-kf")
+            .arg(&plain)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let gz = dir.join(format!("{name}.gz"));
+        common::chmod(&gz, 0o666);
+        let before = std::fs::read(&gz).unwrap();
+        let out = dir.join(format!("{name}.out"));
+        let infd = format!("in={}:read,seek", gz.display());
+        let outfd = format!("out={}:write", out.display());
+        let o = run_warden(
+            who,
+            &dir,
+            &[
+                "run",
+                "-v",
+                "--capability-mode",
+                "--exec",
+                &bin,
+                "--fd",
+                &infd,
+                "--fd",
+                &outfd,
+                "--",
+                prog.to_str().unwrap(),
+            ],
+        );
+        common::assert_ok(&o);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
+        // The input is as it was, whatever the decompressor tried.
+        assert_eq!(std::fs::read(&gz).unwrap(), before);
+        common::stderr(&o)
+    };
+    let body: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+    let err = run(&body, "plain");
+    assert!(!err.contains("exploit:"), "{err}");
+    let err = run(&format!("EXPLOIT\n{body}"), "evil");
+    for want in [
+        "exploit: open /etc/passwd: errno 1 ",
+        "exploit: socket: errno 1 ",
+        "exploit: connect 127.0.0.1:80: errno 1 ",
+        "exploit: write to the input: errno 9 ",
+    ] {
+        assert!(err.contains(want), "no {want:?} in:\n{err}");
+    }
+    let succeeded: Vec<_> = err
+        .lines()
+        .filter(|l| l.ends_with(": succeeded") && !l.contains("socketpair"))
+        .collect();
+    assert!(succeeded.is_empty(), "{succeeded:?}");
+    assert!(err.contains("capability-mode:absolute-path"), "{err}");
+    assert!(err.contains("capability-mode:socket-address"), "{err}");
+}
+
+#[test]
+fn compartmentalised_decompressor_refuses_what_its_input_tries() {
+    each_user(
+        "compartmentalised_decompressor_refuses_what_its_input_tries",
+        decompressor,
+    );
+}

@@ -1,0 +1,166 @@
+/* An adversary in capability mode (warden run --capability-mode): each argument is one attempt
+ * to name something outside the descriptors it was given; each prints one line
+ * "NAME ok [DATA]" or "NAME errno=N", which the test checks from outside.
+ * The directory capability is WARDEN_FDLIST's "d"; "bin" (optional) holds this program. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int named(const char *name) {
+    const char *list = getenv("WARDEN_FDLIST");
+    size_t n = strlen(name);
+    while (list && *list) {
+        if (strncmp(list, name, n) == 0 && list[n] == '=')
+            return atoi(list + n + 1);
+        list = strchr(list, ',');
+        if (list) list++;
+    }
+    return -1;
+}
+
+static void result(const char *what, int rc, const char *data) {
+    if (rc < 0)
+        printf("%s errno=%d\n", what, errno);
+    else
+        printf("%s ok %s\n", what, data ? data : "");
+    fflush(stdout);
+}
+
+/* Opens and reads (up to 63 bytes of) a file. */
+static void read_at(const char *what, int dir, const char *path) {
+    char buf[64] = {0};
+    int fd = openat(dir, path, O_RDONLY);
+    if (fd < 0) { result(what, -1, NULL); return; }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = 0;
+    result(what, (int)n, buf);
+}
+
+static void attempt(const char *a);
+
+static void *thread_main(void *arg) { attempt((const char *)arg); return NULL; }
+
+static void attempt(const char *a) {
+    int d = named("d");
+    struct stat st;
+    if (!strcmp(a, "inside")) read_at(a, d, "f");
+    else if (!strcmp(a, "subdir")) {
+        int s = openat(d, "sub", O_RDONLY | O_DIRECTORY);
+        if (s < 0) { result(a, -1, NULL); return; }
+        read_at(a, s, "g");
+    } else if (!strcmp(a, "subdir-dotdot")) {
+        /* .. from a subdirectory opened through the capability, above the capability. */
+        int s = openat(d, "sub", O_RDONLY | O_DIRECTORY);
+        read_at(a, s, "../../secret");
+    } else if (!strcmp(a, "absolute")) read_at(a, AT_FDCWD, "/etc/passwd");
+    else if (!strcmp(a, "absolute-at")) read_at(a, d, "/etc/passwd");
+    else if (!strcmp(a, "cwd")) read_at(a, AT_FDCWD, "f");
+    else if (!strcmp(a, "dotdot")) read_at(a, d, "../secret");
+    else if (!strcmp(a, "dotdot-inside")) read_at(a, d, "sub/../f");
+    else if (!strcmp(a, "symlink-abs")) read_at(a, d, "abs");
+    else if (!strcmp(a, "symlink-out")) read_at(a, d, "esc");
+    else if (!strcmp(a, "symlink-in")) read_at(a, d, "in");
+    else if (!strcmp(a, "proc-fd")) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", d);
+        read_at(a, AT_FDCWD, p);
+    } else if (!strcmp(a, "stat-abs")) result(a, fstatat(d, "/etc/shadow", &st, 0), NULL);
+    else if (!strcmp(a, "stat-dotdot")) result(a, fstatat(d, "../secret", &st, 0), NULL);
+    else if (!strcmp(a, "stat-inside")) result(a, fstatat(d, "f", &st, 0), NULL);
+    else if (!strcmp(a, "fstat")) result(a, fstat(d, &st), NULL);
+    else if (!strcmp(a, "write-ro")) result(a, openat(d, "f", O_RDWR), NULL);
+    else if (!strcmp(a, "create-ro")) result(a, openat(d, "new", O_WRONLY | O_CREAT, 0644), NULL);
+    else if (!strcmp(a, "create")) {
+        int fd = openat(d, "made", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        result(a, fd < 0 ? -1 : (int)write(fd, "made\n", 5), NULL);
+    } else if (!strcmp(a, "unlink")) result(a, unlinkat(d, "made", 0), NULL);
+    else if (!strcmp(a, "mkdir")) result(a, mkdirat(d, "newdir", 0755), NULL);
+    else if (!strcmp(a, "chdir")) result(a, chdir("/"), NULL);
+    else if (!strcmp(a, "exec")) {
+        char *argv[] = {"sh", "-c", "echo escaped", NULL};
+        result(a, execve("/bin/sh", argv, environ), NULL);
+    } else if (!strcmp(a, "socket")) result(a, socket(AF_INET, SOCK_STREAM, 0), NULL);
+    else if (!strcmp(a, "socket-unix")) result(a, socket(AF_UNIX, SOCK_STREAM, 0), NULL);
+    else if (!strcmp(a, "socketpair")) { int sv[2]; result(a, socketpair(AF_UNIX, SOCK_STREAM, 0, sv), NULL); }
+    else if (!strcmp(a, "kill-self")) result(a, kill(getpid(), 0), NULL);
+    else if (!strcmp(a, "kill-parent")) result(a, kill(getppid(), 0), NULL);
+    else if (!strcmp(a, "kill-all")) result(a, kill(-1, 0), NULL);
+    else if (!strcmp(a, "pidfd-open")) result(a, (int)syscall(SYS_pidfd_open, getpid(), 0), NULL);
+    else if (!strcmp(a, "shmget")) result(a, shmget(IPC_PRIVATE, 4096, 0600), NULL);
+    else if (!strcmp(a, "raise")) { signal(SIGUSR1, SIG_IGN); result(a, raise(SIGUSR1), NULL); }
+    else if (!strncmp(a, "thread:", 7)) {
+        pthread_t t;
+        pthread_create(&t, NULL, thread_main, (void *)(a + 7));
+        pthread_join(t, NULL);
+    } else if (!strncmp(a, "fork:", 5)) {
+        pid_t p = fork();
+        if (p == 0) { attempt(a + 5); _exit(0); }
+        int status;
+        waitpid(p, &status, 0);
+    } else if (!strncmp(a, "fexecve:", 8)) {
+        /* Runs this very program again through its descriptor, attempting a + 8 there. */
+        int bin = named("bin");
+        int fd = openat(bin, "cap_probe", O_RDONLY);
+        if (fd < 0) { result(a, -1, NULL); return; }
+        char *argv[] = {"cap_probe", (char *)(a + 8), NULL};
+        fexecve(fd, argv, environ);
+        result(a, -1, NULL);
+    } else if (!strncmp(a, "race:", 5)) {
+        /* a/b/../../secret is the capability's own secret unless b is renamed out meanwhile;
+         * then it would be the secret beside the capability: count what each walk gives. */
+        int n = atoi(a + 5), inside = 0, outside = 0, failed = 0;
+        for (int i = 0; i < n; i++) {
+            char buf[32] = {0};
+            int fd = openat(d, "a/b/../../secret", O_RDONLY);
+            if (fd < 0) { failed++; continue; }
+            ssize_t r = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (r > 0 && !strncmp(buf, "outside", 7)) outside++;
+            else inside++;
+        }
+        printf("race inside=%d outside=%d failed=%d\n", inside, outside, failed);
+    } else if (!strcmp(a, "rights-file")) {
+        /* "ro": a file given read only. The kernel refuses every write route (access mode). */
+        int ro = named("ro");
+        char c = 'x';
+        result("ro-read", (int)read(ro, &c, 1), NULL);
+        result("ro-write", (int)write(ro, "x", 1), NULL);
+        result("ro-pwrite", (int)pwrite(ro, "x", 1, 0), NULL);
+        result("ro-ftruncate", ftruncate(ro, 0), NULL);
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0);
+        result("ro-mmap-shared-write", m == MAP_FAILED ? -1 : 0, NULL);
+        int wo = named("wo");
+        result("wo-read", (int)read(wo, &c, 1), NULL);
+        result("wo-write", (int)write(wo, "y", 1), NULL);
+        m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, wo, 0);
+        result("wo-mmap", m == MAP_FAILED ? -1 : 0, NULL);
+        result("ro-fchmod", fchmod(ro, 0777), NULL);
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", ro);
+        result("ro-reopen-rw", open(p, O_RDWR), NULL);
+        int dup = fcntl(ro, F_DUPFD, 10);
+        result("ro-dup-write", (int)write(dup, "x", 1), NULL);
+    } else printf("%s unknown\n", a);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) attempt(argv[i]);
+    return 0;
+}
