@@ -15,6 +15,17 @@
 //! (`seccomp_unotify(2)`), installing a raw BPF program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
 //! `pidfd_getfd(2)` on a pidfd we hold, `mount_setattr(2)` for the view's mount flags, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
 //! bounded copy of a client's arguments and results.
+//!
+//! Why some calls rustix also wraps are here: the agent hands the client the kernel's own bytes
+//! (`struct stat`, `statx`, `statfs` for the stat family, the raw `sockaddr` of `accept`,
+//! `getsockname` and a delegated `sendmsg`), exactly as the kernel would have written them into
+//! the client's memory. rustix turns those into its own typed values (a `SocketAddrAny`, a
+//! `Stat`), and getting the bytes back out of them needs the same `unsafe` as receiving them
+//! here, once more. Calls that only need a result, not its bytes, use rustix (pidfd_getfd,
+//! openat2, the mount API, sockets, signals where it can). Functions take descriptors as
+//! `BorrowedFd`/`impl AsFd`; the only raw numbers turned into descriptors are the kernel's
+//! fresh results (owned at once) and, in the sandbox's child, the `--pass-fd` numbers warden
+//! was started with.
 
 pub mod fs;
 pub mod mem;

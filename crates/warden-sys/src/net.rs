@@ -2,7 +2,7 @@
 //! the incoming filter, the namespace cookie, and the host's addresses.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// `connect(sock, addr)` or `bind(sock, addr)` with `addr` exactly as given.
 pub fn address_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> io::Result<()> {
@@ -12,9 +12,9 @@ pub fn address_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> io::Result<()
     // only reads `len` bytes from it and validates the family and length itself.
     let rc = unsafe {
         if connect {
-            libc::connect(sock.as_raw_fd(), ptr, len)
+            libc::connect(sock.as_fd().as_raw_fd(), ptr, len)
         } else {
-            libc::bind(sock.as_raw_fd(), ptr, len)
+            libc::bind(sock.as_fd().as_raw_fd(), ptr, len)
         }
     };
     if rc < 0 {
@@ -27,14 +27,14 @@ pub fn address_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> io::Result<()
 const SO_NETNS_COOKIE: libc::c_int = 71;
 
 /// The network namespace cookie of `sock`'s namespace.
-pub fn netns_cookie(sock: &impl AsRawFd) -> io::Result<u64> {
+pub fn netns_cookie(sock: impl AsFd) -> io::Result<u64> {
     let mut cookie = 0u64;
     let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` (8) bytes into `cookie`, a live u64, and updates
     // `len`, a live socklen_t.
     let rc = unsafe {
         libc::getsockopt(
-            sock.as_raw_fd(),
+            sock.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
             SO_NETNS_COOKIE,
             (&mut cookie as *mut u64).cast(),
@@ -49,7 +49,7 @@ pub fn netns_cookie(sock: &impl AsRawFd) -> io::Result<u64> {
 
 /// Attaches the classic-BPF `program` to `sock` and locks it (`SO_LOCK_FILTER`), so the
 /// socket's holder can neither detach nor replace it.
-pub fn attach_locked_filter(sock: &impl AsRawFd, program: &[libc::sock_filter]) -> io::Result<()> {
+pub fn attach_locked_filter(sock: impl AsFd, program: &[libc::sock_filter]) -> io::Result<()> {
     let prog = libc::sock_fprog {
         len: u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
         filter: program.as_ptr().cast_mut(),
@@ -59,7 +59,7 @@ pub fn attach_locked_filter(sock: &impl AsRawFd, program: &[libc::sock_filter]) 
     // into `program`, alive for the call (the kernel copies them). SO_LOCK_FILTER reads one int.
     let rc = unsafe {
         let rc = libc::setsockopt(
-            sock.as_raw_fd(),
+            sock.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_ATTACH_FILTER,
             (&prog as *const libc::sock_fprog).cast(),
@@ -69,7 +69,7 @@ pub fn attach_locked_filter(sock: &impl AsRawFd, program: &[libc::sock_filter]) 
             rc
         } else {
             libc::setsockopt(
-                sock.as_raw_fd(),
+                sock.as_fd().as_raw_fd(),
                 libc::SOL_SOCKET,
                 libc::SO_LOCK_FILTER,
                 (&one as *const libc::c_int).cast(),
@@ -86,7 +86,7 @@ pub fn attach_locked_filter(sock: &impl AsRawFd, program: &[libc::sock_filter]) 
 /// `sendmsg(sock)` of one buffer, with an optional destination and control data, all owned by
 /// the agent. Returns the bytes sent.
 pub fn send_message(
-    sock: &impl AsRawFd,
+    sock: impl AsFd,
     name: Option<&[u8]>,
     data: &[u8],
     control: &[u8],
@@ -110,7 +110,7 @@ pub fn send_message(
     }
     // SAFETY: every pointer in `msg` points into a live buffer of the agent of the stated
     // length (`name`, `data` through `iov`, `control`); the kernel only reads them.
-    let rc = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, flags) };
+    let rc = unsafe { libc::sendmsg(sock.as_fd().as_raw_fd(), &msg, flags) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -156,7 +156,7 @@ pub fn host_addresses() -> Vec<std::net::IpAddr> {
 }
 
 /// The local address of `sock` (`getsockname`), as raw sockaddr bytes.
-pub fn local_address(sock: &impl AsRawFd) -> io::Result<Vec<u8>> {
+pub fn local_address(sock: impl AsFd) -> io::Result<Vec<u8>> {
     // SAFETY: an all-zero sockaddr_storage is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -164,7 +164,7 @@ pub fn local_address(sock: &impl AsRawFd) -> io::Result<Vec<u8>> {
     // and stores the address's length in `len`.
     let rc = unsafe {
         libc::getsockname(
-            sock.as_raw_fd(),
+            sock.as_fd().as_raw_fd(),
             (&mut storage as *mut libc::sockaddr_storage).cast(),
             &mut len,
         )
@@ -177,7 +177,7 @@ pub fn local_address(sock: &impl AsRawFd) -> io::Result<Vec<u8>> {
 
 /// `accept4(sock)` with a close-on-exec result (and `O_NONBLOCK` if asked): the connection and
 /// the peer's address as raw sockaddr bytes.
-pub fn accept(sock: &impl AsRawFd, nonblock: bool) -> io::Result<(OwnedFd, Vec<u8>)> {
+pub fn accept(sock: impl AsFd, nonblock: bool) -> io::Result<(OwnedFd, Vec<u8>)> {
     use std::os::fd::FromRawFd;
     // SAFETY: an all-zero sockaddr_storage is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
@@ -187,7 +187,7 @@ pub fn accept(sock: &impl AsRawFd, nonblock: bool) -> io::Result<(OwnedFd, Vec<u
     // owns.
     let fd = unsafe {
         libc::accept4(
-            sock.as_raw_fd(),
+            sock.as_fd().as_raw_fd(),
             (&mut storage as *mut libc::sockaddr_storage).cast(),
             &mut len,
             flags,
