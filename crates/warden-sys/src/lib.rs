@@ -13,7 +13,7 @@
 //!
 //! Covered here because no crate wraps them: the seccomp user-notification ioctls
 //! (`seccomp_unotify(2)`), installing a raw BPF program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
-//! `pidfd_getfd(2)` on a pidfd we hold, `mount_setattr(2)` for the view's mount flags, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
+//! `mount_setattr(2)` for the view's mount flags, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
 //! bounded copy of a client's arguments and results.
 //!
 //! Why some calls rustix also wraps are here: the agent hands the client the kernel's own bytes

@@ -200,22 +200,9 @@ fn addfd_with(
 /// The agent uses it to see exactly the object a client's `dirfd` argument names, never a path
 /// string the client could change.
 pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, target: i32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_getfd takes two descriptors by value and a flags word that must be 0; it
-    // touches no memory of ours.
-    let rc = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: on success pidfd_getfd returns a new descriptor that nothing else owns.
-    Ok(unsafe { owned(rc as RawFd) })
-}
-
-/// Takes ownership of a descriptor a system call just returned.
-///
-/// # Safety
-/// `fd` must be a freshly returned, open descriptor that no other object owns.
-unsafe fn owned(fd: RawFd) -> OwnedFd {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the caller guarantees `fd` is open and unowned.
-    unsafe { OwnedFd::from_raw_fd(fd) }
+    Ok(rustix::process::pidfd_getfd(
+        pidfd,
+        target,
+        rustix::process::PidfdGetfdFlags::empty(),
+    )?)
 }
