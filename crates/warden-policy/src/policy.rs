@@ -273,6 +273,13 @@ impl Policy {
         }
     }
 
+    /// Adds a map the run itself needs (warden's scratch directory inside a mapped tree keeps
+    /// its own place: `path-map SCRATCH SCRATCH rw`).
+    pub fn add_map(&mut self, map: crate::map::PathMap) {
+        self.maps.retain(|m| m.sandbox != map.sandbox);
+        self.maps.push(map);
+    }
+
     /// Every `path-map`, in order.
     pub fn maps(&self) -> &[crate::map::PathMap] {
         &self.maps

@@ -85,9 +85,21 @@ pub enum ViewMode {
 }
 
 /// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
-fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::ViewPlan> {
-    if cfg.view == ViewMode::Off {
-        return None;
+fn view_for(
+    cfg: &RunConfig,
+    policy: &Policy,
+) -> Result<Option<warden_policy::view::ViewPlan>, Failure> {
+    // A `path-map` is a mount of the view: a policy with one always gets a view.
+    let maps = !policy.maps().is_empty();
+    if cfg.view == ViewMode::Off && !maps {
+        return Ok(None);
+    }
+    if maps && !crate::confine::view::supported() {
+        return Err(failure(
+            EXIT_WARDEN,
+            "the policy maps paths (path-map), which needs the sandbox's own view, and this \
+             kernel has no new mount API (fsopen, open_tree)",
+        ));
     }
     if cfg.view == ViewMode::Auto && !crate::confine::view::supported() {
         if cfg.verbose {
@@ -96,9 +108,18 @@ fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::Vie
                  the host's tree, and the agent decides every path"
             );
         }
-        return None;
+        return Ok(None);
     }
+    let mut problems: Vec<String> =
+        warden_policy::map::host_problems(policy.maps(), &crate::confine::view::host_stat)
+            .into_iter()
+            .map(|(span, text)| format!("{span}: {text}"))
+            .collect();
     let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
+    problems.extend(plan.errors.iter().cloned());
+    if !problems.is_empty() {
+        return Err(failure(EXIT_WARDEN, problems.join("\n")));
+    }
     if cfg.verbose {
         eprintln!(
             "warden: the sandbox's view: {} mount steps from the policy",
@@ -112,7 +133,125 @@ fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::Vie
             eprintln!("warden: view: {}: {rule}: {note}", rule.span);
         }
     }
-    Some(plan)
+    Ok(Some(plan))
+}
+
+/// The directory of a run's private copies ([`crate::copies`]): removed when the run ends
+/// (whatever way it ends), or kept with `--keep`.
+struct CopyDir {
+    dir: Option<Scratch>,
+    keep: bool,
+}
+
+impl CopyDir {
+    /// Makes the directory when `view` has copies, and tells the view where it is.
+    fn for_view(
+        cfg: &RunConfig,
+        ids: IdMap,
+        view: Option<&mut warden_policy::view::ViewPlan>,
+        measured: &mut Measured,
+    ) -> Result<CopyDir, Failure> {
+        let none = CopyDir {
+            dir: None,
+            keep: cfg.keep,
+        };
+        let Some(view) = view else { return Ok(none) };
+        let copies = crate::copies::of_plan(view);
+        if copies.is_empty() {
+            return Ok(none);
+        }
+        let dir = Scratch::create(ids, cfg.keep)?;
+        crate::copies::write_manifest(&dir.path, &copies).map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot write into {}: {e}", dir.path.display()),
+            )
+        })?;
+        let path = dir
+            .path
+            .to_str()
+            .ok_or_else(|| failure(EXIT_WARDEN, "the copy directory's path is not UTF-8"))?
+            .to_owned();
+        // Where a tree of the host's in the view shows it (`path-allow write /tmp/*`), it is
+        // hidden: the program must not reach the overlay's own layers, which `warden diff`
+        // reads.
+        for at in shown_at(view, &path) {
+            view.steps.push(warden_policy::view::Step::Mask {
+                path: at,
+                dir: true,
+            });
+        }
+        view.copy_dir = Some(path);
+        if cfg.keep {
+            measured.copies = Some(dir.path.clone());
+        }
+        Ok(CopyDir {
+            dir: Some(dir),
+            keep: cfg.keep,
+        })
+    }
+}
+
+/// The places in `view` where the host's `path` can be seen: beneath a bind or a map of a
+/// host tree holding it, unless a later mount covers that place.
+fn shown_at(view: &warden_policy::view::ViewPlan, path: &str) -> Vec<String> {
+    use warden_policy::map::at_or_beneath;
+    use warden_policy::view::Step;
+    let mut places = Vec::new();
+    for (i, step) in view.steps.iter().enumerate() {
+        let (from, at) = match step {
+            Step::Bind {
+                path: p, dir: true, ..
+            } => (p.as_str(), p.as_str()),
+            Step::Map {
+                from,
+                path: p,
+                dir: true,
+                ..
+            } => (from.as_str(), p.as_str()),
+            _ => continue,
+        };
+        if !at_or_beneath(path, from) {
+            continue;
+        }
+        let place = format!(
+            "{}{}",
+            at.trim_end_matches('/'),
+            &path[from.trim_end_matches('/').len()..]
+        );
+        let covered = view.steps[i + 1..].iter().any(|s| match s {
+            Step::Bind { path: p, .. }
+            | Step::Map { path: p, .. }
+            | Step::Tmpfs { path: p, .. }
+            | Step::Copy { path: p, .. } => at_or_beneath(&place, p),
+            _ => false,
+        });
+        if !covered {
+            places.push(place);
+        }
+    }
+    places
+}
+
+impl Drop for CopyDir {
+    fn drop(&mut self) {
+        let Some(dir) = self.dir.take() else { return };
+        if self.keep {
+            let name = dir.path.file_name().map_or_else(
+                || dir.path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            eprintln!(
+                "warden: kept the private copies in {} (`warden diff {name}` lists what the run \
+                 changed)",
+                dir.path.display()
+            );
+            dir.keep();
+        } else {
+            let _ = crate::copies::remove_tree(&dir.path);
+            dir.remove();
+        }
+    }
 }
 
 /// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
@@ -198,6 +337,13 @@ fn choose_opens(
         Some("-v names the rule behind every denial, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
+    } else if !policy.maps().is_empty() {
+        Some(
+            "the policy maps paths (path-map): Landlock's rights belong to objects, and a host \
+             tree shown at two places would carry the rights of both, so the agent decides by \
+             the sandbox's paths"
+                .into(),
+        )
     } else {
         let plan = if view {
             warden_policy::kernel::kernel_plan_in_view(policy, &landlock::found)
@@ -390,13 +536,28 @@ fn run_in(
         ),
         None => cfg.policy.clone(),
     };
+    let mut policy = policy;
+    if let Some(s) = scratch.and_then(|s| s.path.to_str()) {
+        // The scratch directory is the run's own, on the host: a map around it (a tmpfs /tmp)
+        // would hide it, so it keeps its place on top.
+        use warden_policy::map::{at_or_beneath, MapMode, MapSource, PathMap};
+        if policy.maps().iter().any(|m| at_or_beneath(s, &m.sandbox)) {
+            policy.add_map(PathMap {
+                source: MapSource::Host(s.to_owned()),
+                sandbox: s.to_owned(),
+                mode: MapMode::ReadWrite,
+                span: warden_policy::Span::new("<scratch>", 1, 1),
+            });
+        }
+    }
     let limits = policy.limits;
     // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
     // rules).
     if let Some(s) = scratch {
         make_exec_dirs(&policy, s, ids)?;
     }
-    let view = view_for(cfg, &policy);
+    let mut view = view_for(cfg, &policy)?;
+    let _copies = CopyDir::for_view(cfg, ids, view.as_mut(), measured)?;
     let cwd = match (&cfg.chdir, &policy.starting_dir) {
         (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
         (None, Some((dir, _))) => PathBuf::from(dir),
