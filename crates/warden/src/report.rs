@@ -372,6 +372,7 @@ mod tests {
                 busy: Duration::from_micros(250),
                 cpu: Duration::from_micros(200),
             },
+            copies: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
