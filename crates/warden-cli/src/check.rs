@@ -91,6 +91,13 @@ pub fn main(args: CheckArgs) -> i32 {
     if failed {
         return 1;
     }
+    let problems = map_problems(&merged);
+    if !problems.is_empty() {
+        for p in problems {
+            println!("{p}");
+        }
+        return 1;
+    }
     if args.explain {
         explain(&merged);
         return 0;
@@ -99,7 +106,115 @@ pub fn main(args: CheckArgs) -> i32 {
     0
 }
 
+/// What the host lacks for the policy's maps: each map's host path, and the mount point of a
+/// map that lands in a tree of the host's (planned with the default policy, as `warden run`
+/// plans it).
+fn map_problems(policy: &Policy) -> Vec<String> {
+    if policy.maps().is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> =
+        warden_policy::map::host_problems(policy.maps(), &warden::confine::view::host_stat)
+            .into_iter()
+            .map(|(span, text)| format!("{span}: {text}"))
+            .collect();
+    if out.is_empty() {
+        let mut planned = Policy::default_policy();
+        planned.merge(policy.clone());
+        let scratch = std::env::temp_dir().join("warden-check");
+        let planned = planned.expand_scratch(&scratch.to_string_lossy());
+        let plan = warden_policy::view::view_plan(&planned, &warden::confine::view::HostFs);
+        out.extend(plan.errors);
+    }
+    out
+}
+
+/// `warden diff ID`.
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The run's copy directory, as `warden run --keep` printed it (a name in $TMPDIR, or a
+    /// path).
+    id: String,
+}
+
+pub fn diff(args: DiffArgs) -> i32 {
+    let dir = match warden::copies::find(&args.id) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("warden: {e}");
+            return warden::run::EXIT_WARDEN;
+        }
+    };
+    match warden::copies::diff(&dir) {
+        Ok(changes) => {
+            print!("{}", warden::copies::render(&changes));
+            0
+        }
+        Err(e) => {
+            eprintln!("warden: cannot read the copies in {}: {e}", dir.display());
+            warden::run::EXIT_WARDEN
+        }
+    }
+}
+
+/// The maps, for `--explain`: what appears where, and that the rules name the sandbox's paths.
+fn explain_maps(policy: &Policy) {
+    use warden_policy::map::{at_or_beneath, MapMode, MapSource};
+    if policy.maps().is_empty() {
+        return;
+    }
+    println!(
+        "path-map: every path rule names the sandbox's paths (what the program sees); a map \
+         says what appears there and grants nothing (the sandbox gets its own view, and the \
+         agent decides opens by the sandbox's paths)"
+    );
+    for m in policy.maps() {
+        let what = match (&m.source, m.mode) {
+            (MapSource::Tmpfs, _) => "an empty tmpfs of the sandbox's own".to_string(),
+            (MapSource::Host(h), MapMode::ReadOnly) => {
+                format!("the host's {h}, read-only (writes: EROFS, whatever the rules)")
+            }
+            (MapSource::Host(h), MapMode::ReadWrite) => {
+                format!("the host's {h}; writes the rules allow reach the host")
+            }
+            (MapSource::Host(h), MapMode::Copy) => format!(
+                "a private copy of the host's {h}: writes land in the run's overlay and never \
+                 reach the host (`warden run --keep`, then `warden diff`)"
+            ),
+        };
+        println!("  {}  {m}: {} shows {what}", m.span, m.sandbox);
+        let ruled = policy.path_rules().iter().any(|r| {
+            r.access.is_some()
+                && (at_or_beneath(r.pattern.literal(), &m.sandbox)
+                    || (r.pattern.is_prefix()
+                        && r.pattern.literal().ends_with('/')
+                        && at_or_beneath(&m.sandbox, r.pattern.literal())))
+        });
+        if !ruled {
+            println!(
+                "    WARNING: no path-allow rule names {} or anything in it: the program can \
+                 reach nothing through this map",
+                m.sandbox
+            );
+        }
+        if let (MapSource::Host(h), MapMode::ReadOnly | MapMode::ReadWrite) = (&m.source, m.mode) {
+            let visible = policy
+                .path_rules()
+                .iter()
+                .any(|r| r.access.is_some() && at_or_beneath(r.pattern.literal(), h));
+            if visible && h != &m.sandbox {
+                println!(
+                    "    WARNING: the host's {h} is also in the view at its own path: Landlock's \
+                     rights belong to objects, so there the kernel's backstop allows what either \
+                     path's rules allow (the agent still decides each by its path)"
+                );
+            }
+        }
+    }
+}
+
 fn explain(policy: &Policy) {
+    explain_maps(policy);
     let ip = policy.ip_use();
     if ip.any() {
         println!(

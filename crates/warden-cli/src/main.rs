@@ -29,6 +29,9 @@ enum Commands {
     Ps(ps::PsArgs),
     /// Show the processes of a running sandbox and every descriptor they hold.
     Inspect(ps::InspectArgs),
+    /// List what a run changed in its private copies (`path-map HOST SANDBOX copy`, kept with
+    /// `warden run --keep`): A added, M modified, D deleted, one sandbox path a line.
+    Diff(check::DiffArgs),
 }
 
 fn main() {
@@ -50,6 +53,7 @@ fn main() {
         Commands::Learn(args) => learn::main(*args),
         Commands::Ps(args) => ps::ps(args),
         Commands::Inspect(args) => ps::inspect(args),
+        Commands::Diff(args) => check::diff(args),
     };
     std::process::exit(code);
 }

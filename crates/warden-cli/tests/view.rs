@@ -241,3 +241,367 @@ fn the_default_policy_runs_in_a_view_that_holds_only_what_it_allows() {
         default_policy_programs,
     );
 }
+
+// ---- path-map: a host tree elsewhere, a private tmpfs, a private copy ----
+
+/// A tree for the maps to show, owned by the sandbox's user (a copy keeps the host's owners and
+/// modes, so the program may change only what that user may), and what it holds, byte by byte.
+fn map_tree(name: &str, who: As) -> PathBuf {
+    let dir = common::fresh_dir(&format!("map-{name}-{}", common::who_tag(who)));
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub/deep")).unwrap();
+    common::write_file(&tree.join("a"), "alpha\n", 0o644);
+    common::write_file(&tree.join("c"), "gamma\n", 0o644);
+    common::write_file(&tree.join("keep"), "untouched\n", 0o644);
+    common::write_file(&tree.join("sub/b"), "beta\n", 0o644);
+    common::write_file(&tree.join("sub/deep/d"), "delta\n", 0o600);
+    if who == As::Nobody {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    tree
+}
+
+/// Every entry beneath `dir` with its type, mode, owner and contents (links: their target).
+fn snapshot(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let mut names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        for p in names {
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let what = if m.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".into()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()
+            };
+            out.push(format!(
+                "{} {:o} {}:{} {what}",
+                p.display(),
+                m.mode(),
+                m.uid(),
+                m.gid()
+            ));
+        }
+    }
+    out
+}
+
+/// A TMPDIR of the run's own, so that what a run leaves there can be counted.
+fn own_tmpdir(name: &str, who: As) -> PathBuf {
+    let dir = common::fresh_dir(&format!("tmpdir-{name}-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o1777);
+    dir
+}
+
+fn warden_in(who: As, tmpdir: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = common::warden_cmd(who);
+    cmd.env("TMPDIR", tmpdir).args(args);
+    common::finish(cmd, common::RUN_DEADLINE).0
+}
+
+fn private_copy(who: As) {
+    let tree = map_tree("copy", who);
+    let host = Fixture::s(&tree).to_owned();
+    let before = snapshot(&tree);
+    let policy = tree.parent().unwrap().join("copy.policy");
+    common::write_file(
+        &policy,
+        format!(
+            "path-map {host} /work copy\npath-allow read /work /work/*\n\
+             path-allow write /work/*\npath-allow unlink /work/*\npath-map tmpfs /tmp\n\
+             path-allow read /tmp /tmp/*\npath-allow write /tmp/*\npath-allow unlink /tmp/*\n"
+        ),
+        0o644,
+    );
+    // An untrusted "installer": rewrites, deletes, adds, and tries every way out of the copy
+    // to the host's tree beneath it.
+    let script = format!(
+        "cd /work && echo rewritten > a && rm c && rm -r sub && mkdir -p new/dir && \
+         echo added > new/dir/f && echo more >> keep.not && chmod 600 keep.not; \
+         echo OUT > {host}/a; echo OUT > /proc/self/root{host}/a; echo OUT > /work/../{host}/a; \
+         ln -s {host}/keep /work/lnk; echo OUT > /work/lnk; \
+         echo OUT > /proc/self/cwd/../{host}/keep; mv /work/keep /tmp/moved && \
+         echo OUT > /tmp/moved; cat /work/a; ls /work; echo done"
+    );
+    let tmp = own_tmpdir("copy", who);
+    let report = tmp.join("report.json");
+    let o = warden_in(
+        who,
+        &tmp,
+        &[
+            "run",
+            "--keep",
+            "--report-json",
+            Fixture::s(&report),
+            "--policy",
+            Fixture::s(&policy),
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(
+        out.contains("rewritten") && out.contains("done"),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains("gamma"), "{out}\n{err}");
+    assert_eq!(
+        snapshot(&tree),
+        before,
+        "the host's tree changed:\n{out}\n{err}"
+    );
+    // The kept copy, as the run named it, and in its report.
+    let name = err
+        .split("`warden diff ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no copy named:\n{err}"))
+        .to_owned();
+    let json = std::fs::read_to_string(&report).unwrap();
+    assert!(json.contains(&name), "{json}");
+    let d = warden_in(who, &tmp, &["diff", &name]);
+    common::assert_ok(&d);
+    let listed: Vec<String> = stdout(&d).lines().map(str::to_owned).collect();
+    assert_eq!(
+        listed,
+        [
+            "M /work/a",
+            "D /work/c",
+            "D /work/keep",
+            "A /work/keep.not",
+            "A /work/lnk",
+            "A /work/new",
+            "A /work/new/dir",
+            "A /work/new/dir/f",
+            "D /work/sub",
+        ],
+        "{out}\n{err}"
+    );
+
+    // Without --keep nothing of the run is left in its TMPDIR.
+    let tmp2 = own_tmpdir("copy-nokeep", who);
+    let o = warden_in(
+        who,
+        &tmp2,
+        &[
+            "run",
+            "--policy",
+            Fixture::s(&policy),
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo rewritten > /work/a && mkdir /work/m && chmod 0 /work/m && echo ok",
+        ],
+    );
+    assert!(stdout(&o).contains("ok"), "{}", common::stderr(&o));
+    // (The registry of an unprivileged user lives there too, and stays: it is no run's.)
+    let left: Vec<_> = std::fs::read_dir(&tmp2)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| !n.to_string_lossy().starts_with("warden-run-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(snapshot(&tree), before);
+}
+
+#[test]
+fn a_private_copy_leaves_the_host_tree_byte_identical_and_diff_names_exactly_the_changes() {
+    each_user(
+        "a_private_copy_leaves_the_host_tree_byte_identical_and_diff_names_exactly_the_changes",
+        private_copy,
+    );
+}
+
+fn tmpfs_map(who: As) {
+    let marker = std::env::temp_dir().join(format!("view-tmpfs-marker-{}", std::process::id()));
+    common::write_file(&marker, "host\n", 0o644);
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--read",
+            "/tmp",
+            "--read",
+            "/tmp/*",
+            "--write",
+            "/tmp/*",
+            "--",
+            "/bin/sh",
+            "-c",
+            "ls -A /tmp | grep -v '^warden-' | wc -l; echo mine > /tmp/made && cat /tmp/made",
+        ],
+    );
+    // Control: without the map the host's /tmp shows.
+    assert!(!stdout(&o).starts_with("0\n"), "{}", stdout(&o));
+    let policy = common::workdir().join(format!("tmpfs-{}.policy", common::who_tag(who)));
+    common::write_file(
+        &policy,
+        "path-map tmpfs /tmp\npath-allow read /tmp /tmp/*\npath-allow write /tmp/*\n",
+        0o644,
+    );
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--policy",
+            Fixture::s(&policy),
+            "--",
+            "/bin/sh",
+            "-c",
+            "ls -A /tmp; echo count $(ls -A /tmp | grep -vc '^warden-'); \
+             echo mine > /tmp/made-in-view && cat /tmp/made-in-view; cat /tmp/view-tmpfs-marker-*",
+        ],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(out.contains("count 0"), "{out}\n{err}");
+    assert!(out.contains("mine"), "{out}\n{err}");
+    assert!(!out.contains("host"), "{out}\n{err}");
+    assert!(!std::env::temp_dir().join("made-in-view").exists());
+    let _ = std::fs::remove_file(marker);
+}
+
+#[test]
+fn a_tmpfs_map_is_private_and_empty() {
+    each_user("a_tmpfs_map_is_private_and_empty", tmpfs_map);
+}
+
+fn ro_and_rw_maps(who: As) {
+    let tree = map_tree("rorw", who);
+    let host = Fixture::s(&tree).to_owned();
+    let before = snapshot(&tree);
+    let dir = tree.parent().unwrap();
+    let policy = |mode: &str, write: bool| {
+        let p = dir.join(format!("{mode}-{write}.policy"));
+        let w = if write { "path-allow write /m/*\n" } else { "" };
+        common::write_file(
+            &p,
+            format!("path-map {host} /m {mode}\npath-allow read /m/*\n{w}"),
+            0o644,
+        );
+        p
+    };
+    let run = |p: &Path| {
+        let o = run_warden(
+            who,
+            common::workdir(),
+            &[
+                "run",
+                "--policy",
+                Fixture::s(p),
+                "--",
+                "/bin/sh",
+                "-c",
+                "cat /m/a; echo new > /m/f; echo end",
+            ],
+        );
+        (stdout(&o), common::stderr(&o))
+    };
+    // ro: the rules allow the write, the kernel's read-only mount refuses it.
+    let (out, err) = run(&policy("ro", true));
+    assert!(out.contains("alpha") && out.contains("end"), "{out}\n{err}");
+    assert!(err.contains("Read-only file system"), "{out}\n{err}");
+    assert_eq!(snapshot(&tree), before);
+    // rw without a write rule: the map grants nothing.
+    let (out, err) = run(&policy("rw", false));
+    assert!(err.contains("Permission denied"), "{out}\n{err}");
+    assert_eq!(snapshot(&tree), before);
+    // rw with one: the write reaches the host.
+    let (out, err) = run(&policy("rw", true));
+    assert!(out.contains("end"), "{out}\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("f")).unwrap_or_default(),
+        "new\n",
+        "{out}\n{err}"
+    );
+    // The host's own path is not in the view.
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--policy",
+            Fixture::s(&policy("rw", true)),
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("cat {host}/a /proc/self/root{host}/a /m/../{host}/a; echo end"),
+        ],
+    );
+    assert!(!stdout(&o).contains("alpha"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_read_only_map_refuses_writes_by_the_kernel_and_rw_writes_through() {
+    each_user(
+        "a_read_only_map_refuses_writes_by_the_kernel_and_rw_writes_through",
+        ro_and_rw_maps,
+    );
+}
+
+#[test]
+fn a_map_the_host_cannot_hold_is_refused_by_check_and_run() {
+    let dir = common::fresh_dir("map-missing");
+    let policy = dir.join("missing.policy");
+    let gone = dir.join("gone");
+    common::write_file(
+        &policy,
+        format!("path-map {} /m\npath-allow read /m/*\n", gone.display()),
+        0o644,
+    );
+    let o = run_warden(As::Me, &dir, &["check", Fixture::s(&policy)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(&format!(
+            "{}:1:10: path-map {} /m ro: {} does not exist",
+            policy.display(),
+            gone.display(),
+            gone.display()
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let o = run_warden(
+        As::Me,
+        &dir,
+        &["run", "--policy", Fixture::s(&policy), "--", "/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        common::stderr(&o).contains("does not exist"),
+        "{}",
+        common::stderr(&o)
+    );
+    // A mount point warden would have to make in the host's tree.
+    common::write_file(
+        &policy,
+        format!(
+            "path-allow read {d}/*\npath-map /usr {d}/not-there\n",
+            d = dir.display()
+        ),
+        0o644,
+    );
+    let o = run_warden(As::Me, &dir, &["check", Fixture::s(&policy)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("warden makes nothing in the host's tree"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -86,6 +86,7 @@ mod diag;
 pub mod escape;
 pub mod kernel;
 mod limits;
+pub mod map;
 mod net;
 mod parse;
 mod pattern;

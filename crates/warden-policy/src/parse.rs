@@ -31,12 +31,13 @@ use crate::pattern::{quote, PathPattern};
 use crate::policy::{Access, Policy};
 
 /// The directives a line may start with.
-pub(crate) const DIRECTIVES: [&str; 16] = [
+pub(crate) const DIRECTIVES: [&str; 17] = [
     "starting_uid",
     "starting_gid",
     "starting_dir",
     "path-allow",
     "path-deny",
+    "path-map",
     "net-allow",
     "ptrace-allow",
     "limit-time",
@@ -162,6 +163,7 @@ impl Parser {
             "starting_dir" => self.starting_dir(line, kw, args, end),
             "path-allow" => self.path_allow(line, args, end),
             "path-deny" => self.path_deny(line, args, end),
+            "path-map" => self.path_map(line, args, end),
             "net-allow" => self.net_allow(line, args, end),
             "ptrace-allow" => self.ptrace_allow(line, kw, args, end),
             other if LimitKind::from_keyword(other).is_some() => {
@@ -396,6 +398,111 @@ impl Parser {
         self.patterns(line, None, patterns, ok);
     }
 
+    /// `path-map HOST SANDBOX [ro|rw|copy]` or `path-map tmpfs SANDBOX` (see [`crate::map`]).
+    fn path_map(&mut self, line: u32, args: &[Token<'_>], end: u32) {
+        use crate::map::{MapMode, MapSource, PathMap};
+        const USAGE: &str = "`path-map` needs what appears and where, as in \
+             `path-map /home/me/proj /src ro`, `path-map /home/me/proj /src copy` or \
+             `path-map tmpfs /tmp`";
+        let (Some(from), Some(to)) = (args.first(), args.get(1)) else {
+            self.error(line, end, USAGE);
+            return;
+        };
+        let tmpfs = from.text == "tmpfs";
+        let source = if tmpfs {
+            Some(MapSource::Tmpfs)
+        } else {
+            match crate::map::map_path(from.text, "host path") {
+                Ok(p) => Some(MapSource::Host(p)),
+                Err(message) => {
+                    self.error(line, from.col, message);
+                    None
+                }
+            }
+        };
+        let sandbox = match crate::map::map_path(to.text, "sandbox path") {
+            Ok(p) => match crate::map::bad_sandbox_path(&p) {
+                Some(message) => {
+                    self.error(line, to.col, message);
+                    None
+                }
+                None => Some(p),
+            },
+            Err(message) => {
+                self.error(line, to.col, message);
+                None
+            }
+        };
+        const MODES: [&str; 3] = ["ro", "rw", "copy"];
+        let mode = match args.get(2) {
+            None => Some(MapMode::ReadOnly),
+            Some(m) if tmpfs => {
+                self.error(
+                    line,
+                    m.col,
+                    format!(
+                        "a tmpfs map takes no mode: it is the sandbox's own and always writable \
+                         as far as the path rules allow; remove {}",
+                        quote(m.text)
+                    ),
+                );
+                None
+            }
+            Some(m) => match m.text {
+                "ro" => Some(MapMode::ReadOnly),
+                "rw" => Some(MapMode::ReadWrite),
+                "copy" => Some(MapMode::Copy),
+                other => {
+                    let hint = match suggest(other, &MODES) {
+                        Some(s) => format!("; did you mean `{s}`?"),
+                        None => String::new(),
+                    };
+                    self.error(
+                        line,
+                        m.col,
+                        format!(
+                            "unknown map mode {}: `ro` (writes refused), `rw` (writes reach the \
+                             host) or `copy` (writes land in a private copy){hint}",
+                            quote(other)
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        if self.extra_args(line, "`path-map`", args, 3) {
+            return;
+        }
+        let (Some(source), Some(sandbox), Some(mode)) = (source, sandbox, mode) else {
+            return;
+        };
+        let first = self
+            .policy
+            .maps
+            .iter()
+            .find(|m| m.sandbox == sandbox)
+            .map(|m| m.span.line);
+        if let Some(first) = first {
+            self.error(
+                line,
+                to.col,
+                format!(
+                    "{} is already mapped on line {first}; a sandbox path shows one thing",
+                    quote(&sandbox)
+                ),
+            );
+            return;
+        }
+        let mode = if tmpfs { MapMode::ReadWrite } else { mode };
+        let span = self.span(line, from.col);
+        self.policy.maps.push(PathMap {
+            source,
+            sandbox,
+            mode,
+            span,
+        });
+    }
+
     /// Parses each pattern token; stores a rule per good one if `store`.
     fn patterns(&mut self, line: u32, access: Option<Access>, toks: &[Token<'_>], store: bool) {
         for tok in toks {
@@ -576,7 +683,8 @@ fn unknown_directive(word: &str) -> String {
         Some(s) => format!("unknown directive {}; did you mean `{s}`?", quote(word)),
         None => format!(
             "unknown directive {}; a line must start with one of starting_uid, starting_gid, \
-             starting_dir, path-allow, path-deny, net-allow, ptrace-allow or a limit-* keyword",
+             starting_dir, path-allow, path-deny, path-map, net-allow, ptrace-allow or a limit-* \
+             keyword",
             quote(word)
         ),
     }

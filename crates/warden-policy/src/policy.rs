@@ -227,6 +227,8 @@ pub struct Policy {
     pub ptrace_inside: Option<Span>,
     pub(crate) path_rules: Vec<PathRule>,
     pub(crate) net_rules: Vec<NetRule>,
+    /// `path-map`: what the sandbox's view shows at paths other than the host's own.
+    pub(crate) maps: Vec<crate::map::PathMap>,
 }
 
 impl Policy {
@@ -264,6 +266,23 @@ impl Policy {
         }
         self.path_rules.extend(other.path_rules);
         self.net_rules.extend(other.net_rules);
+        for map in other.maps {
+            // A later file's map of the same sandbox path replaces the earlier one.
+            self.maps.retain(|m| m.sandbox != map.sandbox);
+            self.maps.push(map);
+        }
+    }
+
+    /// Adds a map the run itself needs (warden's scratch directory inside a mapped tree keeps
+    /// its own place: `path-map SCRATCH SCRATCH rw`).
+    pub fn add_map(&mut self, map: crate::map::PathMap) {
+        self.maps.retain(|m| m.sandbox != map.sandbox);
+        self.maps.push(map);
+    }
+
+    /// Every `path-map`, in order.
+    pub fn maps(&self) -> &[crate::map::PathMap] {
+        &self.maps
     }
 
     /// Appends one path rule (`access` `None` = `path-deny`); used for
@@ -361,6 +380,7 @@ impl Policy {
                 .iter()
                 .map(|r| r.expand_scratch(scratch))
                 .collect(),
+            maps: self.maps.clone(),
         }
     }
 
@@ -556,6 +576,9 @@ impl Policy {
             });
             write_line(&mut out, &format!("net-allow {dir} unix-domain"), patterns);
         }
+        for map in &self.maps {
+            let _ = writeln!(out, "{map}");
+        }
         out
     }
 
@@ -583,6 +606,13 @@ impl Policy {
             && self.ptrace_inside.is_some() == other.ptrace_inside.is_some()
             && path_set(self) == path_set(other)
             && net_set(self) == net_set(other)
+            && self.maps.len() == other.maps.len()
+            && self.maps.iter().all(|m| {
+                other
+                    .maps
+                    .iter()
+                    .any(|o| (&o.source, &o.sandbox, o.mode) == (&m.source, &m.sandbox, m.mode))
+            })
     }
 
     /// One sentence telling a user why `access` to `path` is denied and what

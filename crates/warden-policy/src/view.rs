@@ -18,6 +18,7 @@
 //! [`Host`] says about its paths into a [`ViewPlan`], a list of steps that
 //! `warden::confine::view` carries out in one place.
 
+use crate::map::{at_or_beneath, MapMode, MapSource, PathMap};
 use crate::policy::{Access, Policy, RuleId};
 use std::collections::BTreeMap;
 
@@ -98,6 +99,39 @@ pub enum Step {
         /// A directory (otherwise a file).
         dir: bool,
     },
+    /// `path-map HOST SANDBOX ro|rw`: bind the host's `from` (with everything mounted beneath
+    /// it) at `path`, a place of the sandbox's.
+    Map {
+        /// The host's path.
+        from: String,
+        /// Where it appears in the view.
+        path: String,
+        /// A directory (otherwise a single file).
+        dir: bool,
+        /// Its flags (`write` only for an `rw` map whose rules give it).
+        flags: Flags,
+    },
+    /// `path-map tmpfs SANDBOX`: an empty tmpfs of the sandbox's own (`nosuid,nodev`, mode
+    /// 1777, read-only unless the rules give write in it, `noexec` unless they give exec).
+    Tmpfs {
+        /// Where.
+        path: String,
+        /// Its flags.
+        flags: Flags,
+    },
+    /// `path-map HOST SANDBOX copy`: an overlay with the host's `from` as its lower layer and
+    /// an upper and work directory of the run's ([`ViewPlan::copy_dir`]`/N`), so writes never
+    /// reach the host.
+    Copy {
+        /// The host's tree (the lower layer, never written).
+        from: String,
+        /// Where it appears in the view.
+        path: String,
+        /// `N`, which names its directories under [`ViewPlan::copy_dir`].
+        index: usize,
+        /// Its flags.
+        flags: Flags,
+    },
     /// An empty tmpfs at `/dev` (before any device step).
     DevTmpfs,
     /// A fresh procfs of the sandbox's PID namespace at `/proc`, with everything outside `keep`
@@ -129,6 +163,32 @@ impl std::fmt::Display for Step {
                 )
             }
             Step::Mask { path, .. } => write!(f, "hide {}", esc(path)),
+            Step::Map {
+                from, path, flags, ..
+            } => write!(
+                f,
+                "map {} at {} {},{}",
+                esc(from),
+                esc(path),
+                if flags.write { "rw" } else { "ro" },
+                if flags.exec { "exec" } else { "noexec" }
+            ),
+            Step::Tmpfs { path, flags } => write!(
+                f,
+                "tmpfs {} {},{}",
+                esc(path),
+                if flags.write { "rw" } else { "ro" },
+                if flags.exec { "exec" } else { "noexec" }
+            ),
+            Step::Copy {
+                from, path, flags, ..
+            } => write!(
+                f,
+                "copy {} at {} (private: writes stay in the run's overlay) {}",
+                esc(from),
+                esc(path),
+                if flags.exec { "exec" } else { "noexec" }
+            ),
             Step::DevTmpfs => f.write_str("tmpfs /dev"),
             Step::Proc { keep } if keep.all => f.write_str("proc /proc"),
             Step::Proc { keep } => write!(
@@ -174,6 +234,13 @@ pub struct ViewPlan {
     /// Rules the view shows more of than the policy allows (the agent and Landlock still decide
     /// them) or cannot show, each with a sentence for `warden check --explain`.
     pub notes: Vec<(RuleId, String)>,
+    /// Maps that cannot be placed as the host is now, each a sentence (`warden check` and
+    /// `warden run` refuse the policy).
+    pub errors: Vec<String>,
+    /// Where the private copies keep their upper and work directories (`DIR/N/upper`,
+    /// `DIR/N/work` for [`Step::Copy`] `N`): a directory of the run's outside the view, set by
+    /// the caller before the view is built (the planner has no run).
+    pub copy_dir: Option<String>,
 }
 
 impl ViewPlan {
@@ -185,6 +252,8 @@ impl ViewPlan {
                 Step::Bind { path, dir, .. } => (path.as_str(), *dir),
                 Step::Symlink { path, .. } | Step::Device { path, .. } => (path.as_str(), false),
                 Step::Mask { .. } => return false,
+                Step::Map { path, dir, .. } => (path.as_str(), *dir),
+                Step::Tmpfs { path, .. } | Step::Copy { path, .. } => (path.as_str(), true),
                 Step::DevTmpfs => ("/dev", true),
                 Step::Proc { .. } => ("/proc", true),
             };
@@ -202,8 +271,60 @@ struct Anchor {
     access: Access,
 }
 
-/// Plans the view for `policy` (with `$SCRATCH` expanded).
+/// The host as the sandbox will see it: a path at or beneath a map's sandbox path is what the
+/// map shows there (the mapped host tree, or nothing in a fresh tmpfs). Every path rule is
+/// written in the sandbox's paths, so the planner asks this, never the bare host.
+struct Sandboxed<'a> {
+    host: &'a dyn Host,
+    maps: Vec<&'a PathMap>,
+}
+
+impl Sandboxed<'_> {
+    /// The innermost map that shows `path`, and the host path it shows there (`None`: a tmpfs).
+    fn mapped(&self, path: &str) -> Option<(&PathMap, Option<String>)> {
+        let m = self
+            .maps
+            .iter()
+            .filter(|m| at_or_beneath(path, &m.sandbox))
+            .max_by_key(|m| m.sandbox.len())?;
+        let rest = &path[m.sandbox.len()..];
+        Some(match &m.source {
+            MapSource::Tmpfs => (m, None),
+            MapSource::Host(h) => (m, Some(format!("{h}{rest}"))),
+        })
+    }
+}
+
+impl Host for Sandboxed<'_> {
+    fn node(&self, path: &str) -> Node {
+        match self.mapped(path) {
+            None => self.host.node(path),
+            Some((m, None)) if m.sandbox == path => Node::Dir,
+            Some((_, None)) => Node::Missing,
+            // The map's own root is what the kernel's clone follows to.
+            Some((m, Some(h))) if m.sandbox == path => resolve(self.host, &h).1,
+            Some((_, Some(h))) => self.host.node(&h),
+        }
+    }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        match self.mapped(dir) {
+            None => self.host.list(dir),
+            Some((_, None)) => Vec::new(),
+            Some((_, Some(h))) => self.host.list(&h),
+        }
+    }
+}
+
+/// Plans the view for `policy` (with `$SCRATCH` expanded). Every path the policy names is a
+/// path of the sandbox's; its `path-map`s say where those differ from the host's.
 pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
+    let bare = host;
+    let sandboxed = Sandboxed {
+        host,
+        maps: policy.maps().iter().collect(),
+    };
+    let host: &dyn Host = &sandboxed;
     let mut plan = ViewPlan {
         lists_root: policy.check("/", Access::Read).is_allowed(),
         ..ViewPlan::default()
@@ -289,8 +410,20 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     }
 
     unix_sockets(policy, &mut anchors);
-    binds(host, &anchors, &mut plan);
+    // What lies at or beneath a map's sandbox path comes in through the map.
+    let on_host: Vec<Anchor> = anchors
+        .iter()
+        .filter(|a| {
+            !policy
+                .maps()
+                .iter()
+                .any(|m| at_or_beneath(&a.path, &m.sandbox))
+        })
+        .cloned()
+        .collect();
+    binds(host, &on_host, &mut plan);
     root_links(host, &mut plan);
+    maps(policy, bare, &anchors, &mut plan);
     masks(policy, host, &plan.steps.clone(), &mut plan);
     if dev_covered || !devices.is_empty() || !dev_links.is_empty() {
         plan.steps.push(Step::DevTmpfs);
@@ -310,7 +443,12 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
         && plan.steps.iter().all(|s| match s {
             Step::Bind {
                 path, dir: true, ..
-            } => {
+            }
+            | Step::Map {
+                path, dir: true, ..
+            }
+            | Step::Tmpfs { path, .. }
+            | Step::Copy { path, .. } => {
                 let inside = format!("{}/{}", path.trim_end_matches('/'), "\u{1}");
                 policy.check(&inside, Access::Read).is_allowed()
             }
@@ -562,14 +700,118 @@ fn resolve_link(link: &str, target: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
-/// Masks for every `path-deny` that lies inside a bound tree, as the host has it now.
+/// The maps, outer before inner, after the binds they may land in: each with the rights of the
+/// rules at, around or beneath its sandbox path (beneath: those paths appear only through it),
+/// `write` never beyond what its mode allows. A map lands on a mount point: in the view's own
+/// tmpfs (or a tmpfs map) warden makes it; in a tree of the host's (a bind, an `rw`/`ro` map
+/// or a copy) it must exist already, since warden makes nothing in the host's tree.
+fn maps(policy: &Policy, bare: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
+    let mut order: Vec<&PathMap> = policy.maps().iter().collect();
+    order.sort_by_key(|m| (m.sandbox.matches('/').count(), m.sandbox.clone()));
+    let mut copies = 0;
+    for m in order {
+        let mut flags = Flags::default();
+        for a in anchors {
+            if at_or_beneath(&a.path, &m.sandbox) || (a.tree && is_beneath(&m.sandbox, &a.path)) {
+                match a.access {
+                    Access::Write | Access::Unlink => flags.write = true,
+                    Access::Exec => flags.exec = true,
+                    _ => {}
+                }
+            }
+        }
+        if m.mode == MapMode::ReadOnly {
+            flags.write = false;
+        }
+        // The tree it lands in: the innermost step that holds its parent.
+        let parent = m.sandbox.rsplit_once('/').map_or("/", |(d, _)| d);
+        let parent = if parent.is_empty() { "/" } else { parent };
+        let landing = plan.steps.iter().rev().find_map(|s| match s {
+            Step::Bind {
+                path, dir: true, ..
+            }
+            | Step::Map {
+                path, dir: true, ..
+            }
+            | Step::Copy { path, .. }
+                if at_or_beneath(parent, path) =>
+            {
+                Some(Some(path.clone()))
+            }
+            Step::Tmpfs { path, .. } if at_or_beneath(parent, path) => Some(None),
+            _ => None,
+        });
+        let dir = match &m.source {
+            MapSource::Tmpfs => true,
+            MapSource::Host(h) => !matches!(resolve(bare, h).1, Node::File),
+        };
+        if let Some(Some(tree)) = landing {
+            // What the view has there without this map: the host's, or an outer map's.
+            let without = Sandboxed {
+                host: bare,
+                maps: policy
+                    .maps()
+                    .iter()
+                    .filter(|o| o.sandbox != m.sandbox)
+                    .collect(),
+            };
+            let there = without.node(&m.sandbox);
+            let fits = match there {
+                Node::Dir => dir,
+                Node::File => !dir,
+                _ => false,
+            };
+            if !fits {
+                plan.errors.push(format!(
+                    "{m} (at {}): {} is not a {} in {} (a tree of the host's in the view), and \
+                     warden makes nothing in the host's tree; create it there, or map to a \
+                     place outside {}",
+                    m.span,
+                    crate::escape::escape(&m.sandbox),
+                    if dir { "directory" } else { "file" },
+                    crate::escape::escape(&tree),
+                    crate::escape::escape(&tree),
+                ));
+                continue;
+            }
+        }
+        plan.steps.push(match &m.source {
+            MapSource::Tmpfs => Step::Tmpfs {
+                path: m.sandbox.clone(),
+                flags,
+            },
+            MapSource::Host(h) if m.mode == MapMode::Copy => {
+                copies += 1;
+                Step::Copy {
+                    from: h.clone(),
+                    path: m.sandbox.clone(),
+                    index: copies,
+                    flags,
+                }
+            }
+            MapSource::Host(h) => Step::Map {
+                from: h.clone(),
+                path: m.sandbox.clone(),
+                dir,
+                flags,
+            },
+        });
+    }
+}
+
+/// Masks for every `path-deny` that lies inside a bound or mapped tree, as the host has it now.
 fn masks(policy: &Policy, host: &dyn Host, steps: &[Step], plan: &mut ViewPlan) {
     let trees: Vec<&str> = steps
         .iter()
         .filter_map(|s| match s {
             Step::Bind {
                 path, dir: true, ..
-            } => Some(path.as_str()),
+            }
+            | Step::Map {
+                path, dir: true, ..
+            }
+            | Step::Tmpfs { path, .. }
+            | Step::Copy { path, .. } => Some(path.as_str()),
             _ => None,
         })
         .collect();

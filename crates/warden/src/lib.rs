@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod confine;
+pub mod copies;
 pub mod explain;
 pub mod filter;
 pub mod launch;

@@ -163,6 +163,8 @@ pub struct Measured {
     pub agent_budget: Option<crate::agent::budget::Budget>,
     /// The most sockets in the host's network held at once, when the sandbox reaches it.
     pub sockets: Option<u64>,
+    /// Where the run's private copies were kept (`--keep`; `warden diff` reads them).
+    pub copies: Option<std::path::PathBuf>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -287,6 +289,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(n) = m.sockets {
         put("sockets", n.into());
     }
+    if let Some(dir) = &m.copies {
+        put("copies", dir.to_string_lossy().into_owned().into());
+    }
     for &(family, n) in &m.agent.calls {
         put(&format!("delegated-{}", family.name()), n.into());
     }
@@ -367,6 +372,7 @@ mod tests {
                 busy: Duration::from_micros(250),
                 cpu: Duration::from_micros(200),
             },
+            copies: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,

@@ -317,3 +317,167 @@ fn a_file_to_be_created_brings_its_directory_in_writable() {
         p.steps
     );
 }
+
+#[test]
+fn a_map_shows_a_host_tree_elsewhere_with_the_rules_of_its_sandbox_path() {
+    let p = plan(
+        "path-map /home/u/p /src rw\npath-allow read /src/*\npath-allow write /src/out/*\n\
+         path-map /home/u/notes /notes.txt\npath-allow read /notes.txt\n",
+    );
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    assert_eq!(
+        p.steps,
+        vec![
+            Step::Map {
+                from: "/home/u/notes".into(),
+                path: "/notes.txt".into(),
+                dir: false,
+                flags: Flags::default(),
+            },
+            Step::Map {
+                from: "/home/u/p".into(),
+                path: "/src".into(),
+                dir: true,
+                flags: Flags {
+                    write: true,
+                    exec: false
+                },
+            },
+        ]
+    );
+    // Nothing of /home/u itself: the rules name /src, not the host's path.
+    assert!(!p.holds("/home/u"));
+    assert!(p.holds("/src/out/x"));
+}
+
+#[test]
+fn a_read_only_map_is_read_only_whatever_the_rules_say() {
+    let p = plan("path-map /home/u/p /src\npath-allow write /src/*\n");
+    assert!(matches!(
+        &p.steps[..],
+        [Step::Map {
+            flags: Flags { write: false, .. },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn tmpfs_and_copy_maps_and_the_binds_they_replace() {
+    let p = plan(
+        "path-allow read /tmp/* /usr/*\npath-allow write /tmp/*\npath-map tmpfs /tmp\n\
+         path-map /home/u /home/u copy\npath-allow read /home/u/*\npath-allow write /home/u/*\n\
+         path-allow exec /home/u/p/*\n",
+    );
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    let rw = Flags {
+        write: true,
+        exec: false,
+    };
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/usr", true, false, false),
+            Step::Symlink {
+                path: "/bin".into(),
+                target: "usr/bin".into()
+            },
+            Step::Symlink {
+                path: "/lib".into(),
+                target: "usr/lib".into()
+            },
+            Step::Tmpfs {
+                path: "/tmp".into(),
+                flags: rw
+            },
+            Step::Copy {
+                from: "/home/u".into(),
+                path: "/home/u".into(),
+                index: 1,
+                flags: Flags {
+                    write: true,
+                    exec: true
+                },
+            },
+        ],
+        "no bind of the host's /tmp or /home/u"
+    );
+    assert_eq!(
+        p.steps[3].to_string(),
+        "tmpfs /tmp rw,noexec",
+        "printed for -v"
+    );
+}
+
+#[test]
+fn denies_inside_a_map_are_masked_at_their_sandbox_paths() {
+    let p = plan(
+        "path-map /etc /conf\npath-allow read /conf/*\npath-deny /conf/shadow /conf/ssh/ssh_host*\n",
+    );
+    let masks: Vec<&Step> = p
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Mask { .. }))
+        .collect();
+    assert_eq!(
+        masks,
+        vec![
+            &Step::Mask {
+                path: "/conf/shadow".into(),
+                dir: false
+            },
+            &Step::Mask {
+                path: "/conf/ssh/ssh_host_ed25519_key".into(),
+                dir: false
+            },
+            &Step::Mask {
+                path: "/conf/ssh/ssh_host_rsa_key".into(),
+                dir: false
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_map_inside_a_host_tree_needs_its_mount_point_there() {
+    // /home/u/p exists in the bound /home: fine. /home/u/new does not: warden would have to
+    // make it in the host's tree, so the plan refuses.
+    let ok = plan("path-allow read /home/*\npath-map /usr /home/u/p\n");
+    assert!(ok.errors.is_empty(), "{:?}", ok.errors);
+    assert_eq!(ok.steps.len(), 2);
+    let bad = plan("path-allow read /home/*\npath-map /usr /home/u/new\n");
+    assert_eq!(bad.errors.len(), 1);
+    assert!(
+        bad.errors[0].contains("/home/u/new is not a directory in /home"),
+        "{:?}",
+        bad.errors
+    );
+    assert!(!bad.steps.iter().any(|s| matches!(s, Step::Map { .. })));
+    // A file over a directory is refused the same way.
+    let kind = plan("path-allow read /home/*\npath-map /etc/passwd /home/u/p\n");
+    assert!(
+        kind.errors[0].contains("is not a file"),
+        "{:?}",
+        kind.errors
+    );
+    // In a tmpfs map, or in the view's own root, the mount point is made.
+    let made = plan("path-map tmpfs /work\npath-map /usr /work/new/usr\n");
+    assert!(made.errors.is_empty(), "{:?}", made.errors);
+}
+
+#[test]
+fn maps_nest_outer_first_and_rules_beneath_an_inner_map_go_to_it() {
+    let p = plan(
+        "path-map /home/u/p /w/p copy\npath-map tmpfs /w\npath-allow read /w/* \n\
+         path-allow write /w/p/*\n",
+    );
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    let at: Vec<String> = p.steps.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        at,
+        vec![
+            "tmpfs /w rw,noexec",
+            "copy /home/u/p at /w/p (private: writes stay in the run's overlay) noexec"
+        ]
+    );
+}

@@ -1114,9 +1114,10 @@ pub fn exec(c: &Client) -> Handled {
     let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
     c.decide(&w.path, Access::Exec)?;
     existing(c, &w)?;
-    if !c
-        .exec_rules()
-        .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
+    if !c.exec_rules().mapped(&w.path)
+        && !c
+            .exec_rules()
+            .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
     {
         let rule = match c.policy().check(&w.path, Access::Exec) {
             Verdict::Allowed(id) => {

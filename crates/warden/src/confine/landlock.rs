@@ -70,6 +70,9 @@ pub struct Prepared {
     /// The open family goes straight to the kernel: anything short of full enforcement must
     /// stop the sandbox from starting, since Landlock is then the only lock on opens.
     pub required: bool,
+    /// The policy, when it maps paths: the rules at and beneath each map's sandbox path are
+    /// added in the view ([`Prepared::allow_view`]).
+    in_view: Option<Policy>,
 }
 
 /// How much of Landlock the kernel enforced.
@@ -129,6 +132,33 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         .handle_access(AccessNet::from_all(abi))?
         .scope(Scope::from_all(abi))?
         .create()?;
+    let targets = targets(policy, None);
+    let mut exec = ExecRules {
+        maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
+        ..ExecRules::default()
+    };
+    let added = add_targets(&mut ruleset, targets, &mut exec)?;
+    Ok(Prepared {
+        ruleset,
+        rules: added,
+        exec,
+        required: false,
+        in_view: (!policy.maps().is_empty()).then(|| policy.clone()),
+    })
+}
+
+/// The objects `policy`'s rules name, with their rights. `within` `None`: every rule except
+/// those at or beneath a `path-map`'s sandbox path, opened on the host's tree (the rules name
+/// the sandbox's paths, and there the host has something else). `within` a map's sandbox path:
+/// only what lies there, for [`Prepared::allow_view`] to open in the view, where the map's
+/// objects are (a tmpfs's and an overlay's are not the host's at all: Landlock holds rules
+/// on objects, and an overlay's are its own).
+fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    use warden_policy::map::at_or_beneath;
+    let keep = |p: &str| match within {
+        None => !policy.maps().iter().any(|m| at_or_beneath(p, &m.sandbox)),
+        Some(w) => at_or_beneath(p, w),
+    };
     let denies: Vec<&PathPattern> = policy
         .path_rules()
         .iter()
@@ -144,6 +174,9 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
             continue;
         }
         if !rule.pattern.is_prefix() {
+            if !keep(lit) {
+                continue;
+            }
             // An exact path. A directory rule in Landlock covers the whole subtree, so an exact
             // directory only gets the right to be listed (everything else stays the agent's).
             let path = PathBuf::from(lit);
@@ -153,7 +186,9 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
                 // directory above gets the execute right; the agent still checks the exact path
                 // of every execve.
                 if let Some(dir) = path.ancestors().skip(1).find(|a| a.is_dir()) {
-                    targets.push((dir.to_path_buf(), rights(access)));
+                    if dir.to_str().is_some_and(keep) {
+                        targets.push((dir.to_path_buf(), rights(access)));
+                    }
                 }
                 continue;
             }
@@ -166,15 +201,35 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
             continue;
         }
         let roots: Vec<PathBuf> = match lit.strip_suffix('/') {
-            Some(dir) => vec![PathBuf::from(if dir.is_empty() { "/" } else { dir })],
-            None => name_prefix_matches(lit),
+            Some(dir) => {
+                let dir = if dir.is_empty() { "/" } else { dir };
+                match within {
+                    _ if keep(dir) => vec![PathBuf::from(dir)],
+                    // A tree around the map covers all of it.
+                    Some(w) if at_or_beneath(w, dir) => vec![PathBuf::from(w)],
+                    _ => Vec::new(),
+                }
+            }
+            None => name_prefix_matches(lit)
+                .into_iter()
+                .filter(|p| p.to_str().is_some_and(keep))
+                .collect(),
         };
         for root in roots {
             expand(&root, rights(access), &denies, &mut targets, 0);
         }
     }
+    targets
+}
+
+/// Adds a rule per target that can hold one; returns how many.
+fn add_targets(
+    ruleset: &mut RulesetCreated,
+    targets: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    exec: &mut ExecRules,
+) -> Result<usize, LandlockError> {
+    let abi = TARGET_ABI;
     let mut added = 0;
-    let mut exec = ExecRules::default();
     for (path, access) in targets {
         // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
         // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
@@ -197,15 +252,10 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         if access.contains(AccessFs::Execute) {
             exec.add(&fd, ft.is_dir());
         }
-        ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
+        ruleset.add_rule(PathBeneath::new(fd, access))?;
         added += 1;
     }
-    Ok(Prepared {
-        ruleset,
-        rules: added,
-        exec,
-        required: false,
-    })
+    Ok(added)
 }
 
 /// The objects a ruleset lets the sandbox execute, as they were when it was built: files, and
@@ -216,9 +266,20 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
 pub struct ExecRules {
     files: Vec<(u64, u64)>,
     dirs: Vec<(u64, u64)>,
+    /// The maps' sandbox paths: their rules are added in the view, where the agent's own list
+    /// cannot see them, so there the kernel alone says whether an exec may run.
+    maps: Vec<String>,
 }
 
 impl ExecRules {
+    /// Whether `path` (in the sandbox) lies in a `path-map`, whose execute rights this list
+    /// does not hold (see the field).
+    pub fn mapped(&self, path: &str) -> bool {
+        self.maps
+            .iter()
+            .any(|m| warden_policy::map::at_or_beneath(path, m))
+    }
+
     fn add(&mut self, fd: &PathFd, dir: bool) {
         if let Ok(st) = rustix::fs::fstat(fd.as_fd()) {
             let id = (st.st_dev, st.st_ino);
@@ -365,7 +426,8 @@ impl Prepared {
     /// view's `/` may be listed when the policy lets `/` be listed (it holds nothing but what
     /// the policy brings in), and its fresh `/proc` may be read when the policy lets the
     /// process read its own entries (it holds only the sandbox's processes and the entries the
-    /// policy names; the rest are masked). Runs in the program's process, before
+    /// policy names; the rest are masked); and the rules at and beneath each `path-map`'s
+    /// sandbox path, opened where the map put them. Runs in the program's process, before
     /// [`Prepared::restrict_self`].
     pub fn allow_view(
         &mut self,
@@ -376,6 +438,13 @@ impl Prepared {
             let fd = PathFd::new("/")?;
             (&mut self.ruleset).add_rule(PathBeneath::new(fd, AccessFs::ReadDir))?;
             self.rules += 1;
+        }
+        if let Some(policy) = &self.in_view {
+            let mut exec = ExecRules::default();
+            for m in policy.maps() {
+                let targets = targets(policy, Some(&m.sandbox));
+                self.rules += add_targets(&mut self.ruleset, targets, &mut exec)?;
+            }
         }
         let Some(keep) = plan.steps.iter().find_map(|s| match s {
             Step::Proc { keep } => Some(keep),

@@ -10,6 +10,10 @@
 //! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
 //! open_tree(CLONE) per bind      host tree, recursive; mount_setattr adds ro/noexec/nosuid/nodev
 //! move_mount onto a placeholder  in the new root, at the same path
+//! open_tree(CLONE) per map        `path-map HOST SANDBOX`: the same, attached at SANDBOX
+//! fsmount(tmpfs) per tmpfs map   `path-map tmpfs SANDBOX`: mode 1777, the sandbox's own
+//! fsmount(overlay) per copy      `path-map HOST SANDBOX copy`: lower HOST, upper and work in
+//!                                the run's copy directory (outside the view), userxattr
 //! fsmount(proc)                  the PID namespace's own procfs, hidepid=ptraceable; masks on
 //!                                every entry the policy does not name
 //! pivot_root(".", "."), umount   the host's tree is gone from the namespace
@@ -69,6 +73,15 @@ impl Host for HostFs {
             .collect();
         names.sort();
         names
+    }
+}
+
+/// What the host has at `path` with a final symlink followed (a map's host path is cloned as
+/// the kernel finds it), for [`warden_policy::map::host_problems`].
+pub fn host_stat(path: &str) -> Node {
+    match std::fs::canonicalize(path) {
+        Ok(p) => p.to_str().map_or(Node::Missing, |p| HostFs.node(p)),
+        Err(_) => Node::Missing,
     }
 }
 
@@ -132,7 +145,7 @@ pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
     let mut has_dev = false;
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
-        apply(step, root.as_fd(), masks.as_fd())?;
+        apply(step, root.as_fd(), masks.as_fd(), plan.copy_dir.as_deref())?;
     }
     pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
     // Attached now: the tmpfs mounts the steps wrote into become read-only.
@@ -150,8 +163,47 @@ fn read_only(path: &str) -> io::Result<()> {
     set_attributes(mount.as_fd(), MountAttrFlags::MOUNT_ATTR_RDONLY, false)
 }
 
-fn apply(step: &Step, root: BorrowedFd<'_>, masks: BorrowedFd<'_>) -> Result<(), ViewError> {
+fn apply(
+    step: &Step,
+    root: BorrowedFd<'_>,
+    masks: BorrowedFd<'_>,
+    copy_dir: Option<&str>,
+) -> Result<(), ViewError> {
     match step {
+        Step::Map {
+            from,
+            path,
+            dir,
+            flags,
+        } => {
+            let tree = clone_tree(from, *dir, bind_attributes(*flags))
+                .map_err(ViewError::at(format!("mapping {from}")))?;
+            attach(root, relative(path), tree.as_fd(), *dir)
+                .map_err(ViewError::at(format!("mapping {from} at {path}")))
+        }
+        Step::Tmpfs { path, flags } => {
+            let fs = tmpfs("1777", bind_attributes(*flags))
+                .map_err(ViewError::at(format!("creating the tmpfs {path}")))?;
+            attach(root, relative(path), fs.as_fd(), true)
+                .map_err(ViewError::at(format!("mounting the tmpfs {path}")))
+        }
+        Step::Copy {
+            from,
+            path,
+            index,
+            flags,
+        } => {
+            let Some(dir) = copy_dir else {
+                return Err(ViewError::at(format!("copying {from}"))(io::Error::other(
+                    "no directory for the private copies",
+                )));
+            };
+            let fs = overlay(from, &format!("{dir}/{index}"), bind_attributes(*flags))
+                .map_err(ViewError::at(format!("making the private copy of {from}")))?;
+            attach(root, relative(path), fs.as_fd(), true).map_err(ViewError::at(format!(
+                "mounting the private copy at {path}"
+            )))
+        }
         Step::Bind { path, dir, flags } => bind(root, path, *dir, bind_attributes(*flags))
             .map_err(ViewError::at(format!("binding {path}"))),
         Step::Device { path, write } => {
@@ -190,6 +242,42 @@ fn tmpfs(mode: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
     fsconfig_set_string(fs.as_fd(), "mode", mode)?;
     fsconfig_create(fs.as_fd())?;
     Ok(fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?)
+}
+
+/// A detached overlay of the host's `lower` whose changes go to `dir/upper` (made here, with
+/// its `dir/work`): the host's tree is only ever read. `userxattr`: the overlay's own marks
+/// (opaque directories) are `user.overlay.*`, which a user namespace may set; deletions are
+/// whiteouts (0/0 character devices), which any user may make. The kernel's own words on a
+/// refusal (it keeps them in the context) are added to the error.
+fn overlay(lower: &str, dir: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
+    for sub in ["", "/upper", "/work"] {
+        rfs::mkdirat(
+            rfs::CWD,
+            format!("{dir}{sub}"),
+            Mode::from_bits_truncate(0o755),
+        )?;
+    }
+    let fs = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    let said = |e: rustix::io::Errno| -> io::Error {
+        let mut buf = [0u8; 256];
+        match rustix::io::read(fs.as_fd(), &mut buf) {
+            Ok(n) if n > 0 => io::Error::new(
+                io::Error::from(e).kind(),
+                format!(
+                    "{} ({})",
+                    io::Error::from(e),
+                    String::from_utf8_lossy(&buf[..n]).trim()
+                ),
+            ),
+            _ => e.into(),
+        }
+    };
+    fsconfig_set_string(fs.as_fd(), "lowerdir+", lower).map_err(&said)?;
+    fsconfig_set_string(fs.as_fd(), "upperdir", format!("{dir}/upper")).map_err(&said)?;
+    fsconfig_set_string(fs.as_fd(), "workdir", format!("{dir}/work")).map_err(&said)?;
+    rustix::mount::fsconfig_set_flag(fs.as_fd(), "userxattr").map_err(&said)?;
+    fsconfig_create(fs.as_fd()).map_err(&said)?;
+    fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs).map_err(&said)
 }
 
 /// The two masks: `f`, an empty file, and `d`, an empty directory, both mode 0 on a read-only

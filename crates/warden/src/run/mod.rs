@@ -4,6 +4,7 @@
 //! into a plan (only looking), and [`execute::execute`] makes it in one place. Around them:
 //! the scratch directory ([`scratch`]), the program's stdio ([`stdio`]) and the reports.
 
+mod copies;
 mod execute;
 mod plan;
 mod scratch;
@@ -234,11 +235,13 @@ fn run_in(
     measured: &mut Measured,
 ) -> Result<i32, Failure> {
     let policy = match scratch {
-        Some(s) => cfg.policy.expand_scratch(
-            s.path
+        Some(s) => {
+            let path = s
+                .path
                 .to_str()
-                .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?,
-        ),
+                .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?;
+            plan::scratch_on_top(cfg.policy.expand_scratch(path), path)
+        }
         None => cfg.policy.clone(),
     };
     // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
@@ -249,7 +252,8 @@ fn run_in(
     let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
     let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
     let scratch = scratch.map(|s| s.path.as_path());
-    let plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+    let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+    let _copies = copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), measured)?;
     execute::execute(cfg, plan, stdio, captures, scratch, measured)
 }
 

@@ -50,7 +50,7 @@ impl Plan {
         inherits_directory: bool,
     ) -> Result<Plan, Failure> {
         let limits = policy.limits;
-        let view = view_for(cfg, &policy);
+        let view = view_for(cfg, &policy)?;
         let cwd = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
             (None, Some((dir, _))) => PathBuf::from(dir),
@@ -128,9 +128,21 @@ impl Plan {
 }
 
 /// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
-fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::ViewPlan> {
-    if cfg.view == ViewMode::Off {
-        return None;
+fn view_for(
+    cfg: &RunConfig,
+    policy: &Policy,
+) -> Result<Option<warden_policy::view::ViewPlan>, Failure> {
+    // A `path-map` is a mount of the view: a policy with one always gets a view.
+    let maps = !policy.maps().is_empty();
+    if cfg.view == ViewMode::Off && !maps {
+        return Ok(None);
+    }
+    if maps && !crate::confine::view::supported() {
+        return Err(failure(
+            EXIT_WARDEN,
+            "the policy maps paths (path-map), which needs the sandbox's own view, and this \
+             kernel has no new mount API (fsopen, open_tree)",
+        ));
     }
     if cfg.view == ViewMode::Auto && !crate::confine::view::supported() {
         if cfg.verbose {
@@ -139,9 +151,18 @@ fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::Vie
                  the host's tree, and the agent decides every path"
             );
         }
-        return None;
+        return Ok(None);
     }
+    let mut problems: Vec<String> =
+        warden_policy::map::host_problems(policy.maps(), &crate::confine::view::host_stat)
+            .into_iter()
+            .map(|(span, text)| format!("{span}: {text}"))
+            .collect();
     let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
+    problems.extend(plan.errors.iter().cloned());
+    if !problems.is_empty() {
+        return Err(failure(EXIT_WARDEN, problems.join("\n")));
+    }
     if cfg.verbose {
         eprintln!(
             "warden: the sandbox's view: {} mount steps from the policy",
@@ -155,7 +176,7 @@ fn view_for(cfg: &RunConfig, policy: &Policy) -> Option<warden_policy::view::Vie
             eprintln!("warden: view: {}: {rule}: {note}", rule.span);
         }
     }
-    Some(plan)
+    Ok(Some(plan))
 }
 
 /// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
@@ -207,6 +228,13 @@ fn choose_opens(
         Some("-v names the rule behind every denial, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
+    } else if !policy.maps().is_empty() {
+        Some(
+            "the policy maps paths (path-map): Landlock's rights belong to objects, and a host \
+             tree shown at two places would carry the rights of both, so the agent decides by \
+             the sandbox's paths"
+                .into(),
+        )
     } else {
         let plan = if view {
             warden_policy::kernel::kernel_plan_in_view(policy, &landlock::found)
@@ -540,4 +568,23 @@ mod tests {
         cfg.chdir = Some("/etc".into());
         assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/etc"));
     }
+}
+
+/// `policy` with the scratch directory `scratch` mapped onto itself when a map would cover it
+/// (a tmpfs `/tmp`): it is the run's own, on the host, and must stay visible.
+pub fn scratch_on_top(mut policy: Policy, scratch: &str) -> Policy {
+    use warden_policy::map::{at_or_beneath, MapMode, MapSource, PathMap};
+    if policy
+        .maps()
+        .iter()
+        .any(|m| at_or_beneath(scratch, &m.sandbox))
+    {
+        policy.add_map(PathMap {
+            source: MapSource::Host(scratch.to_owned()),
+            sandbox: scratch.to_owned(),
+            mode: MapMode::ReadWrite,
+            span: warden_policy::Span::new("<scratch>", 1, 1),
+        });
+    }
+    policy
 }
