@@ -453,6 +453,25 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
     Ok(path)
 }
 
+/// `policy` with the scratch directory `scratch` mapped onto itself when a map would cover it
+/// (a tmpfs `/tmp`): it is the run's own, on the host, and must stay visible.
+pub fn scratch_on_top(mut policy: Policy, scratch: &str) -> Policy {
+    use warden_policy::map::{at_or_beneath, MapMode, MapSource, PathMap};
+    if policy
+        .maps()
+        .iter()
+        .any(|m| at_or_beneath(scratch, &m.sandbox))
+    {
+        policy.add_map(PathMap {
+            source: MapSource::Host(scratch.to_owned()),
+            sandbox: scratch.to_owned(),
+            mode: MapMode::ReadWrite,
+            span: warden_policy::Span::new("<scratch>", 1, 1),
+        });
+    }
+    policy
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,23 +587,4 @@ mod tests {
         cfg.chdir = Some("/etc".into());
         assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/etc"));
     }
-}
-
-/// `policy` with the scratch directory `scratch` mapped onto itself when a map would cover it
-/// (a tmpfs `/tmp`): it is the run's own, on the host, and must stay visible.
-pub fn scratch_on_top(mut policy: Policy, scratch: &str) -> Policy {
-    use warden_policy::map::{at_or_beneath, MapMode, MapSource, PathMap};
-    if policy
-        .maps()
-        .iter()
-        .any(|m| at_or_beneath(scratch, &m.sandbox))
-    {
-        policy.add_map(PathMap {
-            source: MapSource::Host(scratch.to_owned()),
-            sandbox: scratch.to_owned(),
-            mode: MapMode::ReadWrite,
-            span: warden_policy::Span::new("<scratch>", 1, 1),
-        });
-    }
-    policy
 }
