@@ -47,6 +47,10 @@ fn main() {
             std::process::exit(code);
         }
     };
+    if !matches!(cli.command, Commands::Run(_) | Commands::Learn(_)) {
+        // Listings end quietly when their reader does (`warden check --explain | head`).
+        warden::sys::signals::default_sigpipe();
+    }
     let code = match cli.command {
         Commands::Run(args) => run::main(*args),
         Commands::Check(args) => check::main(args),

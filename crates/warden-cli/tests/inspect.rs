@@ -372,3 +372,32 @@ fn verbose_denials_escape_the_path() {
         "-v wrote a raw C1 CSI:\n{err:?}"
     );
 }
+
+/// A listing whose reader went away ends as `ls | head` does: killed by SIGPIPE, quietly,
+/// never with a panic about a broken pipe (`warden check --explain | head`).
+#[test]
+fn listings_end_quietly_when_their_reader_is_gone() {
+    use std::os::unix::process::ExitStatusExt;
+    for args in [
+        &["check", "--show-default", "--explain"][..],
+        &["check", "--syscalls"],
+        &["ps"],
+    ] {
+        let (reader, writer) = rustix::pipe::pipe().expect("pipe");
+        drop(reader);
+        let o = common::warden_cmd(As::Me)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(writer))
+            .output()
+            .expect("warden runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "warden {args:?}: {err}");
+        // `ps` with nothing to list writes nothing, and exits 0.
+        assert!(
+            o.status.signal() == Some(libc::SIGPIPE) || (args == ["ps"] && o.status.success()),
+            "warden {args:?}: {:?} {err}",
+            o.status
+        );
+    }
+}

@@ -43,6 +43,15 @@ pub fn wait(signals: &[Signal]) -> i32 {
     }
 }
 
+/// Lets SIGPIPE end this process, as it ends any command-line program whose reader went away
+/// (`warden check --explain | head`). Rust's runtime ignores it, so each later write fails with
+/// `EPIPE` and `println!` panics. Only for commands that print and hold nothing: `warden run`
+/// keeps ignoring it, so that a closed stderr never kills it before it has cleaned up.
+pub fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler and touches no memory of ours.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 /// Resets every signal's disposition to the default. Ignored signals survive `execve`, and
 /// warden's own runtime ignores SIGPIPE (and glibc its reserved signals 32 and 33, which its
 /// `sigaction` wrapper refuses to touch, hence the raw call): the program must start as it
