@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// Allow removing PATH (a directory: anything beneath it).
     #[arg(long = "unlink", value_name = "PATH")]
     unlink: Vec<String>,
+    /// Build the project you are standing in: the current directory and everything beneath it
+    /// may be read, written, removed and run (its scripts, what it builds), and the program
+    /// starts there. Nothing above or beside it is opened up.
+    #[arg(long)]
+    here: bool,
     /// Keep the scratch directory after the run (its path is printed).
     #[arg(long)]
     keep: bool,
@@ -165,7 +170,11 @@ pub fn main(args: RunArgs) -> i32 {
             clear: args.env_clear,
             set: args.env,
         },
-        chdir: args.chdir,
+        chdir: match (args.chdir, args.here) {
+            (Some(dir), _) => Some(dir),
+            (None, true) => std::env::current_dir().ok(),
+            (None, false) => None,
+        },
         cpus: args.cpu.map(|c| c.0),
         pass_fds: args.pass_fd,
         report: args.report,
@@ -226,6 +235,33 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
             }
         }
     }
+    if args.here {
+        // `--here`: the starting directory as a project the program builds.
+        match std::env::current_dir() {
+            Ok(dir) => match flag_patterns(&dir.to_string_lossy()) {
+                Ok(patterns) => {
+                    for access in [Access::Read, Access::Write, Access::Unlink, Access::Exec] {
+                        for p in &patterns {
+                            policy.add_rule(Some(access), p.clone(), Span::new("--here", 1, 1));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("warden: --here: {e}")),
+            },
+            Err(e) => errors.push(format!("warden: --here: no current directory: {e}")),
+        }
+    }
+    if args.tty {
+        // An interactive run: the terminal the program already holds, by its own name, so
+        // `tty` and ttyname(3) find it (they stat /dev/pts/N).
+        for path in own_terminals() {
+            if let Ok(p) = PathPattern::parse(&path) {
+                for access in [Access::Read, Access::Write] {
+                    policy.add_rule(Some(access), p.clone(), Span::new("--tty", 1, 1));
+                }
+            }
+        }
+    }
     // Flags override the policy's limits.
     let mut flags = Limits::default();
     for (kind, value) in [
@@ -250,6 +286,28 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
     } else {
         Err(errors)
     }
+}
+
+/// The pseudo-terminals warden's stdin, stdout and stderr are (`/dev/pts/N`), each once.
+fn own_terminals() -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out: Vec<String> = Vec::new();
+    for fd in 0..3 {
+        let Ok(target) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        let Some(text) = target.to_str() else {
+            continue;
+        };
+        let is_pts = text
+            .strip_prefix("/dev/pts/")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let is_char = std::fs::metadata(&target).is_ok_and(|m| m.file_type().is_char_device());
+        if is_pts && is_char && !out.iter().any(|p| p == text) {
+            out.push(text.to_owned());
+        }
+    }
+    out
 }
 
 /// A clap parser for one limit flag, accepting what the policy keyword accepts.

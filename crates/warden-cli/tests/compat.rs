@@ -190,3 +190,102 @@ compat!(
     "mkdir -p bin && printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' \
      > m.c && cc -o bin/m m.c && bin/m"
 );
+
+/// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
+/// scratch directory it starts in, never warden's own, which it may not write or even see),
+/// and the system facts `uptime` reads are there.
+#[test]
+fn home_pwd_and_uptime_are_there_by_default() {
+    common::each_user("home_pwd_and_uptime_are_there_by_default", |who| {
+        let mut cmd = common::warden_cmd(who);
+        cmd.env("HOME", "/root").env("PWD", "/root").args([
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$HOME\"; echo \"$PWD\"; pwd; touch \"$HOME/.history\" && echo home-ok; \
+             uptime > /dev/null && echo uptime-ok; wc -w < /proc/loadavg",
+        ]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        common::assert_ok(&o);
+        let out = common::stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}\n{}", common::stderr(&o));
+        assert!(lines[0].starts_with('/') && lines[0] != "/root", "{out}");
+        assert_eq!((lines[1], lines[2]), (lines[0], lines[0]), "{out}");
+        assert_eq!(&lines[3..], ["home-ok", "uptime-ok", "5"], "{out}");
+    });
+}
+
+/// Item 9: `--here` builds the project the user stands in, and nothing beside it.
+#[test]
+fn here_builds_the_project_standing_in() {
+    common::each_user("here_builds_the_project_standing_in", |who| {
+        let top = common::fresh_dir(&format!("compat-here-{}", common::who_tag(who)));
+        let project = top.join("project");
+        std::fs::create_dir(&project).unwrap();
+        common::chmod(&top, 0o777);
+        common::chmod(&project, 0o777);
+        common::write_file(
+            &project.join("Makefile"),
+            "all:\n\t@./gen.sh > out.txt && cat out.txt\nclean:\n\t@rm -f out.txt\n",
+            0o666,
+        );
+        common::write_file(
+            &project.join("gen.sh"),
+            "#!/bin/sh\necho generated\n",
+            0o777,
+        );
+        let o = common::run_warden(who, &project, &["run", "--here", "--", "make", "-s"]);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "generated\n");
+        assert!(project.join("out.txt").exists());
+        // Beside the project: nothing.
+        let o = common::run_warden(
+            who,
+            &project,
+            &["run", "--here", "--", "sh", "-c", "touch ../beside"],
+        );
+        assert!(!o.status.success(), "{}", common::stderr(&o));
+        assert!(!top.join("beside").exists());
+        // And without the flag the project is not the program's.
+        let o = common::run_warden(who, &project, &["run", "--", "make", "-s", "clean"]);
+        assert!(!o.status.success());
+        assert!(project.join("out.txt").exists());
+        let o = common::run_warden(
+            who,
+            &project,
+            &["run", "--here", "--", "make", "-s", "clean"],
+        );
+        common::assert_ok(&o);
+        assert!(!project.join("out.txt").exists());
+        let _ = std::fs::remove_dir_all(&top);
+    });
+}
+
+/// Item 9: an interactive run (`--tty`) may name its terminal, so `tty` knows it.
+#[test]
+fn an_interactive_run_knows_its_terminal() {
+    if !installed(
+        "an_interactive_run_knows_its_terminal",
+        &["/usr/bin/script"],
+    ) {
+        return;
+    }
+    // script(1) gives warden a pseudo-terminal as its stdin, stdout and stderr.
+    let run = |flags: &str| {
+        let mut cmd = Command::new("/usr/bin/script");
+        cmd.args([
+            "-qec",
+            &format!("{} run {flags} -- tty", common::warden()),
+            "/dev/null",
+        ])
+        .current_dir(common::workdir())
+        .env("PATH", common::SYSTEM_PATH);
+        common::stdout(&common::finish(cmd, common::RUN_DEADLINE).0)
+    };
+    let out = run("--tty");
+    assert!(out.trim().starts_with("/dev/pts/"), "{out:?}");
+    let out = run("");
+    assert_eq!(out.trim(), "not a tty", "without --tty: {out:?}");
+}

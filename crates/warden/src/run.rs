@@ -402,7 +402,7 @@ fn run_in(
         (None, Some((dir, _))) => PathBuf::from(dir),
         (None, None) => implicit_cwd(cfg, view.as_ref())?,
     };
-    let env = environment(&cfg.env, scratch)?;
+    let env = environment(&cfg.env, scratch, &policy, &cwd)?;
     // Looked up as the program's own execvp would: on the sandbox's PATH, from its directory,
     // past what the policy does not let it run.
     let search = env
@@ -710,8 +710,15 @@ fn run_in(
 }
 
 /// The program's environment: warden's own (or a minimal one), `TMPDIR` pointing at the
-/// scratch directory, then the `--env` settings in order.
-fn environment(cfg: &EnvConfig, scratch: Option<&Scratch>) -> Result<Vec<CString>, Failure> {
+/// scratch directory, `PWD` at the directory the program starts in (never warden's own, which
+/// a shell would otherwise look at first), `HOME` at the scratch directory when the policy does
+/// not let the program write in warden's `HOME`, then the `--env` settings in order.
+fn environment(
+    cfg: &EnvConfig,
+    scratch: Option<&Scratch>,
+    policy: &Policy,
+    cwd: &Path,
+) -> Result<Vec<CString>, Failure> {
     use std::ffi::{OsStr, OsString};
     let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
         let home = scratch.map_or_else(|| OsString::from("/"), |s| s.path.clone().into());
@@ -728,7 +735,26 @@ fn environment(cfg: &EnvConfig, scratch: Option<&Scratch>) -> Result<Vec<CString
     if let Some(s) = scratch {
         // Temporary files go to the scratch directory, the one place the program can write.
         put(&mut vars, OsStr::new("TMPDIR"), Some(s.path.clone().into()));
+        // A HOME the program may not write in makes every tool that keeps a cache or a
+        // history there fail (and `learn` learn the host's home); the scratch directory is
+        // the one the program has.
+        let home = vars
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| v.clone());
+        let usable = home.as_ref().and_then(|h| h.to_str()).is_some_and(|h| {
+            let probe = format!("{}/.warden-home-probe", h.trim_end_matches('/'));
+            policy.check(&probe, Access::Write).is_allowed()
+        });
+        if !usable {
+            put(&mut vars, OsStr::new("HOME"), Some(s.path.clone().into()));
+        }
     }
+    put(
+        &mut vars,
+        OsStr::new("PWD"),
+        Some(cwd.as_os_str().to_owned()),
+    );
     for (name, value) in &cfg.set {
         let value = match value {
             Some(v) => Some(OsString::from(v)),
