@@ -755,6 +755,8 @@ fn environment(
         OsStr::new("PWD"),
         Some(cwd.as_os_str().to_owned()),
     );
+    // A shell looks at OLDPWD when it starts: warden's previous directory is not the program's.
+    put(&mut vars, OsStr::new("OLDPWD"), None);
     for (name, value) in &cfg.set {
         let value = match value {
             Some(v) => Some(OsString::from(v)),
