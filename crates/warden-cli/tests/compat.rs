@@ -289,3 +289,224 @@ fn an_interactive_run_knows_its_terminal() {
     let out = run("");
     assert_eq!(out.trim(), "not a tty", "without --tty: {out:?}");
 }
+
+/// A fresh directory with an nginx configuration that serves `index.html` on `port` with two
+/// workers switched to `user` (if any), and a policy for it (with `extra` lines).
+fn nginx_site(name: &str, port: u16, user: Option<&str>, extra: &str) -> std::path::PathBuf {
+    let d = common::fresh_dir(name);
+    std::fs::create_dir_all(d.join("www")).unwrap();
+    std::fs::create_dir_all(d.join("tmp")).unwrap();
+    common::write_file(&d.join("www/index.html"), "hello from nginx\n", 0o644);
+    let ds = d.display();
+    let user = user.map_or_else(String::new, |u| format!("user {u};\n"));
+    let conf = format!(
+        "daemon off;\nmaster_process on;\nworker_processes 2;\n{user}pid {ds}/nginx.pid;\n\
+         error_log stderr;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log off;\n  \
+         client_body_temp_path {ds}/tmp;\n  proxy_temp_path {ds}/tmp;\n  fastcgi_temp_path \
+         {ds}/tmp;\n  uwsgi_temp_path {ds}/tmp;\n  scgi_temp_path {ds}/tmp;\n  server {{ listen \
+         127.0.0.1:{port}; root {ds}/www; }}\n}}\n"
+    );
+    common::write_file(&d.join("nginx.conf"), conf, 0o644);
+    let policy = format!(
+        "{extra}path-allow read {ds} {ds}/*\npath-allow write {ds}/*\npath-allow unlink {ds}/*\n\
+         net-allow incoming tcp 127.0.0.1 {port}\nnet-allow outgoing tcp 127.0.0.1 {port}\n"
+    );
+    common::write_file(&d.join("nginx.policy"), policy, 0o644);
+    for sub in ["", "www", "tmp"] {
+        common::chmod(&d.join(sub), 0o777);
+    }
+    d
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Item 10: nginx with its usual `user nobody nogroup`: the master (root in the sandbox) switches
+/// its workers to uid/gid 65534, which `map-ids` maps to ids no host user has. Checked from
+/// outside: curl on the host gets the file, and each worker runs as the mapped outside id
+/// (100001 + 65534 - 1) with no capability left, the master as root with only CAP_SETUID and
+/// CAP_SETGID (of the sandbox's user namespace).
+#[test]
+fn nginx_workers_switch_to_mapped_ids_and_serve() {
+    let test = "nginx_workers_switch_to_mapped_ids_and_serve";
+    if !installed(test, &["/usr/sbin/nginx", "/usr/bin/curl"]) || !common::require_root(test) {
+        return;
+    }
+    let port = free_port();
+    let d = nginx_site(
+        "compat-nginx",
+        port,
+        Some("nobody nogroup"),
+        "map-ids 1 100001 65535\n",
+    );
+    let mut cmd = common::warden_cmd(As::Me);
+    cmd.args(["run", "--wall-time", "60", "-p"])
+        .arg(d.join("nginx.policy"))
+        .args(["--", "/usr/sbin/nginx", "-c"])
+        .arg(d.join("nginx.conf"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut warden = cmd.spawn().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut body = String::new();
+    for _ in 0..300 {
+        let o = Command::new("/usr/bin/curl")
+            .args(["-s", &url])
+            .output()
+            .unwrap();
+        body = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Every nginx process of this sandbox (the master names our directory, the workers are its
+    // children): its ids and capabilities, from the host's /proc.
+    let status_of =
+        |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |status: &str, k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let pids: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let masters: Vec<&String> = pids
+        .iter()
+        .filter(|p| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            status_of(p).starts_with("Name:\tnginx")
+                && String::from_utf8_lossy(&cmdline).contains(&*d.display().to_string())
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for p in &pids {
+        let status = status_of(p);
+        let ppid = field(&status, "PPid:");
+        if status.starts_with("Name:\tnginx") && (masters.contains(&p) || masters.contains(&&ppid))
+        {
+            seen.push((
+                field(&status, "Uid:"),
+                field(&status, "Gid:"),
+                field(&status, "CapEff:"),
+                field(&status, "CapPrm:"),
+            ));
+        }
+    }
+    let _ = warden.kill();
+    let out = warden.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(body, "hello from nginx\n", "warden's stderr:\n{err}");
+    seen.sort();
+    let worker = (
+        "165534".to_owned(),
+        "165534".to_owned(),
+        "0".repeat(16),
+        "0".repeat(16),
+    );
+    let master = (
+        "0".to_owned(),
+        "0".to_owned(),
+        format!("{:016x}", 0xc0),
+        format!("{:016x}", 0xc0),
+    );
+    assert_eq!(seen, [master, worker.clone(), worker], "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Item 10, the other side: as an unprivileged user `map-ids` is refused at the start with the
+/// reason, and so is a range that holds an id a user or group of this host has.
+#[test]
+fn map_ids_is_refused_where_it_cannot_be_mapped() {
+    let test = "map_ids_is_refused_where_it_cannot_be_mapped";
+    let d = common::fresh_dir("compat-map-ids-refused");
+    common::chmod(&d, 0o755);
+    if common::can_run_as_nobody(test) {
+        common::write_file(&d.join("map.policy"), "map-ids 1 100001 65535\n", 0o644);
+        let o = common::run_warden(As::Nobody, &d, &["run", "-p", "map.policy", "--", "true"]);
+        assert_eq!(o.status.code(), Some(125));
+        let err = common::stderr(&o);
+        assert!(
+            err.contains("newuidmap") && err.contains("no setuid helper"),
+            "{err}"
+        );
+    }
+    // A range holding a user of this host is refused.
+    common::write_file(&d.join("bad.policy"), "map-ids 1 1 65535\n", 0o644);
+    let o = common::run_warden(As::Me, &d, &["run", "-p", "bad.policy", "--", "true"]);
+    if common::require_root(test) {
+        assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains("of this host"),
+            "{}",
+            common::stderr(&o)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Item 10, adversarial: a process that switched to a mapped id cannot switch back (its
+/// capabilities went with its ids) nor reach an id outside the map.
+#[test]
+fn a_switched_process_cannot_switch_back() {
+    let test = "a_switched_process_cannot_switch_back";
+    if !installed(test, &["/usr/bin/python3"]) || !common::require_root(test) {
+        return;
+    }
+    let d = common::fresh_dir("compat-switch-back");
+    common::chmod(&d, 0o777);
+    let ds = d.display();
+    common::write_file(
+        &d.join("p.policy"),
+        format!("map-ids 1 100001 65535\npath-allow read {ds} {ds}/*\npath-allow write {ds}/*\n"),
+        0o644,
+    );
+    let script = format!(
+        "import os\n\
+         try:\n    os.setuid(70000)\nexcept OSError as e:\n    print('unmapped', e.errno)\n\
+         os.setgroups([]); os.setgid(65534); os.setuid(65534)\n\
+         open('{ds}/made', 'w').write('x')\n\
+         for f, a in ((os.setuid, 0), (os.setgid, 0), (os.seteuid, 0), (os.setuid, 1000)):\n    \
+         try:\n        f(a); print('switched back', f.__name__, a)\n    \
+         except OSError as e:\n        print('refused', e.errno)\n\
+         print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &[
+            "run",
+            "-p",
+            "p.policy",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        "unmapped 22\nrefused 1\nrefused 1\nrefused 1\nrefused 1\n0000000000000000\n",
+        "{}",
+        common::stderr(&o)
+    );
+    // Made through the agent, which creates as warden's user (see the README: what a switched
+    // process may do is the policy's, whatever its ids).
+    assert!(d.join("made").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -306,7 +306,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
         identity: root
             && cfg.policy.starting_uid.unwrap_or(0) == 0
             && cfg.policy.starting_gid.unwrap_or(0) == 0,
+        range: None,
     };
+    let ids = with_id_range(ids, &cfg.policy)?;
     let mut measured = Measured::default();
     let result = match cfg.policy.uses_scratch() {
         true => Scratch::create(ids, cfg.keep).and_then(|s| {
@@ -1256,6 +1258,34 @@ fn make_exec_dirs(policy: &Policy, scratch: &Scratch, ids: IdMap) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// `ids` with the policy's `map-ids` range, when warden may map it: as root, for a program
+/// that starts as root (the writer of a map of several lines needs `CAP_SETUID`/`CAP_SETGID`
+/// over the namespace's parent, which only root has here; an unprivileged user would need the
+/// setuid helpers newuidmap/newgidmap, and warden uses no setuid helper).
+fn with_id_range(mut ids: IdMap, policy: &Policy) -> Result<IdMap, Failure> {
+    let Some((range, span)) = &policy.map_ids else {
+        return Ok(ids);
+    };
+    if !ids.identity {
+        let why = if rustix::process::geteuid().is_root() {
+            "it maps more ids only for a program that starts as root (no starting_uid or \
+             starting_gid other than 0)"
+        } else {
+            "only root may map more than its own id into a user namespace; an unprivileged \
+             user needs the setuid helpers newuidmap/newgidmap and /etc/subuid, and warden uses \
+             no setuid helper. Run the daemon without switching users (for nginx: no `user` \
+             line, it then keeps the starting id), or run warden as root"
+        };
+        return Err(failure(EXIT_WARDEN, format!("{span}: map-ids: {why}")));
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    crate::confine::namespaces::check_range(&ids, *range, &passwd, &group)
+        .map_err(|e| failure(EXIT_WARDEN, format!("{span}: {e}")))?;
+    ids.range = Some(*range);
+    Ok(ids)
 }
 
 /// Gives `path`, which warden made, to the sandbox's user when warden is root and the sandbox
