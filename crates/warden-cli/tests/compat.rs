@@ -73,122 +73,180 @@ fn case(test: &str, needs: &[&str], flags: &[&str], script: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One case of the suite: a script, what it needs installed, and the flags it runs with.
+struct Case {
+    name: &'static str,
+    /// What the case checks (and which item of issue 14 it keeps fixed).
+    why: &'static str,
+    needs: &'static [&'static str],
+    flags: &'static [&'static str],
+    script: &'static str,
+}
+
+/// The cases, each a test of its own (below), and each replayed by `learn --verify`.
+const CASES: &[Case] = &[
+    Case {
+        name: "tar_round_trip_with_symlinks",
+        why: "Item 2: extracting symlinks (`tar` sets their mode through an O_PATH descriptor).",
+        needs: &["/usr/bin/tar"],
+        flags: &[],
+        script: "mkdir -p a/b && echo x > a/f && ln -s f a/l && ln -s ../f a/b/up && tar cf t.tar a && \
+         mkdir o && tar xf t.tar -C o && find o -printf '%y %p %l\\n' | sort && cat o/a/b/up",
+    },
+    Case {
+        name: "own_descriptors_by_name",
+        why: "Item 1: the program's own descriptors by name, and process substitution.",
+        needs: &[],
+        flags: &[],
+        script: "echo in | cat /dev/stdin; (echo err > /dev/stderr) 2>&1 | cat; cat <(echo procsub); \
+         echo same | diff - /dev/stdin && echo diff-ok; echo fd | cat /proc/self/fd/0",
+    },
+    Case {
+        name: "errno_of_existing_and_missing_names",
+        why: "Item 3: what `make clean` and `mkdir -p` rely on.",
+        needs: &[],
+        flags: &[],
+        script: "mkdir -p d/e && mkdir -p d/e && rm -f missing && echo rm-ok; \
+         test -x missing || echo not-executable; python3 -c \
+         'import os; os.makedirs(\"d/e\", exist_ok=True); print(\"makedirs-ok\")'",
+    },
+    Case {
+        name: "python_venv",
+        why: "Item 4: a virtual environment made during the run, and its programs run.",
+        needs: &["/usr/bin/python3"],
+        flags: &["--exec", "$SCRATCH/ve/bin/*"],
+        script: "python3 -m venv --without-pip ve && ve/bin/python -c \
+         'import sys; print(sys.prefix != sys.base_prefix)' && printf '#!/bin/sh\\necho tool\\n' \
+         > ve/bin/tool && chmod +x ve/bin/tool && ve/bin/tool",
+    },
+    Case {
+        name: "compressors_round_trip",
+        why: "Compressors, both ways.",
+        needs: &["/usr/bin/gzip", "/usr/bin/xz"],
+        flags: &[],
+        script: "seq 1 20000 > n && gzip -k n && xz -k n && md5sum n && gzip -dc n.gz | md5sum && \
+         xz -dc n.xz | md5sum && ls",
+    },
+    Case {
+        name: "tree_walkers",
+        why: "Walking a tree: ls -lAR (modes, sizes, names), find, grep -r, xargs -P.",
+        needs: &[],
+        flags: &[],
+        script: "mkdir -p t/a/b t/c && echo hit > t/a/b/f && echo miss > t/c/g && ln -s a t/l && \
+         ls -lAR t | awk '{print $1, $5, $NF}' && find t | sort && grep -r hit t \
+         && seq 1 50 | xargs -P 4 -n 5 echo | wc -l",
+    },
+    Case {
+        name: "make_in_parallel",
+        why: "A parallel make that writes, renames and removes files.",
+        needs: &["/usr/bin/make"],
+        flags: &[],
+        script: "printf 'all: $(addprefix out/,$(addsuffix .txt,$(shell seq 1 20)))\\n\
+         out/%%.txt:\\n\\t@mkdir -p out && echo $* > $@.tmp && mv $@.tmp $@\\n\
+         clean:\\n\\t@rm -rf out\\n' > Makefile && make -s -j8 && cat out/*.txt | sort -n | md5sum && \
+         make -s clean && make -s clean && ls",
+    },
+    Case {
+        name: "git_repository",
+        why: "git: init, commit, log, gc, fsck.",
+        needs: &["/usr/bin/git"],
+        flags: &[],
+        script: "git init -q r && cd r && echo a > f && git add f && \
+         git -c user.email=a@b -c user.name=n commit -q -m first && echo b >> f && \
+         git -c user.email=a@b -c user.name=n commit -q -am second && git log --format=%s && \
+         git gc -q && git fsck --no-progress && git cat-file -p HEAD:f",
+    },
+    Case {
+        name: "sqlite_database",
+        why: "sqlite3: a database file with its journal.",
+        needs: &["/usr/bin/sqlite3"],
+        flags: &[],
+        script: "sqlite3 db 'create table t(x); insert into t values (1),(2),(3);' && \
+         sqlite3 db 'select sum(x) from t;'",
+    },
+    Case {
+        name: "python_subprocesses",
+        why: "Python's multiprocessing over pipes (no semaphores in /dev/shm needed).",
+        needs: &["/usr/bin/python3"],
+        flags: &[],
+        script: "python3 -c 'import subprocess, concurrent.futures as f\n\
+         with f.ThreadPoolExecutor(4) as e:\n    print(sorted(e.map(lambda i: \
+         subprocess.run([\"echo\", str(i)], capture_output=True, \
+         text=True).stdout.strip(), range(8))))'",
+    },
+    Case {
+        name: "cc_build_and_run",
+        why: "Compiling and running a C program in the working directory (with an exec grant).",
+        needs: &["/usr/bin/cc"],
+        flags: &["--exec", "$SCRATCH/bin/*"],
+        script: "mkdir -p bin && printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' \
+         > m.c && cc -o bin/m m.c && bin/m",
+    },
+    Case {
+        name: "node_worker_threads",
+        why: "node with four worker threads passing messages.",
+        needs: &["/usr/bin/node"],
+        flags: &[],
+        script: "node -e \"const {Worker} = require('worker_threads'); let n = 0; const out = []; \
+         for (let i = 0; i < 4; i++) { const w = new Worker('const {parentPort, workerData} = \
+         require(\\\"worker_threads\\\"); let s = 0; for (let k = 0; k < 1e5; k++) s += k % \
+         (workerData + 2); parentPort.postMessage([workerData, s]);', {eval: true, workerData: \
+         i}); w.on('message', m => { out.push(m.join(':')); if (++n == 4) \
+         console.log(out.sort().join(' ')); }); }\"",
+    },
+    Case {
+        name: "metadata_heavy_walks",
+        why: "The survey's metadata-heavy walks: ls -laR /usr/share/doc and find /usr, as natively.",
+        needs: &[],
+        flags: &[],
+        script: "ls -laR /usr/share/doc 2>&1 | md5sum; find /usr 2>&1 | md5sum; \
+         find /usr -name '*.so*' | wc -l",
+    },
+    Case {
+        name: "uptime_and_system_facts",
+        why: "Item 9: uptime and the /proc files runtimes read to size themselves.",
+        needs: &["/usr/bin/uptime"],
+        flags: &[],
+        script: "uptime > /dev/null && echo uptime-ok; wc -w < /proc/loadavg; \
+         grep -c ^processor /proc/cpuinfo; grep -c ^MemTotal /proc/meminfo; nproc",
+    },
+];
+
+fn case_named(name: &str) -> &'static Case {
+    CASES
+        .iter()
+        .find(|c| c.name == name)
+        .expect("a case of CASES")
+}
+
 macro_rules! compat {
-    ($(#[$doc:meta])* $name:ident, needs: [$($need:expr),*], flags: [$($flag:expr),*], $script:expr) => {
-        $(#[$doc])*
-        #[test]
-        fn $name() {
-            case(stringify!($name), &[$($need),*], &[$($flag),*], $script);
-        }
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let c = case_named(stringify!($name));
+                assert!(!c.why.is_empty());
+                case(c.name, c.needs, c.flags, c.script);
+            }
+        )*
     };
 }
 
 compat!(
-    /// Item 2: extracting symlinks (`tar` sets their mode through an O_PATH descriptor).
     tar_round_trip_with_symlinks,
-    needs: ["/usr/bin/tar"],
-    flags: [],
-    "mkdir -p a/b && echo x > a/f && ln -s f a/l && ln -s ../f a/b/up && tar cf t.tar a && \
-     mkdir o && tar xf t.tar -C o && find o -printf '%y %p %l\\n' | sort && cat o/a/b/up"
-);
-
-compat!(
-    /// Item 1: the program's own descriptors by name, and process substitution.
     own_descriptors_by_name,
-    needs: [],
-    flags: [],
-    "echo in | cat /dev/stdin; (echo err > /dev/stderr) 2>&1 | cat; cat <(echo procsub); \
-     echo same | diff - /dev/stdin && echo diff-ok; echo fd | cat /proc/self/fd/0"
-);
-
-compat!(
-    /// Item 3: what `make clean` and `mkdir -p` rely on.
     errno_of_existing_and_missing_names,
-    needs: [],
-    flags: [],
-    "mkdir -p d/e && mkdir -p d/e && rm -f missing && echo rm-ok; \
-     test -x missing || echo not-executable; python3 -c \
-     'import os; os.makedirs(\"d/e\", exist_ok=True); print(\"makedirs-ok\")'"
-);
-
-compat!(
-    /// Item 4: a virtual environment made during the run, and its programs run.
     python_venv,
-    needs: ["/usr/bin/python3"],
-    flags: ["--exec", "$SCRATCH/ve/bin/*"],
-    "python3 -m venv --without-pip ve && ve/bin/python -c \
-     'import sys; print(sys.prefix != sys.base_prefix)' && printf '#!/bin/sh\\necho tool\\n' \
-     > ve/bin/tool && chmod +x ve/bin/tool && ve/bin/tool"
-);
-
-compat!(
-    /// Compressors, both ways.
     compressors_round_trip,
-    needs: ["/usr/bin/gzip", "/usr/bin/xz"],
-    flags: [],
-    "seq 1 20000 > n && gzip -k n && xz -k n && md5sum n && gzip -dc n.gz | md5sum && \
-     xz -dc n.xz | md5sum && ls"
-);
-
-compat!(
-    /// Walking a tree: ls -lAR (modes, sizes, names), find, grep -r, xargs -P.
     tree_walkers,
-    needs: [],
-    flags: [],
-    "mkdir -p t/a/b t/c && echo hit > t/a/b/f && echo miss > t/c/g && ln -s a t/l && \
-     ls -lAR t | awk '{print $1, $5, $NF}' && find t | sort && grep -r hit t \
-     && seq 1 50 | xargs -P 4 -n 5 echo | wc -l"
-);
-
-compat!(
-    /// A parallel make that writes, renames and removes files.
     make_in_parallel,
-    needs: ["/usr/bin/make"],
-    flags: [],
-    "printf 'all: $(addprefix out/,$(addsuffix .txt,$(shell seq 1 20)))\\n\
-     out/%%.txt:\\n\\t@mkdir -p out && echo $* > $@.tmp && mv $@.tmp $@\\n\
-     clean:\\n\\t@rm -rf out\\n' > Makefile && make -s -j8 && cat out/*.txt | sort -n | md5sum && \
-     make -s clean && make -s clean && ls"
-);
-
-compat!(
-    /// git: init, commit, log, gc, fsck.
     git_repository,
-    needs: ["/usr/bin/git"],
-    flags: [],
-    "git init -q r && cd r && echo a > f && git add f && \
-     git -c user.email=a@b -c user.name=n commit -q -m first && echo b >> f && \
-     git -c user.email=a@b -c user.name=n commit -q -am second && git log --format=%s && \
-     git gc -q && git fsck --no-progress && git cat-file -p HEAD:f"
-);
-
-compat!(
-    /// sqlite3: a database file with its journal.
     sqlite_database,
-    needs: ["/usr/bin/sqlite3"],
-    flags: [],
-    "sqlite3 db 'create table t(x); insert into t values (1),(2),(3);' && \
-     sqlite3 db 'select sum(x) from t;'"
-);
-
-compat!(
-    /// Python's multiprocessing over pipes (no semaphores in /dev/shm needed).
     python_subprocesses,
-    needs: ["/usr/bin/python3"],
-    flags: [],
-    "python3 -c 'import subprocess, concurrent.futures as f
-with f.ThreadPoolExecutor(4) as e:
-    print(sorted(e.map(lambda i: subprocess.run([\"echo\", str(i)], capture_output=True, \
-     text=True).stdout.strip(), range(8))))'"
-);
-
-compat!(
-    /// Compiling and running a C program in the working directory (with an exec grant).
     cc_build_and_run,
-    needs: ["/usr/bin/cc"],
-    flags: ["--exec", "$SCRATCH/bin/*"],
-    "mkdir -p bin && printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' \
-     > m.c && cc -o bin/m m.c && bin/m"
+    node_worker_threads,
+    metadata_heavy_walks,
+    uptime_and_system_facts,
 );
 
 /// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
@@ -509,4 +567,62 @@ fn a_switched_process_cannot_switch_back() {
     // process may do is the policy's, whatever its ids).
     assert!(d.join("made").exists());
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The suite's other half (issue 14): for each case, `warden learn --verify` from a clean state
+/// (learning and the replay each start in a fresh scratch directory, with the default policy
+/// as the base, as its own test runs) learns a policy under which the case runs again with no
+/// denial, and the case's output under that policy is the native one.
+#[test]
+fn learn_verify_runs_every_case_again() {
+    for c in CASES {
+        let test = format!("learn_verify_runs_every_case_again ({})", c.name);
+        if !installed(&test, c.needs) {
+            continue;
+        }
+        let dir = common::fresh_dir(&format!("compat-learn-{}", c.name));
+        let (code, native_out) = native(c.script, &dir);
+        assert_eq!(
+            code,
+            Some(0),
+            "{}: natively the case fails:\n{native_out}",
+            c.name
+        );
+        let policy = dir.join("learned.policy");
+        let script = format!("export HOME=$PWD; {}", c.script);
+        let o = common::run_warden(
+            As::Me,
+            &dir,
+            &[
+                "learn",
+                "-o",
+                policy.to_str().unwrap(),
+                "--verify",
+                "--",
+                "bash",
+                "-c",
+                &script,
+            ],
+        );
+        let err = common::stderr(&o);
+        assert!(
+            o.status.success()
+                && err.contains(
+                    "verify: the same command runs under the learned policy with no denial"
+                ),
+            "{}: learn --verify failed ({:?}):\n{err}",
+            c.name,
+            o.status.code()
+        );
+        // And the learned policy runs it as natively, without the case's own flags.
+        let (wcode, wout, werr) = sandboxed(c.script, &["-p", policy.to_str().unwrap()]);
+        assert_eq!(
+            (wcode, wout.as_str()),
+            (code, native_out.as_str()),
+            "{}: under the learned policy:\n{werr}\npolicy:\n{}",
+            c.name,
+            std::fs::read_to_string(&policy).unwrap_or_default()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

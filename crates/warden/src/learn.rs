@@ -180,19 +180,28 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
             // An exec of a name that is not there is a PATH search (execvp tries each
             // directory), as a lookup of one is.
             let probe = LOOKING.contains(&o.syscall.as_str()) || access == Access::Exec;
-            if probe && !(cx.exists)(&o.target) {
+            // The scratch directory is gone after the run: what was in it cannot be looked for.
+            let in_scratch = cx
+                .scratch
+                .is_some_and(|s| scratch_relative(&o.target, s).is_some());
+            if probe && !in_scratch && !(cx.exists)(&o.target) {
                 absent.insert(o.target.clone());
                 continue;
             }
             // Per-run names (a temporary directory, a random suffix) as the pattern every run's
             // name matches; the scratch directory as `$SCRATCH`.
-            let per_run = access != Access::Read || !(cx.exists)(&o.target);
-            let target = match per_run.then(|| generalised(&o.target)).flatten() {
+            // The scratch directory as `$SCRATCH` (its own name is per run too).
+            let target = cx
+                .scratch
+                .and_then(|s| scratch_relative(&o.target, s))
+                .unwrap_or_else(|| o.target.clone());
+            let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
+            let target = match per_run.then(|| generalised(&target)).flatten() {
                 Some(pattern) => pattern,
-                None => o.target.clone(),
-            };
-            let target = match cx.scratch.and_then(|s| scratch_relative(&target, s)) {
-                Some(t) => t,
+                // The run made what it runs in its scratch directory: the next run's file does
+                // not exist when the sandbox is built, and Landlock can only be told about its
+                // directory (which warden makes for a `DIR/*` exec rule before it starts).
+                None if in_scratch && access == Access::Exec => format!("{}/*", parent(&target)),
                 None => target,
             };
             if LOOKING.contains(&o.syscall.as_str()) {
@@ -702,6 +711,23 @@ not json
 
     #[test]
     fn per_run_paths_are_learned_as_every_run_needs_them() {
+        // The scratch directory's own name looks made up: it is `$SCRATCH`, never `warden-*`.
+        let base = Policy::default();
+        let text = learn(
+            &[obs(
+                "openat",
+                "/tmp/warden-4576-f3a2b1c9/tmp.aB3dE5/x",
+                Some(Access::Write),
+            )],
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| false,
+                scratch: Some("/tmp/warden-4576-f3a2b1c9"),
+            },
+        );
+        assert_eq!(rules(&text), ["path-allow write $SCRATCH/tmp.*"], "{text}");
         let o = [
             obs("mkdir", "/tmp/tmpza4s7w15", Some(Access::Write)),
             obs("openat", "/tmp/tmpza4s7w15/f", Some(Access::Write)),
@@ -739,6 +765,22 @@ not json
         assert_eq!(
             rules(&text),
             ["path-allow write $SCRATCH/out/a.txt"],
+            "{text}"
+        );
+        // A program it made there and ran: its directory, which warden makes before Landlock.
+        let text = learn(
+            &[obs("execve", "/tmp/s/ve/bin/tool", Some(Access::Exec))],
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| false,
+                scratch: Some("/tmp/s"),
+            },
+        );
+        assert_eq!(
+            rules(&text),
+            ["path-allow exec $SCRATCH/ve/bin/*"],
             "{text}"
         );
     }
