@@ -12,6 +12,10 @@ pub struct RunArgs {
     /// Policy file (repeatable; rules add up, on top of the default policy).
     #[arg(long = "policy", short = 'p', value_name = "FILE")]
     policies: Vec<PathBuf>,
+    /// A profile shipped with warden, by name (repeatable; added like a policy file): what a
+    /// common program needs beyond the default policy (`profiles/NAME.policy`). Known: nginx.
+    #[arg(long = "profile", value_name = "NAME")]
+    profiles: Vec<String>,
     /// Use the built-in default policy as the base (`--default-policy=no` to start from nothing).
     #[arg(long = "default-policy", value_name = "yes|no", default_value = "yes", value_parser = ["yes", "no"])]
     default_policy: String,
@@ -197,7 +201,10 @@ pub fn main(args: RunArgs) -> i32 {
     }
 }
 
-/// Default policy + files + shorthand flags, in that order.
+/// The profiles warden ships (`profiles/*.policy` in the source), by name.
+pub const PROFILES: &[(&str, &str)] = &[("nginx", include_str!("../../../profiles/nginx.policy"))];
+
+/// Default policy + files + profiles + shorthand flags, in that order.
 fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
     let mut policy = if args.default_policy == "yes" {
         Policy::default_policy()
@@ -214,6 +221,23 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
             Err(e) => errors.push(format!(
                 "warden: cannot read policy {}: {e}",
                 file.display()
+            )),
+        }
+    }
+    for name in &args.profiles {
+        match PROFILES.iter().find(|(n, _)| n == name) {
+            Some((_, text)) => match Policy::parse(&format!("<profile {name}>"), text) {
+                Ok(p) => policy.merge(p),
+                Err(diags) => errors.extend(diags.iter().map(ToString::to_string)),
+            },
+            None => errors.push(format!(
+                "warden: --profile {}: no such profile; warden ships: {}",
+                warden_policy::escape::escape(name),
+                PROFILES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     }
@@ -432,6 +456,13 @@ fn resolve_existing(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shipped_profile_parses() {
+        for (name, text) in PROFILES {
+            assert!(Policy::parse(name, text).is_ok(), "profile {name}");
+        }
+    }
 
     #[test]
     fn cpu_lists() {

@@ -210,6 +210,15 @@ const CASES: &[Case] = &[
         script: "uptime > /dev/null && echo uptime-ok; wc -w < /proc/loadavg; \
          grep -c ^processor /proc/cpuinfo; grep -c ^MemTotal /proc/meminfo; nproc",
     },
+    Case {
+        name: "java_compile_and_run",
+        why: "javac and java (the JVM's threads, its class data sharing archive, /proc facts).",
+        needs: &["/usr/bin/javac", "/usr/bin/java"],
+        flags: &[],
+        script: "printf 'public class H { public static void main(String[] a) { \
+         System.out.println(\"hi \" + Runtime.getRuntime().availableProcessors()); } }' > H.java \
+         && javac H.java && java H",
+    },
 ];
 
 fn case_named(name: &str) -> &'static Case {
@@ -247,6 +256,7 @@ compat!(
     node_worker_threads,
     metadata_heavy_walks,
     uptime_and_system_facts,
+    java_compile_and_run,
 );
 
 /// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
@@ -625,4 +635,37 @@ fn learn_verify_runs_every_case_again() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// A shipped profile by name: `--profile nginx` lets Debian's nginx check its own
+/// configuration (its files, logs and pid file) as it does natively; an unknown name is refused
+/// with the list of profiles.
+#[test]
+fn the_nginx_profile_checks_its_configuration() {
+    let test = "the_nginx_profile_checks_its_configuration";
+    let d = common::fresh_dir("compat-profile");
+    let o = common::run_warden(As::Me, &d, &["run", "--profile", "no-such", "--", "true"]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        common::stderr(&o).contains("warden ships: nginx"),
+        "{}",
+        common::stderr(&o)
+    );
+    if !installed(test, &["/usr/sbin/nginx"]) || !common::require_root(test) {
+        return;
+    }
+    let native = Command::new("/usr/sbin/nginx").arg("-t").output().unwrap();
+    assert!(
+        native.status.success(),
+        "natively: {}",
+        common::stderr(&native)
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &["run", "--profile", "nginx", "--", "/usr/sbin/nginx", "-t"],
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stderr(&o), common::stderr(&native));
+    let _ = std::fs::remove_dir_all(&d);
 }
