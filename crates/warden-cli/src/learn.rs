@@ -296,11 +296,13 @@ fn read_log(path: &Path) -> Result<Vec<Observation>, String> {
     Ok(parse_log(&text))
 }
 
-/// Only the base's settings (ids, starting directory, limits, ptrace), none of its rules.
+/// Only the base's settings (ids and `map-ids`, starting directory, limits, ptrace), none of
+/// its rules.
 fn settings_of(base: &Policy) -> Policy {
     let mut p = Policy::default();
     p.starting_uid = base.starting_uid;
     p.starting_gid = base.starting_gid;
+    p.map_ids.clone_from(&base.map_ids);
     p.starting_dir.clone_from(&base.starting_dir);
     p.limits = base.limits;
     p.ptrace_inside.clone_from(&base.ptrace_inside);

@@ -669,3 +669,56 @@ fn the_nginx_profile_checks_its_configuration() {
     assert_eq!(common::stderr(&o), common::stderr(&native));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// nginx and curl through `learn --verify` (as root, with `map-ids` from the base policy, which
+/// the learning run keeps): the learned policy serves the file again, and names the port both
+/// ways and no UDP peer.
+#[test]
+fn learn_verify_runs_nginx_and_curl_again() {
+    let test = "learn_verify_runs_nginx_and_curl_again";
+    if !installed(test, &["/usr/sbin/nginx", "/usr/bin/curl"]) || !common::require_root(test) {
+        return;
+    }
+    let port = free_port();
+    let d = nginx_site("compat-learn-nginx", port, Some("nobody nogroup"), "");
+    common::write_file(&d.join("base.policy"), "map-ids 1 100001 65535\n", 0o644);
+    let script = format!(
+        "/usr/sbin/nginx -c {}/nginx.conf & for i in $(seq 1 100); do sleep 0.2; \
+         /usr/bin/curl -s http://127.0.0.1:{port}/ && break; done; kill $!; wait",
+        d.display()
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &[
+            "learn",
+            "--base",
+            "base.policy",
+            "-o",
+            "learned.policy",
+            "--verify",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let err = common::stderr(&o);
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        "hello from nginx\nhello from nginx\n",
+        "{err}"
+    );
+    assert!(
+        err.contains("runs under the learned policy with no denial"),
+        "{err}"
+    );
+    let learned = std::fs::read_to_string(d.join("learned.policy")).unwrap();
+    assert!(
+        learned.contains(&format!("net-allow incoming tcp 127.0.0.1 {port}")),
+        "{learned}"
+    );
+    assert!(!learned.contains(" udp "), "{learned}");
+    let _ = std::fs::remove_dir_all(&d);
+}
