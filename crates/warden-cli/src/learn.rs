@@ -36,8 +36,11 @@ pub struct LearnArgs {
     command: Vec<String>,
 }
 
-/// Everything allowed, for the learning run (still in namespaces, without privileges).
+/// Everything allowed, for the learning run (still in namespaces, without privileges). Device
+/// nodes open only where a rule names them exactly: the harmless ones are named.
 const EVERYTHING: &str = "\
+path-allow read /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty
+path-allow write /dev/null /dev/zero /dev/full /dev/tty
 path-allow read / /*
 path-allow write /*
 path-allow unlink /*
@@ -104,6 +107,18 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     let code = run(args, learning, None, Some(&seen), Some(&memory))?;
     let log = memory.lock().map(|m| m.clone()).unwrap_or_default();
     let mut observations = parse_log(&log);
+    // warden itself starts the program (the agent sees no execve for it): the path it was
+    // found at, a symlink as itself, and what that leads to, as the verify run will check them.
+    observations.extend(
+        program_paths(&args.command[0])
+            .into_iter()
+            .map(|target| Observation {
+                syscall: "execve (the program)".into(),
+                target,
+                access: Some(Access::Exec),
+                allowed: true,
+            }),
+    );
     // The kernel opens a script's interpreter and a program's dynamic loader itself: the agent
     // never sees them, and the policy needs them.
     let extra: Vec<Observation> = observations
@@ -136,6 +151,7 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
             home: home.as_deref(),
             command: &command,
             exists: &exists,
+            scratch: scratch.as_deref(),
         },
     );
     eprintln!(
@@ -172,11 +188,14 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     let code2 = status.code().unwrap_or_else(|| {
         128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
     });
-    // A lookup of a path that does not exist failed while learning too (ENOENT then, EACCES
-    // now): the same outcome for the program.
+    // A lookup (or an exec: a PATH search) of a path that does not exist failed while learning
+    // too (ENOENT then, EACCES now): the same outcome for the program.
     let denied: Vec<Observation> = read_log(&log2)?
         .into_iter()
-        .filter(|o| !o.allowed && (!is_lookup(&o.syscall) || exists(&o.target)))
+        .filter(|o| {
+            let probe = is_lookup(&o.syscall) || o.access == Some(Access::Exec);
+            !o.allowed && (!probe || exists(&o.target))
+        })
         .collect();
     for d in &denied {
         eprintln!(
@@ -223,6 +242,40 @@ fn run(
     warden::run::run(cfg).map_err(|f| f.message)
 }
 
+/// Where `warden run` will find `name` (on `PATH`, as `execvp` would, when it has no `/`): the
+/// path with its directories resolved and its own name kept (a symlink stays itself), then its
+/// target when that differs. Empty when it is not found.
+fn program_paths(name: &str) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if name.contains('/') {
+        Some(PathBuf::from(name)).filter(|p| p.is_absolute() && runnable(p))
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_absolute() && runnable(p))
+    };
+    let Some(found) = found else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let (Some(dir), Some(file)) = (found.parent(), found.file_name()) {
+        if let Ok(dir) = std::fs::canonicalize(dir) {
+            out.push(dir.join(file).display().to_string());
+        }
+    }
+    if let Ok(target) = std::fs::canonicalize(&found) {
+        let target = target.display().to_string();
+        if !out.contains(&target) {
+            out.push(target);
+        }
+    }
+    out
+}
+
 /// The first 4 KiB of a file (enough for `#!` and the ELF headers).
 fn head(path: &str) -> Option<Vec<u8>> {
     use std::io::Read;
@@ -243,11 +296,13 @@ fn read_log(path: &Path) -> Result<Vec<Observation>, String> {
     Ok(parse_log(&text))
 }
 
-/// Only the base's settings (ids, starting directory, limits, ptrace), none of its rules.
+/// Only the base's settings (ids and `map-ids`, starting directory, limits, ptrace), none of
+/// its rules.
 fn settings_of(base: &Policy) -> Policy {
     let mut p = Policy::default();
     p.starting_uid = base.starting_uid;
     p.starting_gid = base.starting_gid;
+    p.map_ids.clone_from(&base.map_ids);
     p.starting_dir.clone_from(&base.starting_dir);
     p.limits = base.limits;
     p.ptrace_inside.clone_from(&base.ptrace_inside);

@@ -13,6 +13,10 @@ pub struct RunArgs {
     /// Policy file (repeatable; rules add up, on top of the default policy).
     #[arg(long = "policy", short = 'p', value_name = "FILE")]
     policies: Vec<PathBuf>,
+    /// A profile shipped with warden, by name (repeatable; added like a policy file): what a
+    /// common program needs beyond the default policy (`profiles/NAME.policy`). Known: nginx.
+    #[arg(long = "profile", value_name = "NAME")]
+    profiles: Vec<String>,
     /// Use the built-in default policy as the base (`--default-policy=no` to start from nothing).
     #[arg(long = "default-policy", value_name = "yes|no", default_value = "yes", value_parser = ["yes", "no"])]
     default_policy: String,
@@ -28,6 +32,11 @@ pub struct RunArgs {
     /// Allow removing PATH (a directory: anything beneath it).
     #[arg(long = "unlink", value_name = "PATH")]
     unlink: Vec<String>,
+    /// Build the project you are standing in: the current directory and everything beneath it
+    /// may be read, written, removed and run (its scripts, what it builds), and the program
+    /// starts there. Nothing above or beside it is opened up.
+    #[arg(long)]
+    here: bool,
     /// Keep the scratch directory after the run (its path is printed).
     #[arg(long)]
     keep: bool,
@@ -197,7 +206,11 @@ pub fn main(args: RunArgs) -> i32 {
             clear: args.env_clear,
             set: env,
         },
-        chdir: args.chdir,
+        chdir: match (args.chdir, args.here) {
+            (Some(dir), _) => Some(dir),
+            (None, true) => std::env::current_dir().ok(),
+            (None, false) => None,
+        },
         cpus: args.cpu.map(|c| c.0),
         pass_fds,
         capsicum,
@@ -221,7 +234,10 @@ pub fn main(args: RunArgs) -> i32 {
     }
 }
 
-/// Default policy + files + shorthand flags, in that order.
+/// The profiles warden ships (`profiles/*.policy` in the source), by name.
+pub const PROFILES: &[(&str, &str)] = &[("nginx", include_str!("../../../profiles/nginx.policy"))];
+
+/// Default policy + files + profiles + shorthand flags, in that order.
 fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
     let mut policy = if args.default_policy == "yes" {
         Policy::default_policy()
@@ -241,6 +257,23 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
             )),
         }
     }
+    for name in &args.profiles {
+        match PROFILES.iter().find(|(n, _)| n == name) {
+            Some((_, text)) => match Policy::parse(&format!("<profile {name}>"), text) {
+                Ok(p) => policy.merge(p),
+                Err(diags) => errors.extend(diags.iter().map(ToString::to_string)),
+            },
+            None => errors.push(format!(
+                "warden: --profile {}: no such profile; warden ships: {}",
+                warden_policy::escape::escape(name),
+                PROFILES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
     let flags = [
         (&args.read, Access::Read, "--read"),
         (&args.write, Access::Write, "--write"),
@@ -256,6 +289,33 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
                     }
                 }
                 Err(e) => errors.push(format!("warden: {flag} {raw}: {e}")),
+            }
+        }
+    }
+    if args.here {
+        // `--here`: the starting directory as a project the program builds.
+        match std::env::current_dir() {
+            Ok(dir) => match flag_patterns(&dir.to_string_lossy()) {
+                Ok(patterns) => {
+                    for access in [Access::Read, Access::Write, Access::Unlink, Access::Exec] {
+                        for p in &patterns {
+                            policy.add_rule(Some(access), p.clone(), Span::new("--here", 1, 1));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("warden: --here: {e}")),
+            },
+            Err(e) => errors.push(format!("warden: --here: no current directory: {e}")),
+        }
+    }
+    if args.tty {
+        // An interactive run: the terminal the program already holds, by its own name, so
+        // `tty` and ttyname(3) find it (they stat /dev/pts/N).
+        for path in own_terminals() {
+            if let Ok(p) = PathPattern::parse(&path) {
+                for access in [Access::Read, Access::Write] {
+                    policy.add_rule(Some(access), p.clone(), Span::new("--tty", 1, 1));
+                }
             }
         }
     }
@@ -283,6 +343,28 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
     } else {
         Err(errors)
     }
+}
+
+/// The pseudo-terminals warden's stdin, stdout and stderr are (`/dev/pts/N`), each once.
+fn own_terminals() -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out: Vec<String> = Vec::new();
+    for fd in 0..3 {
+        let Ok(target) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        let Some(text) = target.to_str() else {
+            continue;
+        };
+        let is_pts = text
+            .strip_prefix("/dev/pts/")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let is_char = std::fs::metadata(&target).is_ok_and(|m| m.file_type().is_char_device());
+        if is_pts && is_char && !out.iter().any(|p| p == text) {
+            out.push(text.to_owned());
+        }
+    }
+    out
 }
 
 /// A clap parser for one limit flag, accepting what the policy keyword accepts.
@@ -407,6 +489,13 @@ fn resolve_existing(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shipped_profile_parses() {
+        for (name, text) in PROFILES {
+            assert!(Policy::parse(name, text).is_ok(), "profile {name}");
+        }
+    }
 
     #[test]
     fn cpu_lists() {

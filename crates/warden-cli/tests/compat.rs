@@ -73,120 +73,652 @@ fn case(test: &str, needs: &[&str], flags: &[&str], script: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One case of the suite: a script, what it needs installed, and the flags it runs with.
+struct Case {
+    name: &'static str,
+    /// What the case checks (and which item of issue 14 it keeps fixed).
+    why: &'static str,
+    needs: &'static [&'static str],
+    flags: &'static [&'static str],
+    script: &'static str,
+}
+
+/// The cases, each a test of its own (below), and each replayed by `learn --verify`.
+const CASES: &[Case] = &[
+    Case {
+        name: "tar_round_trip_with_symlinks",
+        why: "Item 2: extracting symlinks (`tar` sets their mode through an O_PATH descriptor).",
+        needs: &["/usr/bin/tar"],
+        flags: &[],
+        script: "mkdir -p a/b && echo x > a/f && ln -s f a/l && ln -s ../f a/b/up && tar cf t.tar a && \
+         mkdir o && tar xf t.tar -C o && find o -printf '%y %p %l\\n' | sort && cat o/a/b/up",
+    },
+    Case {
+        name: "own_descriptors_by_name",
+        why: "Item 1: the program's own descriptors by name, and process substitution.",
+        needs: &[],
+        flags: &[],
+        script: "echo in | cat /dev/stdin; (echo err > /dev/stderr) 2>&1 | cat; cat <(echo procsub); \
+         echo same | diff - /dev/stdin && echo diff-ok; echo fd | cat /proc/self/fd/0",
+    },
+    Case {
+        name: "errno_of_existing_and_missing_names",
+        why: "Item 3: what `make clean` and `mkdir -p` rely on.",
+        needs: &[],
+        flags: &[],
+        script: "mkdir -p d/e && mkdir -p d/e && rm -f missing && echo rm-ok; \
+         test -x missing || echo not-executable; python3 -c \
+         'import os; os.makedirs(\"d/e\", exist_ok=True); print(\"makedirs-ok\")'",
+    },
+    Case {
+        name: "python_venv",
+        why: "Item 4: a virtual environment made during the run, and its programs run.",
+        needs: &["/usr/bin/python3"],
+        flags: &["--exec", "$SCRATCH/ve/bin/*"],
+        script: "python3 -m venv --without-pip ve && ve/bin/python -c \
+         'import sys; print(sys.prefix != sys.base_prefix)' && printf '#!/bin/sh\\necho tool\\n' \
+         > ve/bin/tool && chmod +x ve/bin/tool && ve/bin/tool",
+    },
+    Case {
+        name: "compressors_round_trip",
+        why: "Compressors, both ways.",
+        needs: &["/usr/bin/gzip", "/usr/bin/xz"],
+        flags: &[],
+        script: "seq 1 20000 > n && gzip -k n && xz -k n && md5sum n && gzip -dc n.gz | md5sum && \
+         xz -dc n.xz | md5sum && ls",
+    },
+    Case {
+        name: "tree_walkers",
+        why: "Walking a tree: ls -lAR (modes, sizes, names), find, grep -r, xargs -P.",
+        needs: &[],
+        flags: &[],
+        script: "mkdir -p t/a/b t/c && echo hit > t/a/b/f && echo miss > t/c/g && ln -s a t/l && \
+         ls -lAR t | awk '{print $1, $5, $NF}' && find t | sort && grep -r hit t \
+         && seq 1 50 | xargs -P 4 -n 5 echo | wc -l",
+    },
+    Case {
+        name: "make_in_parallel",
+        why: "A parallel make that writes, renames and removes files.",
+        needs: &["/usr/bin/make"],
+        flags: &[],
+        script: "printf 'all: $(addprefix out/,$(addsuffix .txt,$(shell seq 1 20)))\\n\
+         out/%%.txt:\\n\\t@mkdir -p out && echo $* > $@.tmp && mv $@.tmp $@\\n\
+         clean:\\n\\t@rm -rf out\\n' > Makefile && make -s -j8 && cat out/*.txt | sort -n | md5sum && \
+         make -s clean && make -s clean && ls",
+    },
+    Case {
+        name: "git_repository",
+        why: "git: init, commit, log, gc, fsck.",
+        needs: &["/usr/bin/git"],
+        flags: &[],
+        script: "git init -q r && cd r && echo a > f && git add f && \
+         git -c user.email=a@b -c user.name=n commit -q -m first && echo b >> f && \
+         git -c user.email=a@b -c user.name=n commit -q -am second && git log --format=%s && \
+         git gc -q && git fsck --no-progress && git cat-file -p HEAD:f",
+    },
+    Case {
+        name: "sqlite_database",
+        why: "sqlite3: a database file with its journal.",
+        needs: &["/usr/bin/sqlite3"],
+        flags: &[],
+        script: "sqlite3 db 'create table t(x); insert into t values (1),(2),(3);' && \
+         sqlite3 db 'select sum(x) from t;'",
+    },
+    Case {
+        name: "python_subprocesses",
+        why: "Python's multiprocessing over pipes (no semaphores in /dev/shm needed).",
+        needs: &["/usr/bin/python3"],
+        flags: &[],
+        script: "python3 -c 'import subprocess, concurrent.futures as f\n\
+         with f.ThreadPoolExecutor(4) as e:\n    print(sorted(e.map(lambda i: \
+         subprocess.run([\"echo\", str(i)], capture_output=True, \
+         text=True).stdout.strip(), range(8))))'",
+    },
+    Case {
+        name: "cc_build_and_run",
+        why: "Compiling and running a C program in the working directory (with an exec grant).",
+        needs: &["/usr/bin/cc"],
+        flags: &["--exec", "$SCRATCH/bin/*"],
+        script: "mkdir -p bin && printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' \
+         > m.c && cc -o bin/m m.c && bin/m",
+    },
+    Case {
+        name: "node_worker_threads",
+        why: "node with four worker threads passing messages.",
+        needs: &["/usr/bin/node"],
+        flags: &[],
+        script: "node -e \"const {Worker} = require('worker_threads'); let n = 0; const out = []; \
+         for (let i = 0; i < 4; i++) { const w = new Worker('const {parentPort, workerData} = \
+         require(\\\"worker_threads\\\"); let s = 0; for (let k = 0; k < 1e5; k++) s += k % \
+         (workerData + 2); parentPort.postMessage([workerData, s]);', {eval: true, workerData: \
+         i}); w.on('message', m => { out.push(m.join(':')); if (++n == 4) \
+         console.log(out.sort().join(' ')); }); }\"",
+    },
+    Case {
+        name: "metadata_heavy_walks",
+        why: "The survey's metadata-heavy walks: ls -laR /usr/share/doc and find /usr, as natively.",
+        needs: &[],
+        flags: &[],
+        script: "ls -laR /usr/share/doc 2>&1 | md5sum; find /usr 2>&1 | md5sum; \
+         find /usr -name '*.so*' | wc -l",
+    },
+    Case {
+        name: "uptime_and_system_facts",
+        why: "Item 9: uptime and the /proc files runtimes read to size themselves.",
+        needs: &["/usr/bin/uptime"],
+        flags: &[],
+        script: "uptime > /dev/null && echo uptime-ok; wc -w < /proc/loadavg; \
+         grep -c ^processor /proc/cpuinfo; grep -c ^MemTotal /proc/meminfo; nproc",
+    },
+    Case {
+        name: "java_compile_and_run",
+        why: "javac and java (the JVM's threads, its class data sharing archive, /proc facts).",
+        needs: &["/usr/bin/javac", "/usr/bin/java"],
+        flags: &[],
+        script: "printf 'public class H { public static void main(String[] a) { \
+         System.out.println(\"hi \" + Runtime.getRuntime().availableProcessors()); } }' > H.java \
+         && javac H.java && java H",
+    },
+];
+
+fn case_named(name: &str) -> &'static Case {
+    CASES
+        .iter()
+        .find(|c| c.name == name)
+        .expect("a case of CASES")
+}
+
 macro_rules! compat {
-    ($(#[$doc:meta])* $name:ident, needs: [$($need:expr),*], flags: [$($flag:expr),*], $script:expr) => {
-        $(#[$doc])*
-        #[test]
-        fn $name() {
-            case(stringify!($name), &[$($need),*], &[$($flag),*], $script);
-        }
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let c = case_named(stringify!($name));
+                assert!(!c.why.is_empty());
+                case(c.name, c.needs, c.flags, c.script);
+            }
+        )*
     };
 }
 
 compat!(
-    /// Item 2: extracting symlinks (`tar` sets their mode through an O_PATH descriptor).
     tar_round_trip_with_symlinks,
-    needs: ["/usr/bin/tar"],
-    flags: [],
-    "mkdir -p a/b && echo x > a/f && ln -s f a/l && ln -s ../f a/b/up && tar cf t.tar a && \
-     mkdir o && tar xf t.tar -C o && find o -printf '%y %p %l\\n' | sort && cat o/a/b/up"
-);
-
-compat!(
-    /// Item 1: the program's own descriptors by name, and process substitution.
     own_descriptors_by_name,
-    needs: [],
-    flags: [],
-    "echo in | cat /dev/stdin; (echo err > /dev/stderr) 2>&1 | cat; cat <(echo procsub); \
-     echo same | diff - /dev/stdin && echo diff-ok; echo fd | cat /proc/self/fd/0"
-);
-
-compat!(
-    /// Item 3: what `make clean` and `mkdir -p` rely on.
     errno_of_existing_and_missing_names,
-    needs: [],
-    flags: [],
-    "mkdir -p d/e && mkdir -p d/e && rm -f missing && echo rm-ok; \
-     test -x missing || echo not-executable; python3 -c \
-     'import os; os.makedirs(\"d/e\", exist_ok=True); print(\"makedirs-ok\")'"
-);
-
-compat!(
-    /// Item 4: a virtual environment made during the run, and its programs run.
     python_venv,
-    needs: ["/usr/bin/python3"],
-    flags: ["--exec", "$SCRATCH/ve/bin/*"],
-    "python3 -m venv --without-pip ve && ve/bin/python -c \
-     'import sys; print(sys.prefix != sys.base_prefix)' && printf '#!/bin/sh\\necho tool\\n' \
-     > ve/bin/tool && chmod +x ve/bin/tool && ve/bin/tool"
-);
-
-compat!(
-    /// Compressors, both ways.
     compressors_round_trip,
-    needs: ["/usr/bin/gzip", "/usr/bin/xz"],
-    flags: [],
-    "seq 1 20000 > n && gzip -k n && xz -k n && md5sum n && gzip -dc n.gz | md5sum && \
-     xz -dc n.xz | md5sum && ls"
-);
-
-compat!(
-    /// Walking a tree: ls -lAR (modes, sizes, names), find, grep -r, xargs -P.
     tree_walkers,
-    needs: [],
-    flags: [],
-    "mkdir -p t/a/b t/c && echo hit > t/a/b/f && echo miss > t/c/g && ln -s a t/l && \
-     ls -lAR t | awk '{print $1, $5, $NF}' && find t | sort && grep -r hit t \
-     && seq 1 50 | xargs -P 4 -n 5 echo | wc -l"
-);
-
-compat!(
-    /// A parallel make that writes, renames and removes files.
     make_in_parallel,
-    needs: ["/usr/bin/make"],
-    flags: [],
-    "printf 'all: $(addprefix out/,$(addsuffix .txt,$(shell seq 1 20)))\\n\
-     out/%%.txt:\\n\\t@mkdir -p out && echo $* > $@.tmp && mv $@.tmp $@\\n\
-     clean:\\n\\t@rm -rf out\\n' > Makefile && make -s -j8 && cat out/*.txt | sort -n | md5sum && \
-     make -s clean && make -s clean && ls"
-);
-
-compat!(
-    /// git: init, commit, log, gc, fsck.
     git_repository,
-    needs: ["/usr/bin/git"],
-    flags: [],
-    "git init -q r && cd r && echo a > f && git add f && \
-     git -c user.email=a@b -c user.name=n commit -q -m first && echo b >> f && \
-     git -c user.email=a@b -c user.name=n commit -q -am second && git log --format=%s && \
-     git gc -q && git fsck --no-progress && git cat-file -p HEAD:f"
-);
-
-compat!(
-    /// sqlite3: a database file with its journal.
     sqlite_database,
-    needs: ["/usr/bin/sqlite3"],
-    flags: [],
-    "sqlite3 db 'create table t(x); insert into t values (1),(2),(3);' && \
-     sqlite3 db 'select sum(x) from t;'"
-);
-
-compat!(
-    /// Python's multiprocessing over pipes (no semaphores in /dev/shm needed).
     python_subprocesses,
-    needs: ["/usr/bin/python3"],
-    flags: [],
-    "python3 -c 'import subprocess, concurrent.futures as f
-with f.ThreadPoolExecutor(4) as e:
-    print(sorted(e.map(lambda i: subprocess.run([\"echo\", str(i)], capture_output=True, \
-     text=True).stdout.strip(), range(8))))'"
+    cc_build_and_run,
+    node_worker_threads,
+    metadata_heavy_walks,
+    uptime_and_system_facts,
+    java_compile_and_run,
 );
 
-compat!(
-    /// Compiling and running a C program in the working directory (with an exec grant).
-    cc_build_and_run,
-    needs: ["/usr/bin/cc"],
-    flags: ["--exec", "$SCRATCH/bin/*"],
-    "mkdir -p bin && printf '#include <stdio.h>\\nint main(void){puts(\"built\");return 0;}\\n' \
-     > m.c && cc -o bin/m m.c && bin/m"
-);
+/// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
+/// scratch directory it starts in, never warden's own, which it may not write or even see),
+/// and the system facts `uptime` reads are there.
+#[test]
+fn home_pwd_and_uptime_are_there_by_default() {
+    common::each_user("home_pwd_and_uptime_are_there_by_default", |who| {
+        let mut cmd = common::warden_cmd(who);
+        cmd.env("HOME", "/root").env("PWD", "/root").args([
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$HOME\"; echo \"$PWD\"; pwd; touch \"$HOME/.history\" && echo home-ok; \
+             uptime > /dev/null && echo uptime-ok; wc -w < /proc/loadavg",
+        ]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        common::assert_ok(&o);
+        let out = common::stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}\n{}", common::stderr(&o));
+        assert!(lines[0].starts_with('/') && lines[0] != "/root", "{out}");
+        assert_eq!((lines[1], lines[2]), (lines[0], lines[0]), "{out}");
+        assert_eq!(&lines[3..], ["home-ok", "uptime-ok", "5"], "{out}");
+    });
+}
+
+/// Item 9: `--here` builds the project the user stands in, and nothing beside it.
+#[test]
+fn here_builds_the_project_standing_in() {
+    common::each_user("here_builds_the_project_standing_in", |who| {
+        let top = common::fresh_dir(&format!("compat-here-{}", common::who_tag(who)));
+        let project = top.join("project");
+        std::fs::create_dir(&project).unwrap();
+        common::chmod(&top, 0o777);
+        common::chmod(&project, 0o777);
+        common::write_file(
+            &project.join("Makefile"),
+            "all:\n\t@./gen.sh > out.txt && cat out.txt\nclean:\n\t@rm -f out.txt\n",
+            0o666,
+        );
+        common::write_file(
+            &project.join("gen.sh"),
+            "#!/bin/sh\necho generated\n",
+            0o777,
+        );
+        let o = common::run_warden(who, &project, &["run", "--here", "--", "make", "-s"]);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "generated\n");
+        assert!(project.join("out.txt").exists());
+        // Beside the project: nothing.
+        let o = common::run_warden(
+            who,
+            &project,
+            &["run", "--here", "--", "sh", "-c", "touch ../beside"],
+        );
+        assert!(!o.status.success(), "{}", common::stderr(&o));
+        assert!(!top.join("beside").exists());
+        // And without the flag the project is not the program's.
+        let o = common::run_warden(who, &project, &["run", "--", "make", "-s", "clean"]);
+        assert!(!o.status.success());
+        assert!(project.join("out.txt").exists());
+        let o = common::run_warden(
+            who,
+            &project,
+            &["run", "--here", "--", "make", "-s", "clean"],
+        );
+        common::assert_ok(&o);
+        assert!(!project.join("out.txt").exists());
+        let _ = std::fs::remove_dir_all(&top);
+    });
+}
+
+/// Item 9: an interactive run (`--tty`) may name its terminal, so `tty` knows it.
+#[test]
+fn an_interactive_run_knows_its_terminal() {
+    if !installed(
+        "an_interactive_run_knows_its_terminal",
+        &["/usr/bin/script"],
+    ) {
+        return;
+    }
+    // script(1) gives warden a pseudo-terminal as its stdin, stdout and stderr.
+    let run = |flags: &str| {
+        let mut cmd = Command::new("/usr/bin/script");
+        cmd.args([
+            "-qec",
+            &format!("{} run {flags} -- tty", common::warden()),
+            "/dev/null",
+        ])
+        .current_dir(common::workdir())
+        .env("PATH", common::SYSTEM_PATH);
+        common::stdout(&common::finish(cmd, common::RUN_DEADLINE).0)
+    };
+    let out = run("--tty");
+    assert!(out.trim().starts_with("/dev/pts/"), "{out:?}");
+    let out = run("");
+    assert_eq!(out.trim(), "not a tty", "without --tty: {out:?}");
+}
+
+/// A fresh directory with an nginx configuration that serves `index.html` on `port` with two
+/// workers switched to `user` (if any), and a policy for it (with `extra` lines).
+fn nginx_site(name: &str, port: u16, user: Option<&str>, extra: &str) -> std::path::PathBuf {
+    let d = common::fresh_dir(name);
+    std::fs::create_dir_all(d.join("www")).unwrap();
+    std::fs::create_dir_all(d.join("tmp")).unwrap();
+    common::write_file(&d.join("www/index.html"), "hello from nginx\n", 0o644);
+    let ds = d.display();
+    let user = user.map_or_else(String::new, |u| format!("user {u};\n"));
+    let conf = format!(
+        "daemon off;\nmaster_process on;\nworker_processes 2;\n{user}pid {ds}/nginx.pid;\n\
+         error_log stderr;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log off;\n  \
+         client_body_temp_path {ds}/tmp;\n  proxy_temp_path {ds}/tmp;\n  fastcgi_temp_path \
+         {ds}/tmp;\n  uwsgi_temp_path {ds}/tmp;\n  scgi_temp_path {ds}/tmp;\n  server {{ listen \
+         127.0.0.1:{port}; root {ds}/www; }}\n}}\n"
+    );
+    common::write_file(&d.join("nginx.conf"), conf, 0o644);
+    let policy = format!(
+        "{extra}path-allow read {ds} {ds}/*\npath-allow write {ds}/*\npath-allow unlink {ds}/*\n\
+         net-allow incoming tcp 127.0.0.1 {port}\nnet-allow outgoing tcp 127.0.0.1 {port}\n"
+    );
+    common::write_file(&d.join("nginx.policy"), policy, 0o644);
+    for sub in ["", "www", "tmp"] {
+        common::chmod(&d.join(sub), 0o777);
+    }
+    d
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Item 10: nginx with its usual `user nobody nogroup`: the master (root in the sandbox) switches
+/// its workers to uid/gid 65534, which `map-ids` maps to ids no host user has. Checked from
+/// outside: curl on the host gets the file, and each worker runs as the mapped outside id
+/// (100001 + 65534 - 1) with no capability left, the master as root with only CAP_SETUID and
+/// CAP_SETGID (of the sandbox's user namespace).
+#[test]
+fn nginx_workers_switch_to_mapped_ids_and_serve() {
+    let test = "nginx_workers_switch_to_mapped_ids_and_serve";
+    if !installed(test, &["/usr/sbin/nginx", "/usr/bin/curl"]) || !common::require_root(test) {
+        return;
+    }
+    let port = free_port();
+    let d = nginx_site(
+        "compat-nginx",
+        port,
+        Some("nobody nogroup"),
+        "map-ids 1 100001 65535\n",
+    );
+    let mut cmd = common::warden_cmd(As::Me);
+    cmd.args(["run", "--wall-time", "60", "-p"])
+        .arg(d.join("nginx.policy"))
+        .args(["--", "/usr/sbin/nginx", "-c"])
+        .arg(d.join("nginx.conf"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut warden = cmd.spawn().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut body = String::new();
+    for _ in 0..300 {
+        let o = Command::new("/usr/bin/curl")
+            .args(["-s", &url])
+            .output()
+            .unwrap();
+        body = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Every nginx process of this sandbox (the master names our directory, the workers are its
+    // children): its ids and capabilities, from the host's /proc.
+    let status_of =
+        |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |status: &str, k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let pids: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let masters: Vec<&String> = pids
+        .iter()
+        .filter(|p| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            status_of(p).starts_with("Name:\tnginx")
+                && String::from_utf8_lossy(&cmdline).contains(&*d.display().to_string())
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for p in &pids {
+        let status = status_of(p);
+        let ppid = field(&status, "PPid:");
+        if status.starts_with("Name:\tnginx") && (masters.contains(&p) || masters.contains(&&ppid))
+        {
+            seen.push((
+                field(&status, "Uid:"),
+                field(&status, "Gid:"),
+                field(&status, "CapEff:"),
+                field(&status, "CapPrm:"),
+            ));
+        }
+    }
+    let _ = warden.kill();
+    let out = warden.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(body, "hello from nginx\n", "warden's stderr:\n{err}");
+    seen.sort();
+    let worker = (
+        "165534".to_owned(),
+        "165534".to_owned(),
+        "0".repeat(16),
+        "0".repeat(16),
+    );
+    let master = (
+        "0".to_owned(),
+        "0".to_owned(),
+        format!("{:016x}", 0xc0),
+        format!("{:016x}", 0xc0),
+    );
+    assert_eq!(seen, [master, worker.clone(), worker], "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Item 10, the other side: as an unprivileged user `map-ids` is refused at the start with the
+/// reason, and so is a range that holds an id a user or group of this host has.
+#[test]
+fn map_ids_is_refused_where_it_cannot_be_mapped() {
+    let test = "map_ids_is_refused_where_it_cannot_be_mapped";
+    let d = common::fresh_dir("compat-map-ids-refused");
+    common::chmod(&d, 0o755);
+    if common::can_run_as_nobody(test) {
+        common::write_file(&d.join("map.policy"), "map-ids 1 100001 65535\n", 0o644);
+        let o = common::run_warden(As::Nobody, &d, &["run", "-p", "map.policy", "--", "true"]);
+        assert_eq!(o.status.code(), Some(125));
+        let err = common::stderr(&o);
+        assert!(
+            err.contains("newuidmap") && err.contains("no setuid helper"),
+            "{err}"
+        );
+    }
+    // A range holding a user of this host is refused.
+    common::write_file(&d.join("bad.policy"), "map-ids 1 1 65535\n", 0o644);
+    let o = common::run_warden(As::Me, &d, &["run", "-p", "bad.policy", "--", "true"]);
+    if common::require_root(test) {
+        assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains("of this host"),
+            "{}",
+            common::stderr(&o)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Item 10, adversarial: a process that switched to a mapped id cannot switch back (its
+/// capabilities went with its ids) nor reach an id outside the map.
+#[test]
+fn a_switched_process_cannot_switch_back() {
+    let test = "a_switched_process_cannot_switch_back";
+    if !installed(test, &["/usr/bin/python3"]) || !common::require_root(test) {
+        return;
+    }
+    let d = common::fresh_dir("compat-switch-back");
+    common::chmod(&d, 0o777);
+    let ds = d.display();
+    common::write_file(
+        &d.join("p.policy"),
+        format!("map-ids 1 100001 65535\npath-allow read {ds} {ds}/*\npath-allow write {ds}/*\n"),
+        0o644,
+    );
+    let script = format!(
+        "import os\n\
+         try:\n    os.setuid(70000)\nexcept OSError as e:\n    print('unmapped', e.errno)\n\
+         os.setgroups([]); os.setgid(65534); os.setuid(65534)\n\
+         open('{ds}/made', 'w').write('x')\n\
+         for f, a in ((os.setuid, 0), (os.setgid, 0), (os.seteuid, 0), (os.setuid, 1000)):\n    \
+         try:\n        f(a); print('switched back', f.__name__, a)\n    \
+         except OSError as e:\n        print('refused', e.errno)\n\
+         print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &[
+            "run",
+            "-p",
+            "p.policy",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        "unmapped 22\nrefused 1\nrefused 1\nrefused 1\nrefused 1\n0000000000000000\n",
+        "{}",
+        common::stderr(&o)
+    );
+    // Made through the agent, which creates as warden's user (see the README: what a switched
+    // process may do is the policy's, whatever its ids).
+    assert!(d.join("made").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The suite's other half (issue 14): for each case, `warden learn --verify` from a clean state
+/// (learning and the replay each start in a fresh scratch directory, with the default policy
+/// as the base, as its own test runs) learns a policy under which the case runs again with no
+/// denial, and the case's output under that policy is the native one.
+#[test]
+fn learn_verify_runs_every_case_again() {
+    for c in CASES {
+        let test = format!("learn_verify_runs_every_case_again ({})", c.name);
+        if !installed(&test, c.needs) {
+            continue;
+        }
+        let dir = common::fresh_dir(&format!("compat-learn-{}", c.name));
+        let (code, native_out) = native(c.script, &dir);
+        assert_eq!(
+            code,
+            Some(0),
+            "{}: natively the case fails:\n{native_out}",
+            c.name
+        );
+        let policy = dir.join("learned.policy");
+        let script = format!("export HOME=$PWD; {}", c.script);
+        let o = common::run_warden(
+            As::Me,
+            &dir,
+            &[
+                "learn",
+                "-o",
+                policy.to_str().unwrap(),
+                "--verify",
+                "--",
+                "bash",
+                "-c",
+                &script,
+            ],
+        );
+        let err = common::stderr(&o);
+        assert!(
+            o.status.success()
+                && err.contains(
+                    "verify: the same command runs under the learned policy with no denial"
+                ),
+            "{}: learn --verify failed ({:?}):\n{err}",
+            c.name,
+            o.status.code()
+        );
+        // And the learned policy runs it as natively, without the case's own flags.
+        let (wcode, wout, werr) = sandboxed(c.script, &["-p", policy.to_str().unwrap()]);
+        assert_eq!(
+            (wcode, wout.as_str()),
+            (code, native_out.as_str()),
+            "{}: under the learned policy:\n{werr}\npolicy:\n{}",
+            c.name,
+            std::fs::read_to_string(&policy).unwrap_or_default()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A shipped profile by name: `--profile nginx` lets Debian's nginx check its own
+/// configuration (its files, logs and pid file) as it does natively; an unknown name is refused
+/// with the list of profiles.
+#[test]
+fn the_nginx_profile_checks_its_configuration() {
+    let test = "the_nginx_profile_checks_its_configuration";
+    let d = common::fresh_dir("compat-profile");
+    let o = common::run_warden(As::Me, &d, &["run", "--profile", "no-such", "--", "true"]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        common::stderr(&o).contains("warden ships: nginx"),
+        "{}",
+        common::stderr(&o)
+    );
+    if !installed(test, &["/usr/sbin/nginx"]) || !common::require_root(test) {
+        return;
+    }
+    let native = Command::new("/usr/sbin/nginx").arg("-t").output().unwrap();
+    assert!(
+        native.status.success(),
+        "natively: {}",
+        common::stderr(&native)
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &["run", "--profile", "nginx", "--", "/usr/sbin/nginx", "-t"],
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stderr(&o), common::stderr(&native));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// nginx and curl through `learn --verify` (as root, with `map-ids` from the base policy, which
+/// the learning run keeps): the learned policy serves the file again, and names the port both
+/// ways and no UDP peer.
+#[test]
+fn learn_verify_runs_nginx_and_curl_again() {
+    let test = "learn_verify_runs_nginx_and_curl_again";
+    if !installed(test, &["/usr/sbin/nginx", "/usr/bin/curl"]) || !common::require_root(test) {
+        return;
+    }
+    let port = free_port();
+    let d = nginx_site("compat-learn-nginx", port, Some("nobody nogroup"), "");
+    common::write_file(&d.join("base.policy"), "map-ids 1 100001 65535\n", 0o644);
+    let script = format!(
+        "/usr/sbin/nginx -c {}/nginx.conf & for i in $(seq 1 100); do sleep 0.2; \
+         /usr/bin/curl -s http://127.0.0.1:{port}/ && break; done; kill $!; wait",
+        d.display()
+    );
+    let o = common::run_warden(
+        As::Me,
+        &d,
+        &[
+            "learn",
+            "--base",
+            "base.policy",
+            "-o",
+            "learned.policy",
+            "--verify",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let err = common::stderr(&o);
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        "hello from nginx\nhello from nginx\n",
+        "{err}"
+    );
+    assert!(
+        err.contains("runs under the learned policy with no denial"),
+        "{err}"
+    );
+    let learned = std::fs::read_to_string(d.join("learned.policy")).unwrap();
+    assert!(
+        learned.contains(&format!("net-allow incoming tcp 127.0.0.1 {port}")),
+        "{learned}"
+    );
+    assert!(!learned.contains(" udp "), "{learned}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1434,3 +1434,83 @@ fn the_decision_log_follows_its_schema_for_every_family_as_nobody() {
         decision_log(As::Nobody);
     }
 }
+
+/// Issue 14 item 6: what every learned policy used to get wrong, each learned with `--verify`
+/// from a clean state, as both users.
+/// - `sh` is a symlink (to dash): warden starts the program itself, so the learned policy must
+///   name the link and its target, or it cannot start it at all (`--default-policy=no`);
+/// - `env true` searches PATH with execve: the tries that find nothing are not exec rules;
+/// - the host's `PWD` and `OLDPWD` (which a shell looks at) are not the program's;
+/// - `> /dev/null` works while learning (device nodes need rules of their own);
+/// - a temporary directory with a random name is learned as the pattern every run's matches.
+#[test]
+fn learned_policies_start_the_program_and_hold_no_per_run_names() {
+    common::each_user(
+        "learned_policies_start_the_program_and_hold_no_per_run_names",
+        |who| {
+            let d = workload_dir("per-run", who, &[]);
+            let elsewhere = common::fresh_dir(&format!("learn-elsewhere-{who:?}"));
+            let policy = d.join("p.policy");
+            let env = [("OLDPWD", s(&elsewhere))];
+            let learn_with = |base: &str, cmd: &[&str]| {
+                let mut args = vec![
+                    "learn",
+                    "--default-policy",
+                    base,
+                    "-o",
+                    s(&policy),
+                    "--verify",
+                ];
+                args.push("--");
+                args.extend_from_slice(cmd);
+                let o = warden_env(who, &d, &env, &args);
+                assert_verified(&o);
+                read(&policy)
+            };
+            // From nothing: the program through its link.
+            let text = learn_with("no", &["sh", "-c", "echo hi"]);
+            let r = rules(&text);
+            assert!(
+                r.contains(&"path-allow exec /usr/bin/sh".to_owned()),
+                "{text}"
+            );
+            // A PATH search: no rule for the directories where `true` is not.
+            let text = learn_with("no", &["env", "true"]);
+            assert!(!text.contains("/usr/local/bin/true"), "{text}");
+            // With the default policy a shell needs nothing of the host's directories.
+            let text = learn_with(
+                "yes",
+                &["bash", "-c", "echo > /dev/null; cd /; cd - >/dev/null"],
+            );
+            assert_eq!(rules(&text), Vec::<String>::new(), "{text}");
+            assert!(
+                !text.contains(s(&d)) && !text.contains(s(&elsewhere)),
+                "{text}"
+            );
+            // A temporary directory of its own in /tmp.
+            let text = learn_with(
+                "yes",
+                &[
+                    "/usr/bin/python3",
+                    "-c",
+                    "import tempfile, os\n\
+                 d = tempfile.mkdtemp(dir='/tmp')\n\
+                 open(d + '/f', 'w').write('x')\n\
+                 os.remove(d + '/f'); os.rmdir(d)",
+                ],
+            );
+            let r = rules(&text);
+            assert!(
+                r.contains(&"path-allow write /tmp/tmp*".to_owned()),
+                "{text}"
+            );
+            assert!(
+                r.iter()
+                    .all(|l| !l.contains("/tmp/tmp") || l.ends_with("/tmp/tmp*")),
+                "{text}"
+            );
+            let _ = std::fs::remove_dir_all(&d);
+            let _ = std::fs::remove_dir_all(&elsewhere);
+        },
+    );
+}

@@ -101,6 +101,6 @@ pub use limits::{
 pub use net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 pub use pattern::PathPattern;
 pub use policy::{
-    Access, AccessSet, Denial, IpUse, PathRule, Policy, RuleId, Verdict, DEFAULT_POLICY,
+    Access, AccessSet, Denial, IdRange, IpUse, PathRule, Policy, RuleId, Verdict, DEFAULT_POLICY,
     DEFAULT_POLICY_NAME,
 };

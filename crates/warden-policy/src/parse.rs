@@ -28,12 +28,13 @@ use crate::diag::{Diagnostic, Span};
 use crate::limits::{parse_limit, LimitKind};
 use crate::net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 use crate::pattern::{quote, PathPattern};
-use crate::policy::{Access, Policy};
+use crate::policy::{Access, IdRange, Policy};
 
 /// The directives a line may start with.
-pub(crate) const DIRECTIVES: [&str; 17] = [
+pub(crate) const DIRECTIVES: [&str; 18] = [
     "starting_uid",
     "starting_gid",
+    "map-ids",
     "starting_dir",
     "path-allow",
     "path-deny",
@@ -161,6 +162,7 @@ impl Parser {
             "starting_uid" => self.id_setting(line, kw, args, end, IdKind::Uid),
             "starting_gid" => self.id_setting(line, kw, args, end, IdKind::Gid),
             "starting_dir" => self.starting_dir(line, kw, args, end),
+            "map-ids" => self.map_ids(line, kw, args, end),
             "path-allow" => self.path_allow(line, args, end),
             "path-deny" => self.path_deny(line, args, end),
             "path-map" => self.path_map(line, args, end),
@@ -235,6 +237,72 @@ impl Parser {
             IdKind::Uid => self.policy.starting_uid = Some(value),
             IdKind::Gid => self.policy.starting_gid = Some(value),
         }
+    }
+
+    /// `map-ids INSIDE OUTSIDE COUNT`: more user and group ids in the sandbox's user namespace,
+    /// for a program that switches to them (a daemon's workers).
+    fn map_ids(&mut self, line: u32, kw: Token<'_>, args: &[Token<'_>], end: u32) {
+        if args.len() < 3 {
+            self.error(
+                line,
+                end,
+                "`map-ids` needs three numbers: the first id inside, the first id outside and                  how many, e.g. `map-ids 1 100001 65535`",
+            );
+            return;
+        }
+        self.extra_args(line, "`map-ids`", args, 3);
+        let mut values = [0u32; 3];
+        for (i, what) in ["user id", "user id", "count"].iter().enumerate() {
+            match parse_id(args[i].text, what) {
+                Ok(v) => values[i] = v,
+                Err(message) => {
+                    self.error(line, args[i].col, message);
+                    return;
+                }
+            }
+        }
+        let [inside, outside, count] = values;
+        if count == 0 {
+            self.error(line, args[2].col, "`map-ids` maps at least one id");
+            return;
+        }
+        if inside.checked_add(count).is_none() || outside.checked_add(count).is_none() {
+            self.error(
+                line,
+                args[2].col,
+                "the range runs past the largest id, 4294967294",
+            );
+            return;
+        }
+        if inside == 0 || outside == 0 {
+            let col = if inside == 0 {
+                args[0].col
+            } else {
+                args[1].col
+            };
+            self.error(
+                line,
+                col,
+                "id 0 is the starting id's (starting_uid, starting_gid): `map-ids` adds ids                  from 1 inside, and never root's outside",
+            );
+            return;
+        }
+        if self.policy.map_ids.is_some() {
+            self.error(
+                line,
+                kw.col,
+                "`map-ids` is already set; a policy file may set it once",
+            );
+            return;
+        }
+        self.policy.map_ids = Some((
+            IdRange {
+                inside,
+                outside,
+                count,
+            },
+            self.span(line, kw.col),
+        ));
     }
 
     /// `ptrace-allow inside`: the sandbox's processes may debug each other (the PID namespace
@@ -683,8 +751,8 @@ fn unknown_directive(word: &str) -> String {
         Some(s) => format!("unknown directive {}; did you mean `{s}`?", quote(word)),
         None => format!(
             "unknown directive {}; a line must start with one of starting_uid, starting_gid, \
-             starting_dir, path-allow, path-deny, path-map, net-allow, ptrace-allow or a limit-* \
-             keyword",
+             map-ids, starting_dir, path-allow, path-deny, path-map, net-allow, ptrace-allow or \
+             a limit-* keyword",
             quote(word)
         ),
     }
@@ -913,6 +981,16 @@ mod tests {
 
     #[test]
     fn starting_ids() {
+        let p = parse_policy("t", "map-ids 1 100001 65535\n").unwrap();
+        let r = p.map_ids.as_ref().unwrap().0;
+        assert_eq!((r.inside, r.outside, r.count), (1, 100001, 65535));
+        assert_eq!(p.to_normalized_string(), "map-ids 1 100001 65535\n");
+        one_error("map-ids 1 2", 1, 12, "needs three numbers");
+        one_error("map-ids 0 100000 5", 1, 9, "id 0 is the starting id's");
+        one_error("map-ids 1 0 5", 1, 11, "never root's outside");
+        one_error("map-ids 1 2 0", 1, 13, "at least one id");
+        one_error("map-ids 1 4294967290 10", 1, 22, "runs past the largest id");
+        one_error("map-ids 1 2 3\nmap-ids 1 2 3", 2, 1, "already set");
         let p = parse_policy("t", "starting_uid 1000\nstarting_gid 0\n").unwrap();
         assert_eq!((p.starting_uid, p.starting_gid), (Some(1000), Some(0)));
         one_error("starting_uid", 1, 13, "`starting_uid` needs a user id");

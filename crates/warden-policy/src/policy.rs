@@ -205,6 +205,18 @@ pub enum Denial {
     DeniedBy(RuleId),
 }
 
+/// `map-ids INSIDE OUTSIDE COUNT`: ids `INSIDE..INSIDE+COUNT` in the sandbox are
+/// `OUTSIDE..OUTSIDE+COUNT` outside, for users and groups alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdRange {
+    /// The first id inside.
+    pub inside: u32,
+    /// The first id outside.
+    pub outside: u32,
+    /// How many.
+    pub count: u32,
+}
+
 /// A parsed policy: settings, path rules and net rules.
 ///
 /// Build one with [`Policy::parse`] or [`Policy::default_policy`], combine
@@ -217,6 +229,9 @@ pub struct Policy {
     pub starting_uid: Option<u32>,
     /// `starting_gid`: the group id the program runs as, if set.
     pub starting_gid: Option<u32>,
+    /// `map-ids`: more user and group ids mapped into the sandbox (beyond the starting ones),
+    /// and where it was said.
+    pub map_ids: Option<(IdRange, Span)>,
     /// `starting_dir`: the normalized directory the program starts in (may
     /// begin with `$SCRATCH`), and where it was set.
     pub starting_dir: Option<(String, Span)>,
@@ -259,6 +274,9 @@ impl Policy {
         }
         if other.starting_dir.is_some() {
             self.starting_dir = other.starting_dir;
+        }
+        if other.map_ids.is_some() {
+            self.map_ids = other.map_ids;
         }
         self.limits.merge(&other.limits);
         if other.ptrace_inside.is_some() {
@@ -363,6 +381,7 @@ impl Policy {
         Policy {
             starting_uid: self.starting_uid,
             starting_gid: self.starting_gid,
+            map_ids: self.map_ids.clone(),
             starting_dir,
             limits: self.limits,
             ptrace_inside: self.ptrace_inside.clone(),
@@ -538,6 +557,9 @@ impl Policy {
         if let Some(gid) = self.starting_gid {
             let _ = writeln!(out, "starting_gid {gid}");
         }
+        if let Some((r, _)) = &self.map_ids {
+            let _ = writeln!(out, "map-ids {} {} {}", r.inside, r.outside, r.count);
+        }
         if let Some((dir, _)) = &self.starting_dir {
             let _ = writeln!(out, "starting_dir {dir}");
         }
@@ -600,6 +622,7 @@ impl Policy {
         }
         self.starting_uid == other.starting_uid
             && self.starting_gid == other.starting_gid
+            && self.map_ids.as_ref().map(|(r, _)| r) == other.map_ids.as_ref().map(|(r, _)| r)
             && self.starting_dir.as_ref().map(|(d, _)| d)
                 == other.starting_dir.as_ref().map(|(d, _)| d)
             && self.limits == other.limits

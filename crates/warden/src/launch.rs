@@ -584,7 +584,8 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         process::exit_now(125);
     }
     // Every capability goes before the filter that would refuse the calls that drop them.
-    if let Err(e) = crate::confine::privileges::drop_all_for_program() {
+    if let Err(e) = crate::confine::privileges::drop_all_for_program(child.cmd.ids.range.is_some())
+    {
         fail(channel.as_fd(), Stage::Capabilities, &e);
         process::exit_now(125);
     }

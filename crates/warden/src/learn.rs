@@ -137,6 +137,9 @@ pub struct Context<'a> {
     /// Whether a path exists now: a lookup of a path that does not needs no rule (it failed
     /// while learning, and fails without a rule too, only with `EACCES` for `ENOENT`).
     pub exists: &'a dyn Fn(&str) -> bool,
+    /// The learning run's scratch directory: paths in it are written `$SCRATCH/...` (the next
+    /// run's has another name).
+    pub scratch: Option<&'a str>,
 }
 
 /// One rule to write, with what produced it.
@@ -174,16 +177,41 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
                 unexpressible.insert(o.target.clone());
                 continue;
             }
+            // An exec of a name that is not there is a PATH search (execvp tries each
+            // directory), as a lookup of one is.
+            let probe = LOOKING.contains(&o.syscall.as_str()) || access == Access::Exec;
+            // The scratch directory is gone after the run: what was in it cannot be looked for.
+            let in_scratch = cx
+                .scratch
+                .is_some_and(|s| scratch_relative(&o.target, s).is_some());
+            if probe && !in_scratch && !(cx.exists)(&o.target) {
+                absent.insert(o.target.clone());
+                continue;
+            }
+            // Per-run names (a temporary directory, a random suffix) as the pattern every run's
+            // name matches; the scratch directory as `$SCRATCH`.
+            // The scratch directory as `$SCRATCH` (its own name is per run too).
+            let target = cx
+                .scratch
+                .and_then(|s| scratch_relative(&o.target, s))
+                .unwrap_or_else(|| o.target.clone());
+            let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
+            let target = match per_run.then(|| generalised(&target)).flatten() {
+                Some(pattern) => pattern,
+                // The run made what it runs in its scratch directory: the next run's file does
+                // not exist when the sandbox is built, and Landlock can only be told about its
+                // directory (which warden makes for a `DIR/*` exec rule before it starts).
+                None if in_scratch && access == Access::Exec => format!("{}/*", parent(&target)),
+                None => target,
+            };
             if LOOKING.contains(&o.syscall.as_str()) {
-                if !(cx.exists)(&o.target) {
-                    absent.insert(o.target.clone());
-                } else if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
-                    looked.entry(o.target.clone()).or_default().add(&o.syscall);
+                if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
+                    looked.entry(target).or_default().add(&o.syscall);
                 }
             } else if !base.check(&o.target, access).is_allowed() {
                 uses.entry(access)
                     .or_default()
-                    .entry(o.target.clone())
+                    .entry(target)
                     .or_default()
                     .add(&o.syscall);
             }
@@ -323,6 +351,60 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
     out
 }
 
+/// `path` with its first per-run name (`tmp.oRf4Zw`, `tmpk3j2_x9a`, `foo-1a2b3c4d`) cut back
+/// to the stem every run's name shares, as a name-prefix pattern (`/tmp/tmp.*`): what a
+/// temporary directory or a build hash needs in the next run too. `None` when no name looks
+/// made up.
+pub fn generalised(path: &str) -> Option<String> {
+    let mut at = 0;
+    for name in path.split('/') {
+        if let Some(stem) = per_run_stem(name) {
+            return Some(format!("{}{stem}*", &path[..at]));
+        }
+        at += name.len() + 1;
+    }
+    None
+}
+
+/// The stem of a name that ends in a made-up part: `tmp` (and one `.`, `-` or `_` after it)
+/// before six or more letters, digits or `_` (mktemp, Python's tempfile); or, after the name's
+/// first `.`, `-` or `_` that starts one, six or more letters and digits with both a digit and
+/// a letter.
+fn per_run_stem(name: &str) -> Option<&str> {
+    let word = |tail: &str, underscore: bool| {
+        tail.len() >= 6
+            && tail
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || (underscore && b == b'_'))
+    };
+    if let Some(tail) = name.strip_prefix("tmp") {
+        let random = tail.trim_start_matches(['.', '-', '_']);
+        if tail.len() - random.len() <= 1 && word(random, true) {
+            return Some(&name[..name.len() - random.len()]);
+        }
+    }
+    // Each part after a `.`, `-` or `_`, from the left: the first made-up one ends the stem.
+    let mut start = 0;
+    for (i, b) in name.bytes().enumerate().chain([(name.len(), b'.')]) {
+        if matches!(b, b'.' | b'-' | b'_') {
+            let part = &name[start..i];
+            let mixed = part.bytes().any(|b| b.is_ascii_digit())
+                && part.bytes().any(|b| b.is_ascii_alphabetic());
+            if start > 1 && word(part, false) && mixed {
+                return Some(&name[..start]);
+            }
+            start = i + 1;
+        }
+    }
+    None
+}
+
+/// `path` (or a pattern) in the scratch directory `scratch`, written `$SCRATCH/...`.
+fn scratch_relative(path: &str, scratch: &str) -> Option<String> {
+    let rest = path.strip_prefix(scratch.trim_end_matches('/'))?;
+    (rest.is_empty() || rest.starts_with('/')).then(|| format!("$SCRATCH{rest}"))
+}
+
 fn grant_comment(g: &Grant) -> String {
     let calls: Vec<String> = g
         .calls
@@ -430,6 +512,7 @@ mod tests {
                 home: Some("/home/u"),
                 command: "prog",
                 exists: &|p| !p.contains("absent"),
+                scratch: Some("/tmp/s"),
             },
         )
     }
@@ -598,5 +681,107 @@ not json
         assert_eq!(o.len(), 2);
         assert_eq!(o[0], obs("openat", "/a", Some(Access::Read)));
         assert!(!o[1].allowed && o[1].access.is_none());
+    }
+
+    #[test]
+    fn per_run_names_become_the_pattern_every_run_matches() {
+        for (path, pattern) in [
+            ("/tmp/tmp.oRf4Zw9xYz", "/tmp/tmp.*"),
+            ("/tmp/tmpza4s7w15/f", "/tmp/tmp*"),
+            ("/tmp/tmp_a4s7_w1/f", "/tmp/tmp_*"),
+            (
+                "/w/target/debug/deps/foo-1a2b3c4d5e6f7a8b.d",
+                "/w/target/debug/deps/foo-*",
+            ),
+            ("/dev/shm/sem.oRf4Z1", "/dev/shm/sem.*"),
+        ] {
+            assert_eq!(generalised(path).as_deref(), Some(pattern), "{path}");
+        }
+        for path in [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/share/doc/README.Debian",
+            "/usr/bin/python3.11",
+            "/etc/tmpfiles.d/x.conf",
+            "/w/build/sha256sums",
+            "/w/ld-linux-x86-64.so.2",
+        ] {
+            assert_eq!(generalised(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn per_run_paths_are_learned_as_every_run_needs_them() {
+        // The scratch directory's own name looks made up: it is `$SCRATCH`, never `warden-*`.
+        let base = Policy::default();
+        let text = learn(
+            &[obs(
+                "openat",
+                "/tmp/warden-4576-f3a2b1c9/tmp.aB3dE5/x",
+                Some(Access::Write),
+            )],
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| false,
+                scratch: Some("/tmp/warden-4576-f3a2b1c9"),
+            },
+        );
+        assert_eq!(rules(&text), ["path-allow write $SCRATCH/tmp.*"], "{text}");
+        let o = [
+            obs("mkdir", "/tmp/tmpza4s7w15", Some(Access::Write)),
+            obs("openat", "/tmp/tmpza4s7w15/f", Some(Access::Write)),
+            obs("unlink", "/tmp/tmpza4s7w15/f", Some(Access::Unlink)),
+            obs("execve", "/opt/absent/tool", Some(Access::Exec)),
+            obs("execve", "/usr/local/bin/absent", Some(Access::Exec)),
+        ];
+        let base = Policy::default();
+        let text = learn(
+            &o,
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|p| !p.contains("absent") && !p.contains("tmpza"),
+                scratch: Some("/tmp/s"),
+            },
+        );
+        assert_eq!(
+            rules(&text),
+            ["path-allow unlink /tmp/tmp*", "path-allow write /tmp/tmp*"],
+            "{text}"
+        );
+        // In the scratch directory (with no base that gives it): `$SCRATCH/...`.
+        let text = learn(
+            &[obs("openat", "/tmp/s/out/a.txt", Some(Access::Write))],
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| true,
+                scratch: Some("/tmp/s"),
+            },
+        );
+        assert_eq!(
+            rules(&text),
+            ["path-allow write $SCRATCH/out/a.txt"],
+            "{text}"
+        );
+        // A program it made there and ran: its directory, which warden makes before Landlock.
+        let text = learn(
+            &[obs("execve", "/tmp/s/ve/bin/tool", Some(Access::Exec))],
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| false,
+                scratch: Some("/tmp/s"),
+            },
+        );
+        assert_eq!(
+            rules(&text),
+            ["path-allow exec $SCRATCH/ve/bin/*"],
+            "{text}"
+        );
     }
 }

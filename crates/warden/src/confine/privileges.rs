@@ -61,18 +61,37 @@ pub fn confine_agent_thread() -> io::Result<()> {
 /// held in its namespaces would be kernel attack surface (netfilter, mounts, namespaces' keys).
 /// Runs in the program's process while it still holds `CAP_SETPCAP` in its user namespace, and
 /// before its seccomp filter, which refuses these calls.
-pub fn drop_all_for_program() -> io::Result<()> {
+///
+/// `switch_ids` (the policy's `map-ids`) keeps exactly `CAP_SETUID` and `CAP_SETGID` in the
+/// sandbox's user namespace, in the ambient set so that they survive `execve` (the securebits
+/// still give root nothing there), for a daemon that switches its workers to the mapped ids.
+/// The kernel's set-uid fixup stays on (and locked so): a process whose ids all become non-zero
+/// loses both, so a worker cannot switch back. They reach only the ids the namespace maps: the
+/// starting ids and the range, which no user of the host has (`namespaces::check_range`).
+pub fn drop_all_for_program(switch_ids: bool) -> io::Result<()> {
     use rustix::thread::CapabilitiesSecureBits as Bits;
+    let keep = if switch_ids {
+        SWITCH_IDS
+    } else {
+        CapabilitySet::empty()
+    };
+    let fixup = if switch_ids {
+        Bits::NO_SETUID_FIXUP_LOCKED
+    } else {
+        Bits::NO_SETUID_FIXUP | Bits::NO_SETUID_FIXUP_LOCKED
+    };
+    let ambient = if switch_ids {
+        Bits::NO_CAP_AMBIENT_RAISE_LOCKED
+    } else {
+        Bits::NO_CAP_AMBIENT_RAISE | Bits::NO_CAP_AMBIENT_RAISE_LOCKED
+    };
     rustix::thread::set_capabilities_secure_bits(
-        Bits::NO_ROOT
-            | Bits::NO_ROOT_LOCKED
-            | Bits::NO_SETUID_FIXUP
-            | Bits::NO_SETUID_FIXUP_LOCKED
-            | Bits::KEEP_CAPS_LOCKED
-            | Bits::NO_CAP_AMBIENT_RAISE
-            | Bits::NO_CAP_AMBIENT_RAISE_LOCKED,
+        Bits::NO_ROOT | Bits::NO_ROOT_LOCKED | fixup | Bits::KEEP_CAPS_LOCKED | ambient,
     )?;
     for cap in CapabilitySet::all().iter() {
+        if keep.contains(cap) {
+            continue;
+        }
         match rustix::thread::remove_capability_from_bounding_set(cap) {
             // A capability this kernel does not know.
             Ok(()) | Err(rustix::io::Errno::INVAL) => {}
@@ -83,13 +102,19 @@ pub fn drop_all_for_program() -> io::Result<()> {
     rustix::thread::set_capabilities(
         None,
         CapabilitySets {
-            effective: CapabilitySet::empty(),
-            permitted: CapabilitySet::empty(),
-            inheritable: CapabilitySet::empty(),
+            effective: keep,
+            permitted: keep,
+            inheritable: keep,
         },
     )?;
+    for cap in keep.iter() {
+        rustix::thread::configure_capability_in_ambient_set(cap, true)?;
+    }
     Ok(())
 }
+
+/// What a program of a policy with `map-ids` keeps (see [`drop_all_for_program`]).
+pub const SWITCH_IDS: CapabilitySet = CapabilitySet::SETUID.union(CapabilitySet::SETGID);
 
 /// The calling thread's effective and permitted capabilities (for tests and `inspect`).
 pub fn current() -> io::Result<(CapabilitySet, CapabilitySet)> {

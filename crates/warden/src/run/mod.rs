@@ -156,7 +156,9 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
         identity: root
             && cfg.policy.starting_uid.unwrap_or(0) == 0
             && cfg.policy.starting_gid.unwrap_or(0) == 0,
+        range: None,
     };
+    let ids = plan::with_id_range(ids, &cfg.policy)?;
     let mut measured = Measured::default();
     let result = match cfg.policy.uses_scratch() {
         true => Scratch::create(ids, cfg.keep).and_then(|s| {

@@ -56,7 +56,7 @@ impl Plan {
             (None, Some((dir, _))) => PathBuf::from(dir),
             (None, None) => implicit_cwd(cfg, view.as_ref())?,
         };
-        let env = environment(&cfg.env, scratch)?;
+        let env = environment(&cfg.env, scratch, &policy, &cwd)?;
         // Looked up as the program's own execvp would: on the sandbox's PATH, from its
         // directory, past what the policy does not let it run.
         let search = env
@@ -289,8 +289,15 @@ fn choose_opens(
 }
 
 /// The program's environment: warden's own (or a minimal one), `TMPDIR` pointing at the
-/// scratch directory, then the `--env` settings in order.
-fn environment(cfg: &EnvConfig, scratch: Option<&Path>) -> Result<Vec<CString>, Failure> {
+/// scratch directory, `PWD` at the directory the program starts in (never warden's own, which
+/// a shell would otherwise look at first), `HOME` at the scratch directory when the policy does
+/// not let the program write in warden's `HOME`, then the `--env` settings in order.
+fn environment(
+    cfg: &EnvConfig,
+    scratch: Option<&Path>,
+    policy: &Policy,
+    cwd: &Path,
+) -> Result<Vec<CString>, Failure> {
     use std::ffi::{OsStr, OsString};
     let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
         let home = scratch.map_or_else(|| OsString::from("/"), |s| s.as_os_str().to_owned());
@@ -311,7 +318,32 @@ fn environment(cfg: &EnvConfig, scratch: Option<&Path>) -> Result<Vec<CString>, 
             OsStr::new("TMPDIR"),
             Some(s.as_os_str().to_owned()),
         );
+        // A HOME the program may not write in makes every tool that keeps a cache or a
+        // history there fail (and `learn` learn the host's home); the scratch directory is
+        // the one the program has.
+        let home = vars
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| v.clone());
+        let usable = home.as_ref().and_then(|h| h.to_str()).is_some_and(|h| {
+            let probe = format!("{}/.warden-home-probe", h.trim_end_matches('/'));
+            policy.check(&probe, Access::Write).is_allowed()
+        });
+        if !usable {
+            put(
+                &mut vars,
+                OsStr::new("HOME"),
+                Some(s.as_os_str().to_owned()),
+            );
+        }
     }
+    put(
+        &mut vars,
+        OsStr::new("PWD"),
+        Some(cwd.as_os_str().to_owned()),
+    );
+    // A shell looks at OLDPWD when it starts: warden's previous directory is not the program's.
+    put(&mut vars, OsStr::new("OLDPWD"), None);
     for (name, value) in &cfg.set {
         let value = match value {
             Some(v) => Some(OsString::from(v)),
@@ -472,6 +504,34 @@ pub fn scratch_on_top(mut policy: Policy, scratch: &str) -> Policy {
     policy
 }
 
+/// `ids` with the policy's `map-ids` range, when warden may map it: as root, for a program
+/// that starts as root (the writer of a map of several lines needs `CAP_SETUID`/`CAP_SETGID`
+/// over the namespace's parent, which only root has here; an unprivileged user would need the
+/// setuid helpers newuidmap/newgidmap, and warden uses no setuid helper).
+pub fn with_id_range(mut ids: IdMap, policy: &Policy) -> Result<IdMap, Failure> {
+    let Some((range, span)) = &policy.map_ids else {
+        return Ok(ids);
+    };
+    if !ids.identity {
+        let why = if rustix::process::geteuid().is_root() {
+            "it maps more ids only for a program that starts as root (no starting_uid or \
+             starting_gid other than 0)"
+        } else {
+            "only root may map more than its own id into a user namespace; an unprivileged \
+             user needs the setuid helpers newuidmap/newgidmap and /etc/subuid, and warden uses \
+             no setuid helper. Run the daemon without switching users (for nginx: no `user` \
+             line, it then keeps the starting id), or run warden as root"
+        };
+        return Err(failure(EXIT_WARDEN, format!("{span}: map-ids: {why}")));
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    crate::confine::namespaces::check_range(&ids, *range, &passwd, &group)
+        .map_err(|e| failure(EXIT_WARDEN, format!("{span}: {e}")))?;
+    ids.range = Some(*range);
+    Ok(ids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,6 +543,7 @@ mod tests {
             inside_gid: 0,
             outside_gid: 0,
             identity: true,
+            range: None,
         }
     }
 
