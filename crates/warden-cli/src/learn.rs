@@ -5,7 +5,9 @@ use clap::Args;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use warden::learn::{interpreters, is_lookup, learn, parse_log, Context, Observation};
+use warden::learn::{
+    interpreters, is_lookup, learn, parse_log, Context, Observation, Observations,
+};
 use warden::run::{RunConfig, EXIT_WARDEN};
 use warden_policy::escape::escape;
 use warden_policy::{Access, Policy};
@@ -101,38 +103,36 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         Policy::parse("<learn>", EVERYTHING)
             .map_err(|d| format!("cannot build the learning policy: {d:?}"))?,
     );
-    // The decisions stay in warden's memory: a file would be within the program's reach.
-    let memory = Arc::new(std::sync::Mutex::new(String::new()));
+    // The decisions stay in warden's memory, typed: a file would be within the program's reach.
+    let recorded = Arc::new(std::sync::Mutex::new(Observations::default()));
     let seen = Arc::new(OnceLock::new());
-    let code = run(args, learning, None, Some(&seen), Some(&memory))?;
-    let log = memory.lock().map(|m| m.clone()).unwrap_or_default();
-    let mut observations = parse_log(&log);
+    let code = run(args, learning, None, Some(&seen), Some(&recorded))?;
+    let mut observations = std::mem::take(&mut *recorded.lock().map_err(|_| "a poisoned lock")?);
     // warden itself starts the program (the agent sees no execve for it): the path it was
     // found at, a symlink as itself, and what that leads to, as the verify run will check them.
-    observations.extend(
-        program_paths(&args.command[0])
-            .into_iter()
-            .map(|target| Observation {
-                syscall: "execve (the program)".into(),
-                target,
-                access: Some(Access::Exec),
-                allowed: true,
-            }),
-    );
+    for target in program_paths(&args.command[0]) {
+        observations.record("execve (the program)", &target, Some(Access::Exec), true);
+    }
     // The kernel opens a script's interpreter and a program's dynamic loader itself: the agent
     // never sees them, and the policy needs them.
-    let extra: Vec<Observation> = observations
+    let interpreted: Vec<String> = observations
+        .counted()
         .iter()
-        .filter(|o| o.allowed && o.access == Some(Access::Exec))
-        .flat_map(|o| interpreters(&o.target, &head))
-        .map(|target| Observation {
-            syscall: "execve (interpreter)".into(),
-            target,
-            access: Some(Access::Exec),
-            allowed: true,
-        })
+        .filter(|(o, _)| o.allowed && o.access == Some(Access::Exec))
+        .flat_map(|(o, _)| interpreters(&o.target, &head))
         .collect();
-    observations.extend(extra);
+    for target in interpreted {
+        observations.record("execve (interpreter)", &target, Some(Access::Exec), true);
+    }
+    if observations.dropped() > 0 {
+        eprintln!(
+            "warden learn: the run made more than {} distinct decisions; {} more were not kept, \
+             and the policy may miss what they needed",
+            Observations::MOST,
+            observations.dropped()
+        );
+    }
+    let observations = observations.counted();
     let scratch = seen.get().map(|p| p.display().to_string());
     let expanded = match &scratch {
         Some(s) => base.expand_scratch(s),
@@ -156,7 +156,7 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     );
     eprintln!(
         "warden learn: the program exited with status {code}; {} decisions recorded",
-        observations.len()
+        observations.iter().map(|(_, n)| n).sum::<u64>()
     );
     if !args.verify {
         return Ok((text, code));
@@ -191,7 +191,9 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // A lookup (or an exec: a PATH search) of a path that does not exist failed while learning
     // too (ENOENT then, EACCES now): the same outcome for the program.
     let denied: Vec<Observation> = read_log(&log2)?
+        .counted()
         .into_iter()
+        .map(|(o, _)| o)
         .filter(|o| {
             let probe = is_lookup(&o.syscall) || o.access == Some(Access::Exec);
             !o.allowed && (!probe || exists(&o.target))
@@ -225,7 +227,7 @@ fn run(
     policy: Policy,
     log: Option<&Path>,
     seen: Option<&Arc<OnceLock<PathBuf>>>,
-    memory: Option<&Arc<std::sync::Mutex<String>>>,
+    recorded: Option<&Arc<std::sync::Mutex<Observations>>>,
 ) -> Result<i32, String> {
     let mut command = args.command.iter().cloned();
     let cfg = RunConfig {
@@ -234,7 +236,7 @@ fn run(
         args: command.collect(),
         log: log.map(Path::to_owned),
         scratch_seen: seen.cloned(),
-        log_memory: memory.cloned(),
+        observations: recorded.cloned(),
         // Learning needs every decision, and only the agent sees them all.
         fast_path: warden::run::FastPath::Never,
         ..RunConfig::default()
@@ -290,7 +292,7 @@ fn exists(path: &str) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
-fn read_log(path: &Path) -> Result<Vec<Observation>, String> {
+fn read_log(path: &Path) -> Result<Observations, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the decision log {}: {e}", path.display()))?;
     Ok(parse_log(&text))

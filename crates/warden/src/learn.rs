@@ -1,8 +1,10 @@
 //! `warden learn`: turning what a run did into a policy that allows exactly that.
 //!
 //! The run itself is an ordinary `warden run` under a policy that allows every access, with the
-//! decision log on ([`crate::agent::log`]); this module reads that log back ([`parse_log`]) and
-//! writes the policy ([`learn`]). Pure: log lines in, policy text out.
+//! decision log on ([`crate::agent::log`]), which records each decision as a typed, bounded
+//! [`Observation`] ([`Observations`]); this module turns them into the policy's text
+//! ([`learn`]; a `--log` file is read back with [`parse_log`]). Pure: observations in, policy
+//! text out.
 //!
 //! What the learned policy contains, for each access the run made that the base policy (the one
 //! it will be used with) does not already allow:
@@ -25,33 +27,27 @@ use warden_policy::{Access, PathPattern, Policy};
 /// A directory with this many entries used with one access becomes a `DIR/*` rule.
 pub const COLLAPSE_AT: usize = 5;
 
-/// One allowed decision of the learning run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observation {
-    /// The call.
-    pub syscall: String,
-    /// The logical path, or an endpoint (`tcp 1.2.3.4:80`, `unix /run/x.sock`,
-    /// `tcp 1.2.3.4:5000 to local port 80`).
-    pub target: String,
-    /// The access checked, for path decisions.
-    pub access: Option<Access>,
-    /// Whether it was allowed.
-    pub allowed: bool,
-}
+pub use crate::agent::log::{Observation, Observations};
 
-/// Reads the decision log (JSON lines, schema 1). Lines that are not decisions are skipped.
-pub fn parse_log(text: &str) -> Vec<Observation> {
-    text.lines()
+/// Reads a decision log (JSON lines, schema 1, `warden run --log`). Lines that are not
+/// decisions are skipped.
+pub fn parse_log(text: &str) -> Observations {
+    let mut out = Observations::default();
+    for v in text
+        .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| {
-            Some(Observation {
-                syscall: v["syscall"].as_str()?.to_owned(),
-                target: v["target"].as_str()?.to_owned(),
-                access: v["access"].as_str().and_then(Access::from_name),
-                allowed: v["decision"].as_str()? == "allow",
-            })
-        })
-        .collect()
+    {
+        let (Some(syscall), Some(target), Some(decision)) = (
+            v["syscall"].as_str(),
+            v["target"].as_str(),
+            v["decision"].as_str(),
+        ) else {
+            continue;
+        };
+        let access = v["access"].as_str().and_then(Access::from_name);
+        out.record(syscall, target, access, decision == "allow");
+    }
+    out
 }
 
 /// Calls that only look at a path (they need it visible, not a particular right).
@@ -152,93 +148,125 @@ struct Grant {
 }
 
 impl Grant {
-    fn add(&mut self, call: &str) {
-        *self.calls.entry(call.to_owned()).or_default() += 1;
+    fn add(&mut self, call: &str, times: u64) {
+        *self.calls.entry(call.to_owned()).or_default() += times as usize;
     }
 }
 
-/// The learned policy, as text.
-pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
-    let base = cx.base;
-    // Path uses by access, and the paths only looked at.
-    let mut uses: BTreeMap<Access, BTreeMap<String, Grant>> = BTreeMap::new();
-    let mut looked: BTreeMap<String, Grant> = BTreeMap::new();
-    let mut unexpressible: BTreeSet<String> = BTreeSet::new();
-    let mut absent: BTreeSet<String> = BTreeSet::new();
-    let mut net: BTreeMap<String, Grant> = BTreeMap::new();
+/// What a learning run used, sorted into what the policy will say.
+#[derive(Default)]
+struct Uses {
+    /// Paths used, by access.
+    paths: BTreeMap<Access, BTreeMap<String, Grant>>,
+    /// Paths only looked at.
+    looked: BTreeMap<String, Grant>,
+    /// Paths no policy line can name.
+    unexpressible: BTreeSet<String>,
+    /// Lookups of paths that do not exist (PATH searches, probes).
+    absent: BTreeSet<String>,
+    /// Network rules.
+    net: BTreeMap<String, Grant>,
+}
+
+/// The learned policy, as text: `observations` are each distinct decision of the learning run
+/// with how many times it was made ([`Observations::counted`]).
+pub fn learn(observations: &[(Observation, u64)], cx: &Context<'_>) -> String {
+    let uses = gather(observations, cx);
+    let mut lines = path_lines(&uses);
+    warn(&mut lines, cx);
+    render(cx, lines, &uses)
+}
+
+/// Sorts the allowed decisions into [`Uses`], leaving out what the base policy allows.
+fn gather(observations: &[(Observation, u64)], cx: &Context<'_>) -> Uses {
+    let mut uses = Uses::default();
     let mut bound: BTreeMap<(String, u16), Grant> = BTreeMap::new();
     let mut accepted_ports: BTreeSet<(String, u16)> = BTreeSet::new();
-    for o in observations.iter().filter(|o| o.allowed) {
+    for (o, times) in observations.iter().filter(|(o, _)| o.allowed) {
         if let Some(access) = o.access {
-            if !o.target.starts_with('/') {
-                continue;
-            }
-            if !expressible(&o.target) {
-                unexpressible.insert(o.target.clone());
-                continue;
-            }
-            // An exec of a name that is not there is a PATH search (execvp tries each
-            // directory), as a lookup of one is.
-            let probe = LOOKING.contains(&o.syscall.as_str()) || access == Access::Exec;
-            // The scratch directory is gone after the run: what was in it cannot be looked for.
-            let in_scratch = cx
-                .scratch
-                .is_some_and(|s| scratch_relative(&o.target, s).is_some());
-            if probe && !in_scratch && !(cx.exists)(&o.target) {
-                absent.insert(o.target.clone());
-                continue;
-            }
-            // Per-run names (a temporary directory, a random suffix) as the pattern every run's
-            // name matches; the scratch directory as `$SCRATCH`.
-            // The scratch directory as `$SCRATCH` (its own name is per run too).
-            let target = cx
-                .scratch
-                .and_then(|s| scratch_relative(&o.target, s))
-                .unwrap_or_else(|| o.target.clone());
-            let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
-            let target = match per_run.then(|| generalised(&target)).flatten() {
-                Some(pattern) => pattern,
-                // The run made what it runs in its scratch directory: the next run's file does
-                // not exist when the sandbox is built, and Landlock can only be told about its
-                // directory (which warden makes for a `DIR/*` exec rule before it starts).
-                None if in_scratch && access == Access::Exec => format!("{}/*", parent(&target)),
-                None => target,
-            };
-            if LOOKING.contains(&o.syscall.as_str()) {
-                if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
-                    looked.entry(target).or_default().add(&o.syscall);
-                }
-            } else if !base.check(&o.target, access).is_allowed() {
-                uses.entry(access)
-                    .or_default()
-                    .entry(target)
-                    .or_default()
-                    .add(&o.syscall);
-            }
+            path_use(&mut uses, o, access, *times, cx);
             continue;
         }
         if let Some((rule, port)) = net_rule(o) {
             if let Some(port) = port {
-                bound.entry(port).or_default().add(&o.syscall);
+                bound.entry(port).or_default().add(&o.syscall, *times);
             } else {
                 if o.syscall.starts_with("accept") {
                     if let Some(p) = accepted_port(&o.target) {
                         accepted_ports.insert(p);
                     }
                 }
-                net.entry(rule).or_default().add(&o.syscall);
+                uses.net.entry(rule).or_default().add(&o.syscall, *times);
             }
         }
     }
     for ((proto, port), grant) in bound {
         if !accepted_ports.contains(&(proto.clone(), port)) {
-            net.insert(format!("net-allow incoming {proto} 0/0 {port}"), grant);
+            uses.net
+                .insert(format!("net-allow incoming {proto} 0/0 {port}"), grant);
         }
     }
+    uses
+}
 
-    // Collapse directories with many entries of one access into DIR/*.
+/// Records one allowed path decision `o` (made `times` times) in `uses`.
+fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &Context<'_>) {
+    let base = cx.base;
+    if !o.target.starts_with('/') {
+        return;
+    }
+    if !expressible(&o.target) {
+        uses.unexpressible.insert(o.target.clone());
+        return;
+    }
+    // An exec of a name that is not there is a PATH search (execvp tries each directory), as
+    // a lookup of one is.
+    let probe = LOOKING.contains(&o.syscall.as_str()) || access == Access::Exec;
+    // The scratch directory is gone after the run: what was in it cannot be looked for.
+    let in_scratch = cx
+        .scratch
+        .is_some_and(|s| scratch_relative(&o.target, s).is_some());
+    if probe && !in_scratch && !(cx.exists)(&o.target) {
+        uses.absent.insert(o.target.clone());
+        return;
+    }
+    // Per-run names (a temporary directory, a random suffix) as the pattern every run's name
+    // matches; the scratch directory as `$SCRATCH` (its own name is per run too).
+    let target = cx
+        .scratch
+        .and_then(|s| scratch_relative(&o.target, s))
+        .unwrap_or_else(|| o.target.clone());
+    let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
+    let target = match per_run.then(|| generalised(&target)).flatten() {
+        Some(pattern) => pattern,
+        // The run made what it runs in its scratch directory: the next run's file does not
+        // exist when the sandbox is built, and Landlock can only be told about its directory
+        // (which warden makes for a `DIR/*` exec rule before it starts).
+        None if in_scratch && access == Access::Exec => format!("{}/*", parent(&target)),
+        None => target,
+    };
+    if LOOKING.contains(&o.syscall.as_str()) {
+        if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
+            uses.looked
+                .entry(target)
+                .or_default()
+                .add(&o.syscall, times);
+        }
+    } else if !base.check(&o.target, access).is_allowed() {
+        uses.paths
+            .entry(access)
+            .or_default()
+            .entry(target)
+            .or_default()
+            .add(&o.syscall, times);
+    }
+}
+
+/// The path rules: a directory with [`COLLAPSE_AT`] or more entries used with one access as
+/// `DIR/*`, then `read` for what was only looked at and no other rule makes visible.
+fn path_lines(uses: &Uses) -> Vec<(String, Grant)> {
     let mut lines: Vec<(String, Grant)> = Vec::new();
-    for (access, paths) in &uses {
+    for (access, paths) in &uses.paths {
         let mut by_dir: BTreeMap<String, Vec<&String>> = BTreeMap::new();
         for p in paths.keys() {
             by_dir.entry(parent(p).to_owned()).or_default().push(p);
@@ -271,19 +299,26 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
             learned.merge(p);
         }
     }
-    for (path, grant) in looked {
-        if learned.visible(&path).is_none() && !learned.may_traverse(&path) {
-            lines.push((format!("path-allow read {path}"), grant));
+    for (path, grant) in &uses.looked {
+        if learned.visible(path).is_none() && !learned.may_traverse(path) {
+            let mut g = Grant::default();
+            g.calls.clone_from(&grant.calls);
+            lines.push((format!("path-allow read {path}"), g));
         }
     }
-    // Warnings on risky grants.
+    lines
+}
+
+/// Marks the risky grants: writes in the user's home, exec where the program may also write,
+/// reads of what the default policy carves out.
+fn warn(lines: &mut [(String, Grant)], cx: &Context<'_>) {
     let writable: Vec<String> = lines
         .iter()
         .filter(|(r, _)| r.starts_with("path-allow write "))
         .map(|(r, _)| r["path-allow write ".len()..].to_owned())
         .collect();
     let default = Policy::default_policy();
-    for (rule, grant) in &mut lines {
+    for (rule, grant) in lines.iter_mut() {
         let Some((kind, path)) = rule
             .strip_prefix("path-allow ")
             .and_then(|r| r.split_once(' '))
@@ -313,7 +348,11 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
             );
         }
     }
+}
 
+/// The policy text: a header, the path rules (each with the calls that needed it and its
+/// warnings), the network rules, then what needs no rule or cannot be written.
+fn render(cx: &Context<'_>, mut lines: Vec<(String, Grant)>, uses: &Uses) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -331,21 +370,21 @@ pub fn learn(observations: &[Observation], cx: &Context<'_>) -> String {
         }
         let _ = writeln!(out, "{rule}    # {}", grant_comment(grant));
     }
-    for (rule, grant) in &net {
+    for (rule, grant) in &uses.net {
         let _ = writeln!(out, "{rule}    # {}", grant_comment(grant));
     }
-    if !absent.is_empty() {
+    if !uses.absent.is_empty() {
         let _ = writeln!(
             out,
             "# {} lookups of paths that do not exist need no rule (PATH searches and probes)",
-            absent.len()
+            uses.absent.len()
         );
     }
-    for path in unexpressible {
+    for path in &uses.unexpressible {
         let _ = writeln!(
             out,
             "# not expressible (whitespace, a control character, `#`, `*` or `$` in the name): {}",
-            escape(&path)
+            escape(path)
         );
     }
     out
@@ -503,10 +542,15 @@ mod tests {
         }
     }
 
+    fn once(o: &[Observation]) -> Vec<(Observation, u64)> {
+        o.iter().map(|o| (o.clone(), 1)).collect()
+    }
+
     fn learned(o: &[Observation]) -> String {
         let base = Policy::default_policy().expand_scratch("/tmp/s");
+        let counted: Vec<(Observation, u64)> = o.iter().map(|o| (o.clone(), 1)).collect();
         learn(
-            o,
+            &counted,
             &Context {
                 base: &base,
                 home: Some("/home/u"),
@@ -672,15 +716,40 @@ mod tests {
     }
 
     #[test]
+    fn observations_are_counted_once_each_and_bounded() {
+        let mut o = Observations::default();
+        for _ in 0..3 {
+            o.record("openat", "/a", Some(Access::Read), true);
+        }
+        o.record("openat", "/a", Some(Access::Write), true);
+        let c = o.counted();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0], (obs("openat", "/a", Some(Access::Read)), 3));
+        // A run walking a huge tree: the distinct ones past the bound are only counted.
+        for i in 0..Observations::MOST + 10 {
+            o.record("stat", &format!("/t/{i}"), Some(Access::Read), true);
+        }
+        assert_eq!(o.counted().len(), Observations::MOST);
+        assert_eq!(o.dropped(), 12);
+        // One already kept still counts.
+        o.record("openat", "/a", Some(Access::Read), true);
+        assert!(o
+            .counted()
+            .contains(&(obs("openat", "/a", Some(Access::Read)), 4)));
+    }
+
+    #[test]
     fn parses_the_decision_log() {
         let log = r#"{"v":1,"syscall":"openat","target":"/a","access":"read","decision":"allow"}
 not json
 {"v":1,"syscall":"connect","target":"tcp 1.2.3.4:80","access":null,"decision":"deny"}
 "#;
-        let o = parse_log(log);
+        let o = parse_log(log).counted();
         assert_eq!(o.len(), 2);
-        assert_eq!(o[0], obs("openat", "/a", Some(Access::Read)));
-        assert!(!o[1].allowed && o[1].access.is_none());
+        let deny = o.iter().find(|(o, _)| !o.allowed).expect("the denial");
+        assert!(deny.0.access.is_none() && deny.1 == 1);
+        let open = o.iter().find(|(o, _)| o.allowed).expect("the open");
+        assert_eq!(open, &(obs("openat", "/a", Some(Access::Read)), 1));
     }
 
     #[test]
@@ -714,11 +783,11 @@ not json
         // The scratch directory's own name looks made up: it is `$SCRATCH`, never `warden-*`.
         let base = Policy::default();
         let text = learn(
-            &[obs(
+            &once(&[obs(
                 "openat",
                 "/tmp/warden-4576-f3a2b1c9/tmp.aB3dE5/x",
                 Some(Access::Write),
-            )],
+            )]),
             &Context {
                 base: &base,
                 home: None,
@@ -737,7 +806,7 @@ not json
         ];
         let base = Policy::default();
         let text = learn(
-            &o,
+            &once(&o),
             &Context {
                 base: &base,
                 home: None,
@@ -753,7 +822,7 @@ not json
         );
         // In the scratch directory (with no base that gives it): `$SCRATCH/...`.
         let text = learn(
-            &[obs("openat", "/tmp/s/out/a.txt", Some(Access::Write))],
+            &once(&[obs("openat", "/tmp/s/out/a.txt", Some(Access::Write))]),
             &Context {
                 base: &base,
                 home: None,
@@ -769,7 +838,7 @@ not json
         );
         // A program it made there and ran: its directory, which warden makes before Landlock.
         let text = learn(
-            &[obs("execve", "/tmp/s/ve/bin/tool", Some(Access::Exec))],
+            &once(&[obs("execve", "/tmp/s/ve/bin/tool", Some(Access::Exec))]),
             &Context {
                 base: &base,
                 home: None,

@@ -62,12 +62,71 @@ struct JsonLine<'a> {
     latency_us: f64,
 }
 
+/// One decision of a run, as `warden learn` needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Observation {
+    /// The call.
+    pub syscall: String,
+    /// The logical path, or an endpoint (`tcp 1.2.3.4:80`, `unix /run/x.sock`,
+    /// `tcp 1.2.3.4:5000 to local port 80`).
+    pub target: String,
+    /// The access checked, for path decisions.
+    pub access: Option<Access>,
+    /// Whether it was allowed.
+    pub allowed: bool,
+}
+
+/// The decisions of a run, typed and bounded: each distinct [`Observation`] once, with how
+/// many times it was made, up to [`Observations::MOST`] distinct ones (a run that makes more,
+/// a program walking a huge tree, has the rest counted in [`Observations::dropped`] instead of
+/// growing the agent without bound).
+#[derive(Debug, Default)]
+pub struct Observations {
+    seen: std::collections::HashMap<Observation, u64>,
+    dropped: u64,
+}
+
+impl Observations {
+    /// Distinct observations kept (about 100 bytes each).
+    pub const MOST: usize = 200_000;
+
+    /// Records one decision.
+    pub fn record(&mut self, syscall: &str, target: &str, access: Option<Access>, allowed: bool) {
+        let o = Observation {
+            syscall: syscall.to_owned(),
+            target: target.to_owned(),
+            access,
+            allowed,
+        };
+        if let Some(n) = self.seen.get_mut(&o) {
+            *n += 1;
+        } else if self.seen.len() < Self::MOST {
+            self.seen.insert(o, 1);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Decisions not kept because [`Observations::MOST`] distinct ones were.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Each distinct observation with how many times it was made, in a stable order.
+    pub fn counted(&self) -> Vec<(Observation, u64)> {
+        let mut all: Vec<(Observation, u64)> =
+            self.seen.iter().map(|(o, n)| (o.clone(), *n)).collect();
+        all.sort();
+        all
+    }
+}
+
 /// Where decisions go.
 #[derive(Default)]
 pub struct Log {
     verbose: bool,
     json: Option<Mutex<std::fs::File>>,
-    memory: Option<std::sync::Arc<Mutex<String>>>,
+    observations: Option<std::sync::Arc<Mutex<Observations>>>,
     sandbox: String,
     /// The run's scratch directory, written `$SCRATCH` in reasons and suggestions.
     scratch: Option<String>,
@@ -80,7 +139,7 @@ impl Log {
         Log {
             verbose,
             json: json.map(Mutex::new),
-            memory: None,
+            observations: None,
             sandbox,
             scratch: None,
         }
@@ -94,16 +153,20 @@ impl Log {
         self
     }
 
-    /// Also appends every JSON line to `memory` (`warden learn` reads its run's decisions there:
-    /// a file would be within the reach of a program allowed to write everywhere).
-    pub fn with_memory(mut self, memory: Option<std::sync::Arc<Mutex<String>>>) -> Log {
-        self.memory = memory;
+    /// Also records every decision in `observations` (`warden learn` reads its run's there,
+    /// typed: a file would be within the reach of a program allowed to write everywhere, and
+    /// text would only be parsed back).
+    pub fn with_observations(
+        mut self,
+        observations: Option<std::sync::Arc<Mutex<Observations>>>,
+    ) -> Log {
+        self.observations = observations;
         self
     }
 
     /// Whether allowed decisions are wanted at all (only by the JSON log).
     pub fn wants_allowed(&self) -> bool {
-        self.json.is_some() || self.memory.is_some()
+        self.json.is_some() || self.observations.is_some()
     }
 
     /// Whether a decision that `allowed` or not is written anywhere.
@@ -134,7 +197,10 @@ impl Log {
                 escape(&reason)
             );
         }
-        if self.wants_allowed() {
+        if let Some(Ok(mut o)) = self.observations.as_ref().map(|o| o.lock()) {
+            o.record(d.syscall, d.target, d.access, d.allowed);
+        }
+        if self.json.is_some() {
             let line = JsonLine {
                 v: SCHEMA_VERSION,
                 time: std::time::SystemTime::now()
@@ -160,9 +226,6 @@ impl Log {
                 text.push('\n');
                 if let Some(Ok(mut f)) = self.json.as_ref().map(Mutex::lock) {
                     let _ = f.write_all(text.as_bytes());
-                }
-                if let Some(Ok(mut m)) = self.memory.as_ref().map(|m| m.lock()) {
-                    m.push_str(&text);
                 }
             }
         }

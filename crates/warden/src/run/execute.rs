@@ -73,7 +73,7 @@ pub fn execute(
     let sandbox_id = format!("{}-{:08x}", std::process::id(), crate::unique::rand32());
     let sources = policy.sources();
     let log = Log::new(cfg.verbose, log_file, sandbox_id.clone())
-        .with_memory(cfg.log_memory.clone())
+        .with_observations(cfg.observations.clone())
         .with_scratch(scratch.and_then(Path::to_str).map(str::to_owned));
     let network = match net.mode {
         crate::syscalls::Network::Private => "private",

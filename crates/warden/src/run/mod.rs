@@ -58,8 +58,8 @@ pub struct RunConfig {
     pub report_json: Option<PathBuf>,
     /// Told the scratch directory's path once it exists (`warden learn` reads the log with it).
     pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
-    /// Every decision also goes here, as JSON lines (for `warden learn`).
-    pub log_memory: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    /// Every decision is also recorded here, typed and bounded (for `warden learn`).
+    pub observations: Option<std::sync::Arc<std::sync::Mutex<crate::agent::log::Observations>>>,
     /// Whether opens may go straight to the kernel.
     pub fast_path: FastPath,
     /// Whether the sandbox gets a file system view of its own (`warden run --view`).

@@ -220,7 +220,7 @@ fn choose_opens(
     if cfg.fast_path == FastPath::Never {
         return Ok(Opens::Agent);
     }
-    let logged = cfg.log.is_some() || cfg.log_memory.is_some();
+    let logged = cfg.log.is_some() || cfg.observations.is_some();
     // The cheap reasons first: the plan looks at every rule's path on disk.
     let why_not: Option<String> = if logged && cfg.fast_path == FastPath::Auto {
         Some("--log asks for every decision, and only the agent sees them all".into())
