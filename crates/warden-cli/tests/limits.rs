@@ -1899,7 +1899,13 @@ fn report_cost_keys(who: As) {
     );
 
     // A denied call is counted.
-    let (r, v) = with_json(who, "cat /etc/shadow", &[], &["/bin/cat", "/etc/shadow"]);
+    // The agent counts the denial: it decides the open (`never`); in a view the kernel would.
+    let (r, v) = with_json(
+        who,
+        "cat /etc/shadow",
+        &["--fast-path=never"],
+        &["/bin/cat", "/etc/shadow"],
+    );
     r.expect_status("RE")
         .expect_key("exitcode", "1")
         .expect_int_in("denied", 1..);
