@@ -8,7 +8,8 @@
 # native and sandboxed repetitions (which goes first alternates too):
 #   micro     per-call cost, bench/microbench.c: geteuid, open+close of an allowed file, stat,
 #             getcwd, an open the policy denies (it succeeds natively); natively, under warden
-#             with the default policy (opens delegated), under `warden run --fast-path=always`,
+#             with the default policy (its own view, the kernel first), under `--view off` (the
+#             host tree, every open and stat delegated), under `warden run --fast-path=always`,
 #             under pure Landlock (bench/landlock-run.c), the fast path's baseline, and under
 #             a one-instruction allow-all seccomp filter (bench/filter-floor.c), the kernel's
 #             floor for any filter

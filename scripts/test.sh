@@ -34,23 +34,31 @@ echo "== all tests"
 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked --workspace --no-fail-fast 2>&1 \
   | tee "$skipdir/all.log" || failed=1
 
-echo "== the adversarial suite again, with opens going straight to the kernel (--fast-path=always)"
-# Every escape program runs under tests/fast-path.policy with --fast-path=always: Landlock, not
+# The tests above run warden's default: each sandbox in a view of its own, built from its policy,
+# with the kernel deciding opens, stat, access, readlink and chdir where the policy compiles
+# exactly (--view auto, --fast-path unset). The passes below cover the other modes.
+
+echo "== the adversarial suite again in views, the base policy Landlock enforces exactly (--fast-path=always)"
+# Every escape program runs under tests/fast-path.policy with --fast-path=always: the kernel, not
 # the agent, decides its opens, and the same attacks must fail (as root and as nobody).
 WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli --test escape 2>&1 \
   | tee "$skipdir/fast-path.log" || failed=1
 
-echo "== the sandboxes again in views of their own (WARDEN_VIEW=on), the agent deciding"
-# Every run builds the sandbox's own mount namespace from its policy (warden run --view on):
-# the adversarial suite, the programs, the network, limits and inspect suites must hold there too.
-WARDEN_VIEW=on RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli \
-  --test escape --test programs --test network --test limits --test inspect 2>&1 \
-  | tee "$skipdir/view.log" || failed=1
+echo "== the adversarial suite in views with every call sent to the agent (WARDEN_FAST_PATH=never)"
+# What -v, --log and warden learn use: the agent decides every path the program names, in the view.
+WARDEN_FAST_PATH=never RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli \
+  --test escape 2>&1 | tee "$skipdir/view-agent.log" || failed=1
 
-echo "== the adversarial suite in views with the kernel first (WARDEN_VIEW=on, --fast-path=always)"
-# The kernel answers opens, stat, access, readlink and chdir; the same attacks must fail.
-WARDEN_VIEW=on WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
-  -p warden-cli --test escape 2>&1 | tee "$skipdir/view-kernel.log" || failed=1
+echo "== the sandboxes again on the host's tree (WARDEN_VIEW=off), the agent deciding"
+# warden run --view off: no view, every path decided by the agent and Landlock. The adversarial
+# suite, the programs, the network, limits and inspect suites must hold there too.
+WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli \
+  --test escape --test programs --test network --test limits --test inspect 2>&1 \
+  | tee "$skipdir/host-tree.log" || failed=1
+
+echo "== the adversarial suite on the host's tree with opens going to the kernel (WARDEN_VIEW=off, --fast-path=always)"
+WARDEN_VIEW=off WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
+  -p warden-cli --test escape 2>&1 | tee "$skipdir/host-tree-fast-path.log" || failed=1
 
 echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
@@ -61,7 +69,7 @@ echo "== soak: many hostile sandboxes at once for 2 minutes, the adversarial sui
 bash scripts/soak.sh "${SOAK_MINUTES:-2}" || failed=1
 
 bash scripts/skips.sh summary "$skipdir" "$skipdir/all.log" "$skipdir/fast-path.log" \
-  "$skipdir/view.log" "$skipdir/view-kernel.log" || failed=1
+  "$skipdir/view-agent.log" "$skipdir/host-tree.log" "$skipdir/host-tree-fast-path.log" || failed=1
 if [ $failed -ne 0 ]; then
   echo "test.sh: FAILED (see the failures above)"
   exit 1

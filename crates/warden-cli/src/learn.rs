@@ -124,6 +124,20 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     for target in interpreted {
         observations.record("execve (interpreter)", &target, Some(Access::Exec), true);
     }
+    // A shared library is opened for reading, then mapped executable by the loader, which the
+    // agent does not see; in the sandbox's own view (the default of `warden run`) a file mapped
+    // executable needs `exec` (its mount is `noexec` otherwise).
+    let libraries: Vec<String> = observations
+        .counted()
+        .into_iter()
+        .map(|(o, _)| o)
+        .filter(|o| o.allowed && o.access == Some(Access::Read) && o.syscall.starts_with("open"))
+        .filter(|o| head(&o.target).is_some_and(|h| is_shared_object(&h)))
+        .map(|o| o.target)
+        .collect();
+    for target in libraries {
+        observations.record("mmap (shared library)", &target, Some(Access::Exec), true);
+    }
     if observations.dropped() > 0 {
         eprintln!(
             "warden learn: the run made more than {} distinct decisions; {} more were not kept, \
@@ -237,8 +251,10 @@ fn run(
         log: log.map(Path::to_owned),
         scratch_seen: seen.cloned(),
         observations: recorded.cloned(),
-        // Learning needs every decision, and only the agent sees them all.
+        // Learning needs every decision, and only the agent sees them all; on the host's tree,
+        // as the program would run without warden (the verifying run has the default view).
         fast_path: warden::run::FastPath::Never,
+        view: warden::run::ViewMode::Off,
         ..RunConfig::default()
     };
     warden::run::run(cfg).map_err(|f| f.message)
@@ -286,6 +302,20 @@ fn head(path: &str) -> Option<Vec<u8>> {
     let n = f.read(&mut buf).ok()?;
     buf.truncate(n);
     Some(buf)
+}
+
+/// Whether `head` (a file's first bytes) is an ELF shared object (`ET_DYN`: a library, or a
+/// position-independent program), which a loader maps executable.
+fn is_shared_object(head: &[u8]) -> bool {
+    head.len() >= 18 && head.starts_with(b"\x7fELF") && {
+        let e_type = [head[16], head[17]];
+        // EI_DATA: 1 little-endian, 2 big-endian; ET_DYN is 3.
+        match head[5] {
+            1 => u16::from_le_bytes(e_type) == 3,
+            2 => u16::from_be_bytes(e_type) == 3,
+            _ => false,
+        }
+    }
 }
 
 fn exists(path: &str) -> bool {
@@ -395,4 +425,30 @@ fn private_dir() -> Result<PathBuf, String> {
         }
     }
     Err("cannot create a unique private directory".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_shared_object;
+
+    #[test]
+    fn shared_objects_are_elf_files_of_type_dyn() {
+        let elf = |data: u8, e_type: [u8; 2]| {
+            let mut h = vec![0u8; 64];
+            h[..4].copy_from_slice(b"\x7fELF");
+            h[4] = 2;
+            h[5] = data;
+            h[16..18].copy_from_slice(&e_type);
+            h
+        };
+        assert!(is_shared_object(&elf(1, [3, 0])));
+        assert!(is_shared_object(&elf(2, [0, 3])));
+        // A relocatable object, a static executable, a core file: not mapped by a loader.
+        assert!(!is_shared_object(&elf(1, [1, 0])));
+        assert!(!is_shared_object(&elf(1, [2, 0])));
+        assert!(!is_shared_object(&elf(1, [4, 0])));
+        assert!(!is_shared_object(&elf(1, [0, 3])));
+        assert!(!is_shared_object(b"#!/bin/sh\n"));
+        assert!(!is_shared_object(b"\x7fELF"));
+    }
 }

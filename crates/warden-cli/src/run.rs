@@ -46,15 +46,15 @@ pub struct RunArgs {
     /// Write every delegated decision (allowed and denied) as JSON lines to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Who decides the calls that name paths. `never` (the default): the agent, every one of
-    /// them (every decision checked, logged and explained). `auto`: the kernel when it can
-    /// enforce every path rule exactly (`warden check --explain` says which rules can) and no
-    /// --log (in a view, no -v) is asked for; the agent otherwise. In a view the kernel then
-    /// also answers stat, access, readlink and chdir, and a hidden path is simply not there
-    /// (ENOENT); without one, an open of a hidden path tells whether it exists (ENOENT or
-    /// EACCES), which the agent never does. `always`: the kernel, or refuse to start and say
-    /// which rules prevent it.
-    #[arg(long = "fast-path", value_name = "auto|always|never", value_parser = ["auto", "always", "never"])]
+    /// Who decides the calls that name paths. Unset (the default): `auto` in the sandbox's own
+    /// view, `never` on the host's tree. `never`: the agent, every one of them (every decision
+    /// checked, logged and explained). `auto`: the kernel when it can enforce every path rule
+    /// exactly (`warden check --explain` says which rules can) and no --log (in a view, no -v)
+    /// is asked for; the agent otherwise. In a view the kernel then also answers stat, access,
+    /// readlink and chdir, and a hidden path is simply not there (ENOENT); without one, an open
+    /// of a hidden path tells whether it exists (ENOENT or EACCES), which the agent never does.
+    /// `always`: the kernel, or refuse to start and say which rules prevent it.
+    #[arg(long = "fast-path", env = "WARDEN_FAST_PATH", value_name = "auto|always|never", value_parser = ["auto", "always", "never"])]
     fast_path: Option<String>,
     /// Run the program in capability mode (Capsicum's cap_enter, docs/design.md section 9):
     /// no absolute path, no path from the current directory, no socket by address, no other
@@ -71,10 +71,12 @@ pub struct RunArgs {
     /// namespace holding only what the policy allows, read-only where it gives no `write` and
     /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
     /// with a fresh /proc of the sandbox's own processes. `auto`: a view wherever the kernel has
-    /// the mount API it needs (Linux 5.2+); `off` (the default for now): the host's tree, with
-    /// every path decided by the agent and Landlock. In a view, shared libraries and anything
-    /// else mapped executable need `exec` too (the default policy gives it for the system's).
-    #[arg(long = "view", env = "WARDEN_VIEW", value_name = "auto|on|off", default_value = "off", value_parser = ["auto", "on", "off"])]
+    /// the mount API it needs (Linux 5.2+), the host's tree elsewhere (-v says so); `on`: a view
+    /// or no run; `off`: the host's tree, with every path decided by the agent and Landlock.
+    /// In a view, shared libraries and anything else mapped executable need `exec` too (the
+    /// default policy gives it for the system's), a path the policy does not name is not there
+    /// (ENOENT), and a write where the policy gives none is a read-only file system (EROFS).
+    #[arg(long = "view", env = "WARDEN_VIEW", value_name = "auto|on|off", default_value = "auto", value_parser = ["auto", "on", "off"])]
     view: String,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
@@ -220,7 +222,8 @@ pub fn main(args: RunArgs) -> i32 {
         fast_path: match args.fast_path.as_deref() {
             Some("always") => FastPath::Always,
             Some("auto") => FastPath::Auto,
-            _ => FastPath::Never,
+            Some("never") => FastPath::Never,
+            _ => FastPath::InView,
         },
         view,
         ..RunConfig::default()

@@ -623,7 +623,8 @@ fn cpu_time_over_limit(who: As) {
 /// the report counts the agent's share in `time` (before: `time:0.2`, status OK, 13 s of CPU in
 /// warden, only `--wall-time` stopped it).
 fn cpu_time_spent_by_the_agent(who: As) {
-    let opts = ["--time", "1", "--wall-time", "20"];
+    // The agent's work is the subject: the calls go to it (`never`), in a view too.
+    let opts = ["--time", "1", "--wall-time", "20", "--fast-path=never"];
     let r = sandbox(who, "limit_agent_cpu", &opts, &["15"]);
     r.expect_status("TO")
         .expect_killed()
@@ -877,7 +878,8 @@ fn agent_state_within_memory_limit(who: As) {
             let (marker, done) = (marker.clone(), Arc::clone(&done));
             std::thread::spawn(move || agent_threads_while(marker, done))
         };
-        let opts = ["--read", d, "--write", d, "--mem", mem];
+        // The agent's own state is the subject: its stats go to it (`never`), in a view too.
+        let opts = ["--read", d, "--write", d, "--mem", mem, "--fast-path=never"];
         let r = sandbox(who, "limit_agent_state", &opts, &[d, threads, "3", &marker]);
         done.store(true, Ordering::Relaxed);
         (r, sampler.join().unwrap())
@@ -1867,7 +1869,13 @@ fn report_cost_keys(who: As) {
     let d = open_dir("cost", who);
     let f = d.join("data.txt");
     write_file(&f, "some data\n", 0o644);
-    let (r, v) = with_json(who, "cat", &["--read", s(&d)], &["/bin/cat", s(&f)]);
+    // Delegated calls are counted: the agent decides them (`never`), in a view too.
+    let (r, v) = with_json(
+        who,
+        "cat",
+        &["--read", s(&d), "--fast-path=never"],
+        &["/bin/cat", s(&f)],
+    );
     r.expect_ok().expect_stdout("some data\n");
     let open = r.int("delegated-open");
     r.expect_int_in("delegated-open", 1..)
@@ -1891,7 +1899,13 @@ fn report_cost_keys(who: As) {
     );
 
     // A denied call is counted.
-    let (r, v) = with_json(who, "cat /etc/shadow", &[], &["/bin/cat", "/etc/shadow"]);
+    // The agent counts the denial: it decides the open (`never`); in a view the kernel would.
+    let (r, v) = with_json(
+        who,
+        "cat /etc/shadow",
+        &["--fast-path=never"],
+        &["/bin/cat", "/etc/shadow"],
+    );
     r.expect_status("RE")
         .expect_key("exitcode", "1")
         .expect_int_in("denied", 1..);

@@ -230,10 +230,44 @@ pub fn fast_path_base() -> Option<String> {
     Some(fast_path_base_file())
 }
 
-/// Whether the sandboxes of this run have views of their own: the suite's view pass sets
-/// `WARDEN_VIEW=on` (scripts/test.sh), which warden reads as its `--view` default.
+/// Whether the sandboxes of this run have views of their own: warden's default (`--view auto`)
+/// wherever the kernel can build one, unless `WARDEN_VIEW=off` (the suite's host-tree pass,
+/// scripts/test.sh), which warden reads as its `--view` default. Asked of warden itself once:
+/// `-v` says whether it built a view.
 pub fn view_on() -> bool {
-    std::env::var_os("WARDEN_VIEW").is_some_and(|v| v == "on" || v == "auto")
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| match std::env::var("WARDEN_VIEW").as_deref() {
+        Ok("off") => false,
+        Ok("on") => true,
+        _ => {
+            let o = warden_cmd(As::Me)
+                .args(["run", "-v", "--", "/bin/true"])
+                .output()
+                .expect("run warden");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8_lossy(&o.stderr).contains("warden: the sandbox's view:")
+        }
+    })
+}
+
+/// Whether, in this run, the kernel decides the opens and stats of a sandbox started with the
+/// default policy (or the fast-path pass's base) and no `-v` or `--log`: in a view it does by
+/// default (`--fast-path` unset is `auto` there), on the host's tree only in the fast-path
+/// pass (and there stat stays the agent's). `WARDEN_FAST_PATH=never` (the suite's
+/// all-to-the-agent pass in a view) sends them all to the agent.
+pub fn kernel_first_in_view() -> bool {
+    view_on() && std::env::var_os("WARDEN_FAST_PATH").is_none_or(|v| v != "never")
+}
+
+/// Whether `stderr` (of a shell or coreutils program run with the default policy, no `-v`)
+/// shows the refusal of a path the policy does not name: "Permission denied" on the host's
+/// tree; in the sandbox's own view, where such a path is not there, "No such file or
+/// directory" (dash: "Directory nonexistent" for a file it would create).
+pub fn unnamed_path_refused(stderr: &str) -> bool {
+    stderr.contains("Permission denied")
+        || (kernel_first_in_view()
+            && (stderr.contains("No such file or directory")
+                || stderr.contains("Directory nonexistent")))
 }
 
 /// tests/fast-path.policy: a base policy Landlock can enforce exactly.

@@ -216,12 +216,9 @@ pub fn tail(text: &str, n: usize) -> String {
     out
 }
 
-/// In a view with the kernel first (`WARDEN_VIEW=on` and the fast-path pass), the kernel refuses
-/// where the agent would say EACCES: a path the view does not hold is not there (ENOENT), and a
-/// tree the policy gives no `write` is a read-only mount (EROFS).
+/// In a view with the kernel first (the default, and the fast-path pass in a view), the kernel
+/// refuses where the agent would say EACCES: a path the view does not hold is not there
+/// (ENOENT), and a tree the policy gives no `write` is a read-only mount (EROFS).
 pub fn view_kernel_refusal(want: &str, got: &str) -> bool {
-    want == "EACCES"
-        && ["ENOENT", "EROFS"].contains(&got)
-        && super::view_on()
-        && super::fast_path_base().is_some()
+    want == "EACCES" && ["ENOENT", "EROFS"].contains(&got) && super::kernel_first_in_view()
 }

@@ -7,7 +7,7 @@
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
 
-use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
+use super::resolve::{knowable, Base, WalkFlags, Walked};
 use super::{value, Answer, Client, Handled};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
@@ -51,7 +51,7 @@ fn io_errno(e: std::io::Error) -> i32 {
 /// The object must exist; otherwise ENOENT where the policy lets the program know, else EACCES.
 fn existing(c: &Client, w: &Walked) -> Result<FileType, i32> {
     w.kind
-        .ok_or_else(|| mask(c.policy(), &w.path, libc::ENOENT))
+        .ok_or_else(|| c.resolver().missing(c, c.policy(), &w.path))
 }
 
 /// `/proc/self/fd/N` for one of the agent's descriptors: a path that reaches exactly that
@@ -155,7 +155,7 @@ pub fn open(c: &Client) -> Handled {
             c.decide(&w.path, Access::Write)?;
             true
         }
-        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
+        None => return Err(c.resolver().missing(c, c.policy(), &w.path)),
         Some(_) if excl => {
             c.decide_visible(&w.path)?;
             return Err(libc::EEXIST);
@@ -450,7 +450,7 @@ pub fn readlink(c: &Client) -> Handled {
             CString::new(c.ids()?.ns_tgid.to_string()).expect("digits")
         }
         Some(_) => return Err(libc::EINVAL),
-        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
+        None => return Err(c.resolver().missing(c, c.policy(), &w.path)),
     };
     let bytes = target.as_bytes();
     let n = bytes.len().min(size as usize);

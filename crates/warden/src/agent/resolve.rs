@@ -303,7 +303,11 @@ impl Resolver {
         }
         // Answered (and logged) as on the host's tree, so that a view changes no answer the
         // agent gives: a path the host has is refused by the policy's rule, one it does not
-        // have gets `mask`'s answer.
+        // have gets `mask`'s answer. Beneath a `path-map` the host's tree is not what the
+        // sandbox has there, and is never asked about.
+        if mapped(policy, path) {
+            return mask(policy, path, errno);
+        }
         let on_host = |b: &[u8]| rustix::fs::lstat(std::ffi::OsStr::from_bytes(b)).is_ok();
         if !on_host(&bytes) {
             // Where the host's walk would have stopped: the first component it lacks.
@@ -320,6 +324,18 @@ impl Resolver {
             return mask(policy, &String::from_utf8_lossy(&prefix), errno);
         }
         client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
+    }
+
+    /// The answer when the object `path` itself is not there (the walk reached its directory):
+    /// `mask`'s on the host's tree. In a view, a path the host has is one the policy hides; it
+    /// is refused and logged as on the host's tree (the policy's rule, `-v`), so that a view
+    /// changes no answer the agent gives ([`Self::missing_on_the_way`] does the same for a
+    /// directory on the way).
+    pub fn missing(&self, client: &Client, policy: &Policy, path: &str) -> i32 {
+        if self.in_view && !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
+            return client.decide_visible(path).err().unwrap_or(libc::EACCES);
+        }
+        mask(policy, path, libc::ENOENT)
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
@@ -718,6 +734,15 @@ pub fn mask(policy: &Policy, path: &str, errno: i32) -> i32 {
     } else {
         libc::EACCES
     }
+}
+
+/// Whether `path` is at or beneath a `path-map`'s place in the sandbox, where the sandbox's
+/// tree is not the host's.
+fn mapped(policy: &Policy, path: &str) -> bool {
+    policy
+        .maps()
+        .iter()
+        .any(|m| warden_policy::map::at_or_beneath(path, &m.sandbox))
 }
 
 /// Whether the program may already know if `path` exists: it has some right on it, a walk may

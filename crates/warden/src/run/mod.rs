@@ -78,26 +78,30 @@ pub struct RunConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ViewMode {
     /// A view of its own where the kernel can build one (the new mount API, Linux 5.2+), the
-    /// host's tree elsewhere.
+    /// host's tree elsewhere (the default).
+    #[default]
     Auto,
     /// A view of its own, or no run.
     On,
     /// The host's tree; the agent and Landlock decide every path.
-    #[default]
     Off,
 }
 
 /// `warden run --fast-path`: who decides opens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FastPath {
+    /// [`FastPath::Auto`] in the sandbox's own view, [`FastPath::Never`] on the host's tree
+    /// (the default). In a view a path the policy does not name is not there, so the kernel's
+    /// answers tell nothing the policy hides; on the host's tree an open's ENOENT or EACCES
+    /// would tell whether a hidden path exists, which the agent never does.
+    #[default]
+    InView,
     /// The kernel when Landlock can enforce every path rule exactly and no decision log is
-    /// asked for; the agent otherwise.
+    /// asked for (in a view, no `-v` either); the agent otherwise.
     Auto,
     /// The kernel, or refuse to start and say which rules prevent it.
     Always,
-    /// The agent, always (the default: the agent hides whether a path exists; the kernel's
-    /// ENOENT/EACCES on an open does not).
-    #[default]
+    /// The agent, always.
     Never,
 }
 

@@ -217,14 +217,19 @@ fn choose_opens(
     view: bool,
     lookers: bool,
 ) -> Result<Opens, Failure> {
-    if cfg.fast_path == FastPath::Never {
+    let fast_path = match cfg.fast_path {
+        FastPath::InView if view => FastPath::Auto,
+        FastPath::InView => FastPath::Never,
+        chosen => chosen,
+    };
+    if fast_path == FastPath::Never {
         return Ok(Opens::Agent);
     }
     let logged = cfg.log.is_some() || cfg.observations.is_some();
     // The cheap reasons first: the plan looks at every rule's path on disk.
-    let why_not: Option<String> = if logged && cfg.fast_path == FastPath::Auto {
+    let why_not: Option<String> = if logged && fast_path == FastPath::Auto {
         Some("--log asks for every decision, and only the agent sees them all".into())
-    } else if view && cfg.verbose && cfg.fast_path == FastPath::Auto {
+    } else if view && cfg.verbose && fast_path == FastPath::Auto {
         Some("-v names the rule behind every denial, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
@@ -250,7 +255,7 @@ fn choose_opens(
             text
         })
     };
-    match (why_not, cfg.fast_path) {
+    match (why_not, fast_path) {
         (None, _) => {
             if cfg.verbose {
                 eprintln!(
@@ -280,7 +285,7 @@ fn choose_opens(
             Err(failure(EXIT_WARDEN, format!("--fast-path=always: {why}")))
         }
         (Some(why), _) => {
-            if cfg.verbose && cfg.fast_path == FastPath::Auto {
+            if cfg.verbose && fast_path == FastPath::Auto {
                 eprintln!("warden: opens are delegated to the agent: {why}");
             }
             Ok(Opens::Agent)
@@ -565,8 +570,28 @@ mod tests {
     }
 
     #[test]
-    fn the_default_run_is_delegated_uncounted_and_finds_the_program_on_the_sandboxs_path() {
-        let cfg = config("true", &["a b", ""]);
+    fn the_default_run_has_a_view_with_the_kernel_first_where_the_kernel_can() {
+        let cfg = config("true", &[]);
+        let plan = decide(&cfg, Some(Path::new("/tmp/warden-x"))).unwrap();
+        let can = crate::confine::view::supported() && landlock::enforces_everything();
+        assert_eq!(
+            plan.command.view.is_some(),
+            crate::confine::view::supported()
+        );
+        assert_eq!(plan.opens, if can { Opens::View } else { Opens::Agent });
+        // -v and --log keep every call with the agent, which names the rules.
+        let mut cfg = config("true", &[]);
+        cfg.verbose = true;
+        assert_eq!(decide(&cfg, None).unwrap().opens, Opens::Agent);
+        let mut cfg = config("true", &[]);
+        cfg.fast_path = FastPath::Never;
+        assert_eq!(decide(&cfg, None).unwrap().opens, Opens::Agent);
+    }
+
+    #[test]
+    fn on_the_hosts_tree_the_default_run_is_delegated_uncounted_and_finds_the_program() {
+        let mut cfg = config("true", &["a b", ""]);
+        cfg.view = ViewMode::Off;
         let plan = decide(&cfg, Some(Path::new("/tmp/warden-x"))).unwrap();
         assert!(plan.program.is_absolute() && plan.program.ends_with("true"));
         assert_eq!(
@@ -630,8 +655,10 @@ mod tests {
     fn fast_path_always_refuses_a_policy_landlock_cannot_enforce_exactly_and_names_the_rule() {
         let mut cfg = config("true", &[]);
         cfg.fast_path = FastPath::Always;
+        cfg.view = ViewMode::Off;
         match decide(&cfg, None) {
-            // The default policy carves files out of /etc, which Landlock cannot express.
+            // On the host's tree, the default policy carves files out of /etc, which Landlock
+            // cannot express (in a view those are masks).
             Err(f) => {
                 assert_eq!(f.status, EXIT_WARDEN);
                 assert!(f.message.starts_with("--fast-path=always"), "{}", f.message);
