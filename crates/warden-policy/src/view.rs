@@ -556,18 +556,34 @@ struct Resolved {
     links: Vec<(String, String)>,
 }
 
+/// Where `path` leads on the host: every symlink on the way followed, the last component's
+/// and every directory's (`/lib/x` with `/lib -> usr/lib` is `/usr/lib/x`), as the kernel
+/// would. A bind must land at that path: landing it at a path through a symlink would make the
+/// link's name a directory of the view, and the link (planned too) would lose its place.
+/// Returns the path, what is there, and each symlink followed with its target.
 fn resolve(host: &dyn Host, path: &str) -> (String, Node, Vec<(String, String)>) {
     let mut at = path.to_string();
     let mut links = Vec::new();
-    for _ in 0..8 {
-        match host.node(&at) {
-            Node::Symlink(target) => {
-                let next = resolve_link(&at, &target);
-                links.push((at, target));
-                at = next;
+    'follow: for _ in 0..16 {
+        let parts: Vec<&str> = at.split('/').filter(|c| !c.is_empty()).collect();
+        let mut prefix = String::new();
+        for (i, name) in parts.iter().enumerate() {
+            prefix.push('/');
+            prefix.push_str(name);
+            if let Node::Symlink(target) = host.node(&prefix) {
+                let next = resolve_link(&prefix, &target);
+                let rest = parts[i + 1..].join("/");
+                links.push((prefix, target));
+                at = if rest.is_empty() {
+                    next
+                } else {
+                    format!("{}/{rest}", next.trim_end_matches('/'))
+                };
+                continue 'follow;
             }
-            other => return (at, other, links),
         }
+        let node = host.node(&at);
+        return (at, node, links);
     }
     (at, Node::Missing, links)
 }

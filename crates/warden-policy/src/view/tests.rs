@@ -5,9 +5,35 @@ use std::collections::BTreeMap;
 struct Table(BTreeMap<&'static str, Node>);
 
 impl Host for Table {
+    /// As `lstat` answers: the directories on the way are followed when they are symlinks,
+    /// the last component is not.
     fn node(&self, path: &str) -> Node {
-        self.0.get(path).cloned().unwrap_or(Node::Missing)
+        if path == "/" {
+            return self.0.get("/").cloned().unwrap_or(Node::Missing);
+        }
+        let Some((dir, name)) = path.rsplit_once('/') else {
+            return Node::Missing;
+        };
+        let parts: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        let mut prefix = String::new();
+        for (i, c) in parts.iter().enumerate() {
+            prefix = format!("{prefix}/{c}");
+            if let Some(Node::Symlink(t)) = self.0.get(prefix.as_str()) {
+                let base = resolve_link(&prefix, t);
+                let rest: Vec<&str> = parts[i + 1..].iter().copied().chain([name]).collect();
+                return self.node(&format!(
+                    "{}/{}",
+                    base.trim_end_matches('/'),
+                    rest.join("/")
+                ));
+            }
+        }
+        self.0
+            .get(format!("{dir}/{name}").as_str())
+            .cloned()
+            .unwrap_or(Node::Missing)
     }
+
     fn list(&self, dir: &str) -> Vec<String> {
         let prefix = format!("{}/", dir.trim_end_matches('/'));
         self.0
@@ -480,4 +506,50 @@ fn maps_nest_outer_first_and_rules_beneath_an_inner_map_go_to_it() {
             "copy /home/u/p at /w/p (private: writes stay in the run's overlay) noexec"
         ]
     );
+}
+
+/// A file reached through an absolute link whose target passes through another link
+/// (`/usr/lib64/ld.so -> /lib/x86_64-linux-gnu/ld.so`, `/lib -> usr/lib`): the bind lands
+/// where the file is, and `/lib` stays a link, so the rest of `/usr/lib` shows through it.
+#[test]
+fn a_link_through_a_linked_directory_binds_where_the_file_is() {
+    use Node::*;
+    let mut h = host();
+    h.0.insert("/usr/lib/x86_64-linux-gnu", Dir);
+    h.0.insert("/usr/lib/x86_64-linux-gnu/ld.so", File);
+    h.0.insert("/usr/lib/x86_64-linux-gnu/libc.so.6", File);
+    h.0.insert("/usr/lib64", Dir);
+    h.0.insert(
+        "/usr/lib64/ld.so",
+        Symlink("/lib/x86_64-linux-gnu/ld.so".into()),
+    );
+    let p = view_plan(
+        &Policy::parse(
+            "t",
+            "path-allow exec /usr/lib64/ld.so\npath-allow read /usr/lib/*\n",
+        )
+        .expect("parses"),
+        &h,
+    );
+    let binds: Vec<&str> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Bind { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !binds.iter().any(|b| b.starts_with("/lib/")),
+        "a bind through the /lib link: {binds:?}"
+    );
+    assert!(
+        p.steps
+            .iter()
+            .any(|s| matches!(s, Step::Symlink { path, .. } if path == "/lib")),
+        "{:?}",
+        p.steps
+    );
+    assert!(p.holds("/usr/lib/x86_64-linux-gnu/ld.so"));
+    assert!(p.holds("/usr/lib/x86_64-linux-gnu/libc.so.6"));
 }
