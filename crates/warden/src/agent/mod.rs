@@ -859,6 +859,40 @@ impl Client<'_> {
     }
 }
 
+impl resolve::Caller for Client<'_> {
+    fn base(&self, base: resolve::Base) -> Result<(OwnedFd, Vec<u8>), i32> {
+        use std::os::fd::AsRawFd;
+        let actual = match base {
+            resolve::Base::Cwd => self.cwd()?,
+            resolve::Base::Fd(fd) => self.fd(fd)?,
+        };
+        let text = rustix::fs::readlinkat(
+            rustix::fs::CWD,
+            format!("/proc/self/fd/{}", actual.as_raw_fd()),
+            Vec::new(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        let logical = self.logical_proc_path(text.to_bytes())?;
+        Ok((actual, logical))
+    }
+
+    fn ids(&self) -> Result<Ids, i32> {
+        Client::ids(self)
+    }
+
+    fn tid(&self) -> u32 {
+        Client::tid(self)
+    }
+
+    fn is_stand_in(&self, fd: i32) -> bool {
+        Client::is_stand_in(self, fd)
+    }
+
+    fn decide_visible(&self, path: &str) -> Result<(), i32> {
+        Client::decide_visible(self, path)
+    }
+}
+
 /// Borrow helper: the agent's listener, for tests.
 impl Agent {
     /// The most sockets in the host's network the sandbox held at once (`None` when its
