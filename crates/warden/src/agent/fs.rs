@@ -7,12 +7,14 @@
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
 
+use super::call::{Allowed, Live, OpenArgs, StatArgs, Typed};
 use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
-use super::{value, Answer, Client, Handled};
+use super::{value, Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
 use crate::sys::unotify::Reply;
 use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use warden_policy::{Access, AccessSet, RuleId, Verdict};
@@ -67,156 +69,154 @@ fn empty_path(path: &[u8], flags: i32) -> bool {
 
 // ---- open, openat, openat2, creat ---------------------------------------------------------------
 
-/// Implements open(2), openat(2), openat2(2) and creat(2).
-pub fn open(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags, mode, resolve) = match c.nr() {
-        libc::SYS_open => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
-        libc::SYS_creat => (
-            AT_FDCWD,
-            c.arg(0),
-            (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-            c.arg(1),
-            0,
-        ),
-        libc::SYS_openat => (c.int(0), c.arg(1), c.arg(2), c.arg(3), 0),
-        _ => {
-            // openat2(dirfd, path, how, size): struct open_how { u64 flags, mode, resolve }.
-            let mut how = vec![0u8; super::decode::open_how_size(c.arg(3))?];
-            c.read(c.arg(2), &mut how)?;
-            let how = super::decode::open_how(&how)?;
-            (c.int(0), c.arg(1), how.flags, how.mode, how.resolve)
-        }
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let flags = flags as u32 as i32;
-    let mode = safe_mode((mode & 0o7777) as u32, false);
-    if resolve
-        & !(libc::RESOLVE_NO_SYMLINKS
-            | libc::RESOLVE_NO_MAGICLINKS
-            | libc::RESOLVE_BENEATH
-            | libc::RESOLVE_NO_XDEV
-            | libc::RESOLVE_CACHED)
-        != 0
-    {
+/// The `RESOLVE_*` flags the agent's walk honours.
+const RESOLVE_KNOWN: u64 = libc::RESOLVE_NO_SYMLINKS
+    | libc::RESOLVE_NO_MAGICLINKS
+    | libc::RESOLVE_BENEATH
+    | libc::RESOLVE_NO_XDEV
+    | libc::RESOLVE_CACHED;
+
+/// Implements open(2), openat(2), openat2(2) and creat(2), on arguments decoded by
+/// [`super::call::decoder`].
+pub fn open(c: &Client, call: Live<OpenArgs>) -> Served {
+    let a = call.args();
+    let flags = a.flags;
+    if a.resolve & !RESOLVE_KNOWN != 0 {
         // RESOLVE_IN_ROOT is not supported yet; say so rather than resolve differently.
-        return Err(libc::EINVAL);
+        return Err(Errno::INVAL);
     }
     let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
     let creat = flags & libc::O_CREAT != 0 && !tmpfile;
     let excl = creat && flags & libc::O_EXCL != 0;
     let wflags = WalkFlags {
         follow: flags & libc::O_NOFOLLOW == 0 && !excl,
-        no_symlinks: resolve & libc::RESOLVE_NO_SYMLINKS != 0,
-        beneath: resolve & libc::RESOLVE_BENEATH != 0,
+        no_symlinks: a.resolve & libc::RESOLVE_NO_SYMLINKS != 0,
+        beneath: a.resolve & libc::RESOLVE_BENEATH != 0,
     };
     let w = c
         .resolver()
-        .walk(c, c.policy(), base(dirfd), &path, wflags)?;
+        .walk(c, c.policy(), base(a.dirfd.0), &a.path, wflags)
+        .typed()?;
     if let Some(n) = w.descriptor {
-        return reopen(c, n, flags);
+        return reopen(c, n, flags).typed();
     }
-    let accmode = flags & libc::O_ACCMODE;
-    let cloexec = flags & libc::O_CLOEXEC != 0;
-    // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
-    // read-only open and needs read permission (README: "O_PATH"); a symlink, which cannot be
-    // opened so, gets a stand-in (`symlink_stand_in`).
-    let opath = flags & libc::O_PATH != 0;
     // The caller's umask costs a read of /proc/<tid>/status: only creating opens pay it.
-    let umask = if creat || tmpfile { c.ids()?.umask } else { 0 };
-
+    let umask = if creat || tmpfile {
+        c.ids_of(&call)?.umask
+    } else {
+        0
+    };
+    let mode = Mode::from_bits_retain(safe_mode(a.mode, false) & !umask);
     if tmpfile {
-        let rights = c.policy().new_entry_rights(&w.path);
-        if !rights.contains(Access::Write) {
-            return Err(c.refuse(
-                &format!("{}/", w.path.trim_end_matches('/')),
-                "O_TMPFILE needs write on new entries of the directory",
-                libc::EACCES,
-            ));
-        }
-        existing(c, &w)?;
-        // The directory we checked, never a symlink swapped in for it since.
-        let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32)
-            | OFlags::CLOEXEC
-            | OFlags::NOFOLLOW;
-        let fd = rustix::fs::openat(
-            &w.parent,
-            w.at_name().as_c_str(),
-            of,
-            Mode::from_bits_retain(mode & !umask),
-        )
-        .map_err(errno)?;
-        c.opened_for_writing(accmode != libc::O_RDONLY);
-        return Ok(Answer::Fd(fd, cloexec));
+        return open_tmpfile(c, &call, &w, mode);
     }
-
-    let fresh = match w.kind {
-        None if creat => {
-            c.decide(&w.path, Access::Write)?;
-            true
+    let (allowed, fresh) = match w.kind {
+        None if creat => (c.allow(&call, &w.path, Access::Write)?, true),
+        None => {
+            return Err(Errno::from_raw_os_error(mask(
+                c.policy(),
+                &w.path,
+                libc::ENOENT,
+            )))
         }
-        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
         Some(_) if excl => {
-            c.decide_visible(&w.path)?;
-            return Err(libc::EEXIST);
+            c.decide_visible(&w.path).typed()?;
+            return Err(Errno::EXIST);
         }
         Some(kind) => {
-            check_existing(c, &w, kind, flags)?;
-            if opath && kind == FileType::Symlink {
-                return symlink_stand_in(c, &w, cloexec);
+            let allowed = check_existing(c, &call, &w, kind)?;
+            if flags & libc::O_PATH != 0 && kind == FileType::Symlink {
+                // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is
+                // served as a read-only open and needs read permission (README: "O_PATH"); a
+                // symlink, which cannot be opened so, gets a stand-in.
+                return symlink_stand_in(c, &w, flags & libc::O_CLOEXEC != 0, allowed);
             }
-            false
+            (allowed, false)
         }
     };
+    open_walked(c, &call, &w, Create { fresh, mode }, allowed)
+}
+
+/// `O_TMPFILE` in the directory `w`: needs `write` on new entries of it.
+fn open_tmpfile(c: &Client, call: &Live<OpenArgs>, w: &Walked, mode: Mode) -> Served {
+    let flags = call.args().flags;
+    let rights = c.policy().new_entry_rights(&w.path);
+    if !rights.contains(Access::Write) {
+        return Err(Errno::from_raw_os_error(c.refuse(
+            &format!("{}/", w.path.trim_end_matches('/')),
+            "O_TMPFILE needs write on new entries of the directory",
+            libc::EACCES,
+        )));
+    }
+    existing(c, w).typed()?;
+    // The directory we checked, never a symlink swapped in for it since.
+    let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32)
+        | OFlags::CLOEXEC
+        | OFlags::NOFOLLOW;
+    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, mode)?;
+    c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY);
+    Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
+}
+
+/// How an open may create: `fresh` when only `write` on a missing name was checked (so it must
+/// create, never open what appeared meanwhile), and the mode of a created file.
+struct Create {
+    fresh: bool,
+    mode: Mode,
+}
+
+/// Step 5 of an open: opens the final component of `w` relative to the parent we walked, never
+/// following a symlink (a swap after our check makes the open fail with `ELOOP` instead of
+/// going elsewhere).
+fn open_walked(
+    c: &Client,
+    call: &Live<OpenArgs>,
+    w: &Walked,
+    create: Create,
+    _allowed: Allowed,
+) -> Served {
+    let flags = call.args().flags;
+    let excl = flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0;
     let mut of = flags & !(libc::O_CLOEXEC | libc::O_PATH);
-    if opath {
+    if flags & libc::O_PATH != 0 {
         of = (of & !libc::O_ACCMODE) | libc::O_RDONLY;
         of &= !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL);
     }
-    if fresh {
-        // Only `write` was checked: create, never open something that appeared meanwhile.
+    if create.fresh {
         of |= libc::O_EXCL;
     }
-    // The final component is opened relative to the parent we walked, never following a symlink:
-    // a swap after our check makes the open fail (ELOOP) instead of going elsewhere.
     let of =
         OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
     let name = w.at_name();
-    let mode = Mode::from_bits_retain(mode & !umask);
-    let fd = match rustix::fs::openat(&w.parent, name.as_c_str(), of, mode) {
-        Err(rustix::io::Errno::EXIST) if fresh && !excl => {
+    let fd = match rustix::fs::openat(&w.parent, name.as_c_str(), of, create.mode) {
+        Err(Errno::EXIST) if create.fresh && !excl => {
             // The name was made (or linked) by someone else after we looked: it is an existing
             // file now, and gets the checks an existing file gets, on the object we open.
-            let fd = rustix::fs::openat(
-                &w.parent,
-                name.as_c_str(),
-                of & !(OFlags::CREATE | OFlags::EXCL),
-                mode,
-            )
-            .map_err(errno)?;
-            let st = rustix::fs::fstat(&fd).map_err(errno)?;
-            check_existing(c, &w, FileType::from_raw_mode(st.st_mode), flags)?;
+            let plain = of & !(OFlags::CREATE | OFlags::EXCL);
+            let fd = rustix::fs::openat(&w.parent, name.as_c_str(), plain, create.mode)?;
+            let st = rustix::fs::fstat(&fd)?;
+            check_existing(c, call, w, FileType::from_raw_mode(st.st_mode))?;
             fd
         }
-        other => other.map_err(errno)?,
+        other => other?,
     };
     c.opened_for_writing(of.bits() as i32 & libc::O_ACCMODE != libc::O_RDONLY);
-    Ok(Answer::Fd(fd, cloexec))
+    Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
 }
 
 /// `open(link, O_PATH | O_NOFOLLOW)` of a symlink, checked as any `O_PATH` open: the kernel
 /// gives a descriptor of the link itself, which ADDFD cannot install, so the caller gets a
 /// stand-in that the agent takes for the link wherever a path is looked up through it
 /// ([`super::stand_in`]). glibc's `fchmodat(AT_SYMLINK_NOFOLLOW)` opens links so (`tar x`).
-fn symlink_stand_in(c: &Client, w: &Walked, cloexec: bool) -> Handled {
-    let link = w.object()?;
-    let st = rustix::fs::fstat(&link).map_err(errno)?;
+fn symlink_stand_in(c: &Client, w: &Walked, cloexec: bool, _allowed: Allowed) -> Served {
+    let link = w.object().typed()?;
+    let st = rustix::fs::fstat(&link)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
         // The link the walk found was replaced since: it is gone.
-        return Err(libc::ENOENT);
+        return Err(Errno::NOENT);
     }
     c.opened_for_writing(false);
-    Ok(Answer::Fd(c.stand_in(link)?, cloexec))
+    Ok(Answer::Fd(c.stand_in(link).typed()?, cloexec))
 }
 
 /// Opens `/proc/self/fd/N` for a caller whose descriptor `N` is not a file on a path (a pipe,
@@ -255,27 +255,34 @@ fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
 
 /// The checks an open of an existing object of type `kind` at `w` gets: `read` and `write` as
 /// its flags ask, no symlink unless `O_PATH`, and device nodes only where a rule names them.
-fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<(), i32> {
+fn check_existing(
+    c: &Client,
+    call: &Live<OpenArgs>,
+    w: &Walked,
+    kind: FileType,
+) -> Result<Allowed, Errno> {
+    let flags = call.args().flags;
     let opath = flags & libc::O_PATH != 0;
     let accmode = flags & libc::O_ACCMODE;
     let reads = opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR;
     let writes = !opath
         && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);
+    let mut allowed = None;
     if reads {
-        c.decide(&w.path, Access::Read)?;
+        allowed = Some(c.allow(call, &w.path, Access::Read)?);
     }
     if writes {
-        c.decide(&w.path, Access::Write)?;
+        allowed = Some(c.allow(call, &w.path, Access::Write)?);
     }
     if kind == FileType::Symlink && !opath {
         // Only reached with O_NOFOLLOW: what the kernel answers.
-        return Err(libc::ELOOP);
+        return Err(Errno::LOOP);
     }
     if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) {
         let named = (!reads || c.policy().names_exactly(&w.path, Access::Read))
             && (!writes || c.policy().names_exactly(&w.path, Access::Write));
         if !named {
-            return Err(c.refuse(
+            return Err(Errno::from_raw_os_error(c.refuse(
                 &w.path,
                 &format!(
                     "device nodes are opened only where a rule names them exactly; add: \
@@ -284,45 +291,35 @@ fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<
                     w.path
                 ),
                 libc::EACCES,
-            ));
+            )));
         }
     }
-    Ok(())
+    // Every access mode reads or writes: `allowed` is set.
+    allowed.ok_or(Errno::ACCESS)
 }
 
 // ---- stat family --------------------------------------------------------------------------------
 
-/// Implements stat(2), lstat(2), newfstatat(2) and statx(2).
-pub fn stat(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags, buf) = match c.nr() {
-        libc::SYS_stat => (AT_FDCWD, c.arg(0), 0, c.arg(1)),
-        libc::SYS_lstat => (AT_FDCWD, c.arg(0), libc::AT_SYMLINK_NOFOLLOW, c.arg(1)),
-        libc::SYS_newfstatat => (c.int(0), c.arg(1), c.int(3), c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(4)),
-    };
-    let is_statx = c.nr() == libc::SYS_statx;
-    // statx accepts a NULL path with AT_EMPTY_PATH (Linux 6.11).
-    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    c.live()?;
+/// Implements stat(2), lstat(2), newfstatat(2) and statx(2), on arguments decoded by
+/// [`super::call::decoder`].
+pub fn stat(c: &Client, call: Live<StatArgs>) -> Served {
+    let a = call.args();
+    let (dirfd, flags) = (a.dirfd.0, a.flags);
     let sync = flags & libc::AT_STATX_SYNC_TYPE;
-    let (dir, name): (OwnedFd, CString) = if empty_path(&path, flags) {
+    let (dir, name): (OwnedFd, CString) = if empty_path(&a.path, flags) {
         // A descriptor the caller holds: it may look at it (fstat is direct anyway).
-        (c.fd_looked_up(dirfd)?, CString::default())
+        (c.fd_looked_up(dirfd).typed()?, CString::default())
     } else {
-        let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+        let w = walk(c, dirfd, &a.path, flags & libc::AT_SYMLINK_NOFOLLOW == 0).typed()?;
         match w.descriptor {
             // stat of /dev/stdin on a pipe: the caller's own descriptor, as fstat would.
             Some(n) => (
-                c.fd_looked_up(n).map_err(|_| libc::ENOENT)?,
+                c.fd_looked_up(n).map_err(|_| Errno::NOENT)?,
                 CString::default(),
             ),
             None => {
-                c.decide_metadata(&w.path, w.kind)?;
-                existing(c, &w)?;
+                c.allow_metadata(&call, &w.path, w.kind)?;
+                existing(c, &w).typed()?;
                 let name = w.at_name();
                 (w.parent, name)
             }
@@ -331,17 +328,18 @@ pub fn stat(c: &Client) -> Handled {
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | sync;
     // Owners as the program's user namespace shows them, not as the agent sees them.
     let map = c.id_map();
-    if is_statx {
-        let mut st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
+    let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::IO);
+    if let Some(mask) = a.statx_mask {
+        let mut st = sysfs::statx(dir.as_fd(), &name, at, mask).map_err(io)?;
         (st.stx_uid, st.stx_gid) = (map.uid_inside(st.stx_uid), map.gid_inside(st.stx_gid));
-        c.write(buf, st.bytes())?;
+        c.write(a.buf, st.bytes()).typed()?;
     } else {
         let mut st =
-            sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
+            sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io)?;
         (st.st_uid, st.st_gid) = (map.uid_inside(st.st_uid), map.gid_inside(st.st_gid));
-        c.write(buf, st.bytes())?;
+        c.write(a.buf, st.bytes()).typed()?;
     }
-    value(0)
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements statfs(2).

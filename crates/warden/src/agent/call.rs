@@ -1,0 +1,321 @@
+//! The steps of a delegated call as types, each table row's argument decoder, and every errno
+//! the agent answers on purpose.
+//!
+//! A request goes copy → check liveness → decide → act (docs/design.md, "The agent's steps"),
+//! and the types make that order the only one that compiles for the calls converted so far
+//! (the path calls `open`, `openat`, `openat2`, `creat`, `stat`, `lstat`, `newfstatat`,
+//! `statx`):
+//!
+//! - [`Copied`]: the call's arguments, typed, copied out of the caller once. Only the decoders
+//!   of this module make one, one decoder per syscall ([`decoder`]): no number is read as
+//!   another's layout, and a number with no decoder is `ENOSYS`.
+//! - [`Live`]: the same arguments after `SECCOMP_IOCTL_NOTIF_ID_VALID` said the request is
+//!   still the caller's (its thread had not died and its id been reused while we copied).
+//!   Only [`Client::confirm`] makes one, from a [`Copied`]; handlers take a `Live`, never raw
+//!   arguments.
+//! - [`Allowed`]: the policy allowed an access to the path walked. Only [`Client::allow`]
+//!   makes one, and only with a `Live` request in hand; the acting step of a converted handler
+//!   takes it.
+//!
+//! The other handlers still take the [`Client`] and return a bare `i32`; [`super::Agent`]'s
+//! dispatch turns those into an [`Errno`] at its boundary.
+//!
+//! # Deliberate errnos
+//!
+//! Where the agent answers something other than what the kernel would have answered for the
+//! same call on the same tree, on purpose (also in docs/design.md, "Errnos the agent chooses"):
+//!
+//! | errno | when | why |
+//! |---|---|---|
+//! | `EACCES` | the policy denies the access | the kernel's own answer for a permission refused |
+//! | `EACCES` | a walk fails (`ENOENT`, `ENOTDIR`, ...) on a path the policy hides ([`super::resolve::mask`]) | a hidden path that exists and one that does not must answer alike |
+//! | `ENOENT` | `/proc/<pid>` of any process but the caller's own | other processes are not visible by number |
+//! | `ENAMETOOLONG` | a walk deeper than [`super::resolve::MAX_DEPTH`] directories, or a logical path past `PATH_MAX` | bounds what one request holds |
+//! | `EINVAL` | `openat2` with `RESOLVE_IN_ROOT` | not supported yet: refused rather than resolved differently |
+//! | `EXDEV` | `rename` that would widen what a name reaches (its new path has rights its old one lacked) | what `mv` takes for "another file system": it falls back to copy + unlink, each checked |
+//! | `EACCES` | `link` that would widen what a name reaches | no fallback exists for a hard link, so the plain refusal |
+//! | `EACCES` | a device node opened where no rule names it exactly | devices are granted by name only |
+//! | `EACCES` | `O_TMPFILE` without `write` on new entries of the directory | what a refused create answers |
+//! | `EACCES` | `execve` of a file Landlock was not told about at start | the kernel would refuse it anyway, with no sentence |
+//! | `EACCES` | an executable `memfd_create` (`MFD_EXEC`) | a memfd could carry any readable file past `exec` rules |
+//! | `EOPNOTSUPP` | setting or removing an extended attribute outside `user.` | what a file system without that namespace answers: copiers fall back |
+//! | `ENXIO` | opening `/dev/tty` for a sandbox without `--tty` | the kernel's answer to a process with no controlling terminal |
+//! | `EFBIG` | `truncate` past the policy's file-size limit | the agent is not bound by the caller's `RLIMIT_FSIZE` (no `SIGXFSZ`) |
+//! | `EBADF` | `fchmod`/`fchown`/`fsetxattr` on a stand-in for an `O_PATH` symlink descriptor | as on the kernel's own `O_PATH` descriptor |
+//! | `ENOENT` | the request is no longer live (its caller died) | nobody reads it; the kernel answers the same for a vanished request |
+//! | `EIO` | a handler panicked | the one request fails; the agent, the sandbox's only one, stays up |
+//! | `ENOSYS` | a call the agent does not serve (another architecture, a number with no decoder) | the kernel's answer for an unknown call |
+
+use super::{Client, Ids};
+use rustix::io::Errno;
+use warden_policy::Access;
+
+/// Arguments copied out of the caller (step 1), not yet known to be the caller's.
+pub struct Copied<A>(A);
+
+/// Arguments of a request that was still live after they were copied (step 2): the only
+/// input handlers decide on.
+pub struct Live<A>(A);
+
+impl<A> Live<A> {
+    /// The arguments.
+    pub fn args(&self) -> &A {
+        &self.0
+    }
+
+    /// The arguments, taken.
+    pub fn into_args(self) -> A {
+        self.0
+    }
+}
+
+/// The policy allowed `access` to a path walked for a live request (step 4). Acting (step 5)
+/// takes one.
+#[derive(Debug)]
+pub struct Allowed {
+    access: Option<Access>,
+}
+
+impl Allowed {
+    /// The access allowed; `None` when only the object's metadata may be shown.
+    pub fn access(&self) -> Option<Access> {
+        self.access
+    }
+}
+
+impl Client<'_> {
+    /// Step 2: `copied` becomes live if the request still is.
+    pub fn confirm<A>(&self, copied: Copied<A>) -> Result<Live<A>, Errno> {
+        self.live().map_err(Errno::from_raw_os_error)?;
+        Ok(Live(copied.0))
+    }
+
+    /// Step 4: checks `access` to `path` (logging the decision) for the live request `_live`.
+    pub fn allow<A>(&self, _live: &Live<A>, path: &str, access: Access) -> Result<Allowed, Errno> {
+        self.decide(path, access)
+            .map_err(Errno::from_raw_os_error)?;
+        Ok(Allowed {
+            access: Some(access),
+        })
+    }
+
+    /// Step 4 for a call that only shows metadata of `path` (an object of type `kind`): some
+    /// right on it, or a directory on the way to one ([`super::resolve::visible`]).
+    pub fn allow_metadata<A>(
+        &self,
+        _live: &Live<A>,
+        path: &str,
+        kind: Option<rustix::fs::FileType>,
+    ) -> Result<Allowed, Errno> {
+        self.decide_metadata(path, kind)
+            .map_err(Errno::from_raw_os_error)?;
+        Ok(Allowed { access: None })
+    }
+
+    /// The caller's ids, once the request is live (the umask, for a create).
+    pub fn ids_of<A>(&self, _live: &Live<A>) -> Result<Ids, Errno> {
+        self.ids().map_err(Errno::from_raw_os_error)
+    }
+}
+
+/// Turns the agent's older `i32` errors into [`Errno`].
+pub trait Typed<T> {
+    /// The same result, with an [`Errno`].
+    fn typed(self) -> Result<T, Errno>;
+}
+
+impl<T> Typed<T> for Result<T, i32> {
+    fn typed(self) -> Result<T, Errno> {
+        self.map_err(Errno::from_raw_os_error)
+    }
+}
+
+/// Where a path is looked up from: `AT_FDCWD` or a descriptor of the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirFd(pub i32);
+
+/// open(2), openat(2), openat2(2) and creat(2), decoded.
+#[derive(Debug)]
+pub struct OpenArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied (no NUL).
+    pub path: Vec<u8>,
+    /// `O_*` flags (the low 32 bits the kernel reads).
+    pub flags: i32,
+    /// The mode for a created file (permission bits only).
+    pub mode: u32,
+    /// openat2's `RESOLVE_*` flags (0 for the others).
+    pub resolve: u64,
+}
+
+/// stat(2), lstat(2), newfstatat(2) and statx(2), decoded.
+#[derive(Debug)]
+pub struct StatArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied; empty for statx's NULL path with `AT_EMPTY_PATH`.
+    pub path: Vec<u8>,
+    /// `AT_*` flags.
+    pub flags: i32,
+    /// Where the result goes in the caller.
+    pub buf: u64,
+    /// statx's mask of fields asked for; `None` for the `struct stat` calls.
+    pub statx_mask: Option<u32>,
+}
+
+/// A decoder of one syscall's arguments, by the family that serves it.
+#[derive(Clone, Copy)]
+pub enum Decoder {
+    /// An open.
+    Open(fn(&Client) -> Result<Copied<OpenArgs>, Errno>),
+    /// A stat.
+    Stat(fn(&Client) -> Result<Copied<StatArgs>, Errno>),
+}
+
+/// The decoder of syscall `nr`, if it is one of the converted calls.
+pub fn decoder(nr: i64) -> Option<Decoder> {
+    Some(match nr {
+        libc::SYS_open => Decoder::Open(open),
+        libc::SYS_creat => Decoder::Open(creat),
+        libc::SYS_openat => Decoder::Open(openat),
+        libc::SYS_openat2 => Decoder::Open(openat2),
+        libc::SYS_stat => Decoder::Stat(stat),
+        libc::SYS_lstat => Decoder::Stat(lstat),
+        libc::SYS_newfstatat => Decoder::Stat(newfstatat),
+        libc::SYS_statx => Decoder::Stat(statx),
+        _ => return None,
+    })
+}
+
+const CWD: DirFd = DirFd(libc::AT_FDCWD);
+
+fn path(c: &Client, addr: u64) -> Result<Vec<u8>, Errno> {
+    c.path_arg(addr).typed()
+}
+
+fn open_args(
+    c: &Client,
+    dirfd: DirFd,
+    addr: u64,
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+) -> Result<Copied<OpenArgs>, Errno> {
+    Ok(Copied(OpenArgs {
+        dirfd,
+        path: path(c, addr)?,
+        flags: flags as u32 as i32,
+        mode: (mode & 0o7777) as u32,
+        resolve,
+    }))
+}
+
+/// `open(path, flags, mode)`.
+fn open(c: &Client) -> Result<Copied<OpenArgs>, Errno> {
+    open_args(c, CWD, c.arg(0), c.arg(1), c.arg(2), 0)
+}
+
+/// `creat(path, mode)`: `open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)`.
+fn creat(c: &Client) -> Result<Copied<OpenArgs>, Errno> {
+    let flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64;
+    open_args(c, CWD, c.arg(0), flags, c.arg(1), 0)
+}
+
+/// `openat(dirfd, path, flags, mode)`.
+fn openat(c: &Client) -> Result<Copied<OpenArgs>, Errno> {
+    open_args(c, DirFd(c.int(0)), c.arg(1), c.arg(2), c.arg(3), 0)
+}
+
+/// `openat2(dirfd, path, how, size)`: `struct open_how { u64 flags, mode, resolve }`, of the
+/// size the caller gives.
+fn openat2(c: &Client) -> Result<Copied<OpenArgs>, Errno> {
+    let size = super::decode::open_how_size(c.arg(3)).typed()?;
+    let mut how = vec![0u8; size];
+    c.read(c.arg(2), &mut how).typed()?;
+    let how = super::decode::open_how(&how).typed()?;
+    open_args(
+        c,
+        DirFd(c.int(0)),
+        c.arg(1),
+        how.flags,
+        how.mode,
+        how.resolve,
+    )
+}
+
+fn stat_args(
+    c: &Client,
+    dirfd: DirFd,
+    addr: u64,
+    flags: i32,
+    buf: u64,
+    statx_mask: Option<u32>,
+) -> Result<Copied<StatArgs>, Errno> {
+    // statx accepts a NULL path with AT_EMPTY_PATH (Linux 6.11).
+    let path = if addr == 0 && flags & libc::AT_EMPTY_PATH != 0 {
+        Vec::new()
+    } else {
+        path(c, addr)?
+    };
+    Ok(Copied(StatArgs {
+        dirfd,
+        path,
+        flags,
+        buf,
+        statx_mask,
+    }))
+}
+
+/// `stat(path, buf)`.
+fn stat(c: &Client) -> Result<Copied<StatArgs>, Errno> {
+    stat_args(c, CWD, c.arg(0), 0, c.arg(1), None)
+}
+
+/// `lstat(path, buf)`.
+fn lstat(c: &Client) -> Result<Copied<StatArgs>, Errno> {
+    stat_args(c, CWD, c.arg(0), libc::AT_SYMLINK_NOFOLLOW, c.arg(1), None)
+}
+
+/// `newfstatat(dirfd, path, buf, flags)`.
+fn newfstatat(c: &Client) -> Result<Copied<StatArgs>, Errno> {
+    stat_args(c, DirFd(c.int(0)), c.arg(1), c.int(3), c.arg(2), None)
+}
+
+/// `statx(dirfd, path, flags, mask, buf)`.
+fn statx(c: &Client) -> Result<Copied<StatArgs>, Errno> {
+    let mask = c.arg(3) as u32;
+    stat_args(c, DirFd(c.int(0)), c.arg(1), c.int(2), c.arg(4), Some(mask))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::{Class, Family, TABLE};
+
+    /// Every row of the table the agent serves as an open or a stat has a decoder of that
+    /// family, and no decoder serves a row of another: the table and the decoders cannot
+    /// drift apart.
+    #[test]
+    fn each_row_has_its_decoder() {
+        let mut rows = 0;
+        for entry in TABLE {
+            let family = match entry.class {
+                Class::Delegated(f) => f,
+                _ => {
+                    assert!(decoder(entry.nr).is_none(), "{}", entry.name());
+                    continue;
+                }
+            };
+            match (family, decoder(entry.nr)) {
+                (Family::Open, Some(Decoder::Open(_))) | (Family::Stat, Some(Decoder::Stat(_))) => {
+                    rows += 1
+                }
+                (Family::Open | Family::Stat, _) => panic!("{} has no decoder", entry.name()),
+                (_, Some(_)) => panic!("{} is decoded as another family", entry.name()),
+                (_, None) => {}
+            }
+        }
+        assert_eq!(rows, 8);
+    }
+}
