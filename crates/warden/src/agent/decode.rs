@@ -177,7 +177,8 @@ pub struct Part {
 }
 
 impl Part {
-    fn new(bytes: &[u8], dir: bool) -> Part {
+    /// The component `bytes`; `dir`: it must be a directory.
+    pub fn new(bytes: &[u8], dir: bool) -> Part {
         let mut part = Part {
             inline: [0; NAME_MAX],
             len: bytes.len(),

@@ -36,7 +36,6 @@ use crate::syscalls::{self, Class, Family};
 use log::{Decision, Log};
 use resolve::Resolver;
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
@@ -82,9 +81,9 @@ pub struct Agent {
     /// How many requests the agent serves at once for this sandbox, and what it may hold for it
     /// then: chosen from `--mem` ([`budget`]).
     pub budget: budget::Budget,
-    /// Requests being served, by notification id, and the worker serving each: the watchdog
-    /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
-    in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
+    /// Each worker's slot: the request it is serving, if any (see [`Slot`]). The list changes
+    /// only when a worker starts or ends; a request touches its own worker's slot alone.
+    in_flight: Mutex<Vec<Arc<Slot>>>,
     /// Calls served per family, decisions, and time spent (for the run report).
     pub stats: log::Stats,
     /// The descriptors handed out and the rules that allowed them (for `warden inspect`).
@@ -140,7 +139,7 @@ impl Agent {
             log,
             pool: pool::Pool::new(budget.workers, FIRST_WORKERS),
             budget,
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(Vec::new()),
             stats: log::Stats::default(),
             grants: Arc::default(),
             rule_spans: policy_spans(&policy),
@@ -160,7 +159,7 @@ impl Agent {
         let deadline = std::time::Instant::now() + limit;
         while std::time::Instant::now() < deadline {
             match self.in_flight.lock() {
-                Ok(t) if t.is_empty() => return,
+                Ok(slots) if slots.iter().all(|s| s.serving().is_none()) => return,
                 Ok(_) => {}
                 Err(_) => return,
             }
@@ -194,17 +193,23 @@ impl Agent {
     /// block forever, and enough of them would leave the sandbox without an agent (invariant 6:
     /// a dying client never blocks the others). Every 100 ms the watchdog asks the kernel which
     /// in-flight requests are no longer valid and interrupts their workers; the blocking call
-    /// fails with EINTR and the worker moves on. The table lock is held while signalling, and a
-    /// worker removes its entry under the same lock, so a signal never hits a later request.
+    /// fails with EINTR and the worker moves on. A slot's lock is held while signalling its
+    /// worker, and the worker clears its slot under the same lock, so a signal never hits a
+    /// later request; a worker's slot leaves the list before the worker ends.
     fn watchdog(self: Arc<Self>) {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(100));
-            let Ok(table) = self.in_flight.lock() else {
+            let Ok(slots) = self.in_flight.lock() else {
                 return;
             };
-            for (&id, &thread) in table.iter() {
-                if !unotify::id_valid(self.listener.as_fd(), id) {
-                    crate::sys::signals::interrupt(thread);
+            for slot in slots.iter() {
+                let Ok(serving) = slot.0.lock() else {
+                    continue;
+                };
+                if let Some((id, thread)) = *serving {
+                    if !unotify::id_valid(self.listener.as_fd(), id) {
+                        crate::sys::signals::interrupt(thread);
+                    }
                 }
             }
         }
@@ -243,6 +248,7 @@ impl Agent {
         // Each worker gets its own cwd, so binding or connecting a unix socket by a short
         // relative name from a held directory cannot race with another worker.
         let _ = crate::sys::process::unshare_fs();
+        let slot = SlotGuard::register(&self);
         loop {
             let notif = match unotify::recv(self.listener.as_fd()) {
                 Ok(n) => n,
@@ -264,23 +270,21 @@ impl Agent {
             if self.pool.took() == pool::Refill::Start {
                 self.start_worker();
             }
-            self.serve(notif);
+            self.serve(notif, &slot.slot);
             if !self.pool.served() {
                 return;
             }
         }
     }
 
-    fn serve(&self, notif: unotify::Notification) {
+    fn serve(&self, notif: unotify::Notification, slot: &Slot) {
         // Only the acting phase may be interrupted by the watchdog: the entry leaves the table
         // (under the lock the watchdog signals with) before the reply, because during
         // ADDFD|SEND the kernel already counts the request as answered while we wait for the
         // descriptor to be installed, and interrupting that wait would lose the reply.
         let start = std::time::Instant::now();
         let cpu_start = thread_cpu();
-        if let Ok(mut t) = self.in_flight.lock() {
-            t.insert(notif.id, crate::sys::signals::current_thread());
-        }
+        slot.set(Some((notif.id, crate::sys::signals::current_thread())));
         let family = delegated_family(&notif, self.net.mode);
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -289,9 +293,7 @@ impl Agent {
             .unwrap_or(Err(libc::EIO)),
             None => Err(libc::ENOSYS),
         };
-        if let Ok(mut t) = self.in_flight.lock() {
-            t.remove(&notif.id);
-        }
+        slot.set(None);
         // The agent's own work ends here; the reply below waits for the caller to wake (and, for
         // ADDFD, to install the descriptor), which is interposition, not service.
         let took = start.elapsed();
@@ -444,6 +446,48 @@ impl Agent {
             Family::Socket => net::socket(client),
             Family::Send => net::send(client),
             Family::Accept => net::accept(client),
+        }
+    }
+}
+
+/// One worker's request in flight: its notification id and the worker's thread, for the
+/// watchdog (`None` between requests).
+#[derive(Default)]
+struct Slot(Mutex<Option<(u64, crate::sys::signals::ThreadHandle)>>);
+
+impl Slot {
+    fn set(&self, serving: Option<(u64, crate::sys::signals::ThreadHandle)>) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = serving;
+        }
+    }
+
+    fn serving(&self) -> Option<u64> {
+        self.0.lock().ok().and_then(|s| s.map(|(id, _)| id))
+    }
+}
+
+/// A worker's slot in the agent's list, taken out again when the worker ends (however it
+/// ends), so the watchdog never signals a thread that is gone.
+struct SlotGuard<'a> {
+    agent: &'a Agent,
+    slot: Arc<Slot>,
+}
+
+impl SlotGuard<'_> {
+    fn register(agent: &Agent) -> SlotGuard<'_> {
+        let slot = Arc::new(Slot::default());
+        if let Ok(mut slots) = agent.in_flight.lock() {
+            slots.push(Arc::clone(&slot));
+        }
+        SlotGuard { agent, slot }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut slots) = self.agent.in_flight.lock() {
+            slots.retain(|s| !Arc::ptr_eq(s, &self.slot));
         }
     }
 }

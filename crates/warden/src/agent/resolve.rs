@@ -270,6 +270,9 @@ struct Walk {
     hops: usize,
     flags: WalkFlags,
     floor: usize,
+    /// The stack starts at the final component's parent ([`Resolver::fast_walk`]), not at the
+    /// root: a symlink to follow ends the fast walk (its target may be `/`, or use `..`).
+    fast: bool,
 }
 
 impl Walk {
@@ -280,6 +283,7 @@ impl Walk {
             hops: 0,
             flags,
             floor,
+            fast: false,
         }
     }
 }
@@ -541,7 +545,8 @@ impl Resolver {
         // A final symlink to follow continues the walk from a stack we did not build (its
         // target may use `..`): leave that to the component walk.
         let mut walk = Walk::new(stack, Pending::default(), flags, 1);
-        let last = Pending::new(last).pop_front().expect("a name");
+        walk.fast = true;
+        let last = Part::new(last, false);
         self.step(client, policy, &mut walk, &last, true)
     }
 
@@ -665,6 +670,10 @@ impl Resolver {
     ) -> Result<Option<Walked>, i32> {
         if walk.flags.no_symlinks {
             return Err(libc::ELOOP);
+        }
+        if walk.fast {
+            // The component walk follows it from a stack of its own.
+            return Ok(None);
         }
         walk.hops += 1;
         if walk.hops > MAX_HOPS {

@@ -172,6 +172,7 @@ fn build(dir: &Path, level: usize, levels: usize) {
         ("c", "l"),    // a chain
         ("s", "f/"),   // a file named as a directory
         ("e", "."),    // a target with no component
+        ("r", "/"),    // the root itself
     ] {
         symlink(target, dir.join(name)).unwrap();
     }
@@ -375,7 +376,9 @@ fn short_paths_agree_with_the_kernel() {
     }
     let tree = TempTree::new("short");
     build(&tree.0, 0, 3);
-    let alphabet = ["d", "f", "l", "a", "x", "p", "c", "s", "e", "n", "..", "."];
+    let alphabet = [
+        "d", "f", "l", "a", "x", "p", "c", "s", "e", "r", "n", "..", ".",
+    ];
     let n = compare_all(&tree.0, "/d/d", &alphabet, 3, || {});
     assert!(n > 10_000, "{n}");
     // Four components, over the names that move the walk the most.
