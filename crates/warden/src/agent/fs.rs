@@ -187,13 +187,13 @@ fn open_walked(
     }
     let of =
         OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let name = w.at_name();
-    let fd = match rustix::fs::openat(&w.parent, name.as_c_str(), of, create.mode) {
+    let name = w.at_cstr();
+    let fd = match rustix::fs::openat(&w.parent, name, of, create.mode) {
         Err(Errno::EXIST) if create.fresh && !excl => {
             // The name was made (or linked) by someone else after we looked: it is an existing
             // file now, and gets the checks an existing file gets, on the object we open.
             let plain = of & !(OFlags::CREATE | OFlags::EXCL);
-            let fd = rustix::fs::openat(&w.parent, name.as_c_str(), plain, create.mode)?;
+            let fd = rustix::fs::openat(&w.parent, name, plain, create.mode)?;
             let st = rustix::fs::fstat(&fd)?;
             check_existing(c, call, w, FileType::from_raw_mode(st.st_mode))?;
             fd

@@ -351,7 +351,10 @@ impl Agent {
             ids: OnceCell::new(),
             proc_dir: OnceCell::new(),
             start,
+            // Only an open answers with a descriptor of a path, the grant `warden inspect`
+            // shows: the other calls need not copy the path they allowed.
             granted: std::cell::RefCell::new(None),
+            keeps_grant: family == Family::Open,
             writable: std::cell::Cell::new(None),
         };
         let (fd, cloexec) = match self.dispatch(&client, family) {
@@ -548,6 +551,9 @@ pub struct Client<'a> {
     start: std::time::Instant,
     /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
     granted: std::cell::RefCell<Option<(String, warden_policy::RuleId)>>,
+    /// Whether the call may answer with a descriptor of the path it allowed (an open), so
+    /// that `granted` is worth keeping.
+    keeps_grant: bool,
     /// Whether the descriptor answered was opened for writing, when the handler knows (it
     /// spares asking the kernel).
     writable: std::cell::Cell<Option<bool>>,
@@ -883,7 +889,9 @@ impl Client<'_> {
         let allowed = verdict.is_allowed();
         self.agent.stats.count(allowed);
         if let Verdict::Allowed(id) = verdict {
-            *self.granted.borrow_mut() = Some((path.to_owned(), *id));
+            if self.keeps_grant {
+                *self.granted.borrow_mut() = Some((path.to_owned(), *id));
+            }
         }
         if !self.agent.log.wants(allowed) {
             return;

@@ -84,7 +84,12 @@ pub struct Walked {
 impl Walked {
     /// The name to use with `*at` calls on `parent` ("." when the target is `parent`).
     pub fn at_name(&self) -> CString {
-        self.name.clone().unwrap_or_else(|| c".".to_owned())
+        self.at_cstr().to_owned()
+    }
+
+    /// The same, borrowed.
+    pub fn at_cstr(&self) -> &std::ffi::CStr {
+        self.name.as_deref().unwrap_or(c".")
     }
 
     /// An `O_PATH|O_NOFOLLOW` descriptor of the final object, which must exist. Calls made
@@ -514,13 +519,20 @@ impl Resolver {
         if path.ends_with(b"/") || names_directory(path) {
             return Ok(None);
         }
-        let path = clean(path);
+        // Most paths programs pass are clean already (`/usr/lib/x`): no copy for those.
+        let cleaned;
+        let path = if is_clean(path) {
+            &path[1..]
+        } else {
+            cleaned = clean(path);
+            &cleaned[..]
+        };
         if path.is_empty() || path.split(|&b| b == b'/').any(|p| p == b"..") {
             return Ok(None);
         }
         let (rel, last) = match path.iter().rposition(|&b| b == b'/') {
             Some(i) => (&path[..i], &path[i + 1..]),
-            None => (&path[..0], &path[..]),
+            None => (&path[..0], path),
         };
         let stack = if rel.is_empty() {
             Stack::new(self.root_dir()?)
@@ -803,6 +815,14 @@ pub fn knowable(policy: &Policy, path: &str) -> bool {
             .is_some_and(|dir| {
                 dir != path && policy.check(dir, warden_policy::Access::Read).is_allowed()
             })
+}
+
+/// Whether absolute `path` is [`clean`] after its leading `/`: no empty or `.` component.
+fn is_clean(path: &[u8]) -> bool {
+    path.len() > 1
+        && path[1..]
+            .split(|&b| b == b'/')
+            .all(|c| !c.is_empty() && c != b".")
 }
 
 fn cstring(bytes: &[u8]) -> Result<CString, i32> {

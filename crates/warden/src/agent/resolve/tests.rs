@@ -155,9 +155,15 @@ fn kernel(path: &[u8], follow: bool, how: Mode2) -> Reached {
         Mode2::Beneath => rustix::fs::ResolveFlags::BENEATH,
         Mode2::NoSymlinks => rustix::fs::ResolveFlags::NO_SYMLINKS,
     };
-    let fd = rustix::fs::openat2(rustix::fs::CWD, path, flags, Mode::empty(), resolve)
-        .map_err(|e| e.raw_os_error())?;
-    id(&fd)
+    // openat2(2): with RESOLVE_BENEATH (or IN_ROOT), `..` fails with EAGAIN when a rename or
+    // mount anywhere in the system raced with the lookup; the caller is to retry.
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(rustix::fs::CWD, path, flags, Mode::empty(), resolve) {
+            Err(rustix::io::Errno::AGAIN) if tries < 100 => tries += 1,
+            other => return id(&other.map_err(|e| e.raw_os_error())?),
+        }
+    }
 }
 
 /// Makes one level of the test tree in `dir`: a file, a directory (the next level, down to
