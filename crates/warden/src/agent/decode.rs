@@ -124,12 +124,29 @@ pub fn cmsgs(control: &[u8]) -> Result<Vec<Cmsg>, i32> {
     Ok(out)
 }
 
-/// Splits a path into components, dropping empty ones and `.`.
+/// Splits a path into components, dropping empty ones and `.`, except a `.` that ends the
+/// path after a name (`a/.`): the kernel takes that path for the directory itself, not for
+/// the name `a` in its parent (`rmdir("a/.")` is `EINVAL`, `rmdir("a/")` removes `a`).
 pub fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
-    path.split(|&b| b == b'/')
+    let mut out: VecDeque<Vec<u8>> = path
+        .split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
         .map(<[u8]>::to_vec)
-        .collect()
+        .collect();
+    if !out.is_empty() && ends_in_dot(path) {
+        out.push_back(b".".to_vec());
+    }
+    out
+}
+
+/// Whether the last component of `path` (trailing slashes aside) is `.`.
+pub fn ends_in_dot(path: &[u8]) -> bool {
+    let mut end = path.len();
+    while end > 0 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    let head = &path[..end];
+    head == b"." || head.ends_with(b"/.")
 }
 
 /// A path's [`components`] joined by single slashes, in one buffer (`a//./b/` is `a/b`).
@@ -147,21 +164,17 @@ pub fn clean(path: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether `path` names a directory by its form: it ends in `/` or in a `.` component after a
-/// name (`a/`, `a/.`, `a/./`), so that its last name must be a directory, followed if it is a
-/// symlink, as the kernel's `LOOKUP_DIRECTORY`. (`..` is always a directory; `/`, `.` and the
-/// empty path have no name.)
+/// Whether `path` names a directory by its form: its last name is followed by `/` (`a/`,
+/// `a//`), so that it must be a directory, followed if it is a symlink, as the kernel's
+/// `LOOKUP_DIRECTORY`. (A path ending in `.` or `..` names the directory itself: see
+/// [`components`]; `/`, `.` and the empty path have no name.)
 pub fn names_directory(path: &[u8]) -> bool {
-    let mut end = path.len();
-    while end > 0 {
-        let head = &path[..end];
-        // Drop a trailing `/`, or a trailing `.` that is a component of its own.
-        if !(head.ends_with(b"/") || head == b"." || head.ends_with(b"/.")) {
-            break;
-        }
-        end -= 1;
-    }
-    end > 0 && end < path.len()
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    end > 0
+        && end < path.len()
+        && !ends_in_dot(path)
+        && &path[..end] != b".."
+        && !path[..end].ends_with(b"/..")
 }
 
 /// Longest name of one component, as the kernel's `NAME_MAX`.
@@ -246,9 +259,13 @@ impl Pending {
     /// `.`, the empty path). `directory`: its last component must be a directory even if the
     /// path does not say so itself (the target of a symlink that had to be one).
     pub fn push_front(&mut self, path: &[u8], directory: bool) -> bool {
-        let clean = clean(path);
+        let mut clean = clean(path);
         if clean.is_empty() {
             return false;
+        }
+        if ends_in_dot(path) {
+            // `a/.`: the directory itself, not the name `a` (see [`components`]).
+            clean.extend_from_slice(b"/.");
         }
         self.paths
             .push((clean, 0, directory || names_directory(path)));
@@ -447,10 +464,11 @@ mod tests {
     fn a_path_names_a_directory_by_a_trailing_slash_or_dot() {
         for (path, dir) in [
             (&b"a/"[..], true),
-            (b"a/.", true),
-            (b"a/./", true),
-            (b"a//.//", true),
-            (b"/a/b/.", true),
+            (b"a//", true),
+            (b"/a/b/", true),
+            (b"a/.", false),
+            (b"a/./", false),
+            (b"a/../", false),
             (b"a", false),
             (b"./a", false),
             (b"a/..", false),
@@ -468,9 +486,12 @@ mod tests {
         }
         // Only the last component of such a path carries the mark, and a target that must be
         // a directory passes it on to its own last component.
-        let mut p = Pending::new(b"a/b/.");
+        let mut p = Pending::new(b"a/b/");
         assert!(!p.pop_front().unwrap().must_be_directory());
         assert!(p.pop_front().unwrap().must_be_directory());
+        // A final `.` stays: the path names the directory itself.
+        assert_eq!(drain(Pending::new(b"a/./b/./")), [&b"a"[..], b"b", b"."]);
+        assert_eq!(drain(Pending::new(b"./.")), Vec::<Vec<u8>>::new());
         p.push_front(b"t/u", true);
         assert!(!p.pop_front().unwrap().must_be_directory());
         assert!(p.pop_front().unwrap().must_be_directory());

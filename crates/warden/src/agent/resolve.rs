@@ -15,7 +15,7 @@
 //! - `/proc/self`, `/proc/thread-self` and `/proc/<the caller's own pid>` are translated to the
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
-use super::decode::{clean, names_directory, Part, Pending, NAME_MAX};
+use super::decode::{clean, Part, Pending, NAME_MAX};
 use super::Ids;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::ffi::CString;
@@ -516,7 +516,8 @@ impl Resolver {
         path: &[u8],
         flags: WalkFlags,
     ) -> Result<Option<Walked>, i32> {
-        if path.ends_with(b"/") || names_directory(path) {
+        if path.ends_with(b"/") || path.ends_with(b"/.") {
+            // A name that must be a directory, or the directory itself: the component walk.
             return Ok(None);
         }
         // Most paths programs pass are clean already (`/usr/lib/x`): no copy for those.
@@ -575,6 +576,10 @@ impl Resolver {
         if part.len() > NAME_MAX {
             // The kernel's answer for such a name, wherever it is.
             return Err(libc::ENAMETOOLONG);
+        }
+        if **part == *b"." {
+            // Only ever last (`a/.`): the directory on top is the target itself.
+            return Ok(last.then(|| walk.stack.take_top()));
         }
         if **part == *b".." {
             if walk.stack.len() > walk.floor {

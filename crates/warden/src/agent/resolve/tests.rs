@@ -444,6 +444,48 @@ fn paths_across_mount_points_agree_with_the_kernel() {
     assert!(n > 3_000, "{n}");
 }
 
+/// A path ending in `.` names the directory itself, never the name before the `.` in its
+/// parent (the kernel's `LAST_DOT`: `rmdir("d/.")` is `EINVAL`, and `rmdir("link/.")` must not
+/// remove the link's target), while `name/` names `name`, which must be a directory.
+#[test]
+fn a_final_dot_is_the_directory_itself() {
+    let tree = TempTree::new("dot");
+    build(&tree.0, 0, 1);
+    let policy = allow_all();
+    let resolver = Resolver::rooted(open_dir(&tree.0)).unwrap();
+    let me = Me {
+        cwd: (open_dir(&tree.0), b"/".to_vec()),
+        policy: &policy,
+    };
+    let d = id(&open_dir(&tree.0.join("d")));
+    for path in ["d/.", "/d/.", "d/./", "l/.", "/l/.", "a/.", "c/./"] {
+        let w = resolver
+            .walk(
+                &me,
+                &policy,
+                Base::Cwd,
+                path.as_bytes(),
+                WalkFlags::default(),
+            )
+            .unwrap();
+        assert!(w.name.is_none(), "{path}: {:?}", w.name);
+        assert_eq!(w.path, "/d", "{path}");
+        assert_eq!(id(&w.object().unwrap()), d, "{path}");
+    }
+    for path in ["d/", "/d//"] {
+        let w = resolver
+            .walk(
+                &me,
+                &policy,
+                Base::Cwd,
+                path.as_bytes(),
+                WalkFlags::default(),
+            )
+            .unwrap();
+        assert_eq!(w.name.as_deref(), Some(c"d"), "{path}");
+    }
+}
+
 /// 40 symlinks in a chain are followed, 41 are `ELOOP`, as the kernel's `MAXSYMLINKS`.
 #[test]
 fn symlink_chains_stop_where_the_kernel_stops() {
