@@ -7,7 +7,9 @@
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
 
-use super::call::{Allowed, Live, OpenArgs, StatArgs, Typed};
+use super::call::{
+    AccessArgs, Allowed, CwdPathArgs, Live, OpenArgs, PathArgs, ReadlinkArgs, StatArgs, Typed,
+};
 use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
 use super::{value, Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
@@ -343,43 +345,36 @@ pub fn stat(c: &Client, call: Live<StatArgs>) -> Served {
 }
 
 /// Implements statfs(2).
-pub fn statfs(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_metadata(&w.path, w.kind)?;
-    existing(c, &w)?;
-    let st = sysfs::fstatfs(w.object()?.as_fd()).map_err(io_errno)?;
-    c.write(c.arg(1), st.bytes())?;
-    value(0)
+pub fn statfs(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, true).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
+    existing(c, &w).typed()?;
+    let st = sysfs::fstatfs(w.object().typed()?.as_fd())
+        .map_err(io_errno)
+        .typed()?;
+    c.write(a.arg, st.bytes()).typed()?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- access -------------------------------------------------------------------------------------
 
 /// Implements access(2), faccessat(2) and faccessat2(2).
-pub fn access(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, flags) = match c.nr() {
-        libc::SYS_access => (AT_FDCWD, c.arg(0), c.int(1), 0),
-        libc::SYS_faccessat => (c.int(0), c.arg(1), c.int(2), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.int(3)),
-    };
-    if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
-        let fd = c.fd_looked_up(dirfd)?;
+pub fn access(c: &Client, call: Live<AccessArgs>) -> Served {
+    let a = call.args();
+    let (dirfd, mode, flags) = (a.dirfd.0, a.mode, a.flags);
+    if empty_path(&a.path, flags) {
+        let fd = c.fd_looked_up(dirfd).typed()?;
         let m = rustix::fs::Access::from_bits_retain(mode as u32);
-        rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
-        return value(0);
+        rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH)?;
+        return Ok(Answer::Reply(Reply::Value(0)));
     }
-    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    let w = walk(c, dirfd, &a.path, flags & libc::AT_SYMLINK_NOFOLLOW == 0).typed()?;
     // A missing file is ENOENT whatever the mode asks, where its absence is no secret.
-    existing(c, &w)?;
+    existing(c, &w).typed()?;
     let dir = w.kind == Some(FileType::Directory);
     if mode == libc::F_OK {
-        c.decide_metadata(&w.path, w.kind)?;
+        c.allow_metadata(&call, &w.path, w.kind)?;
     }
     for (bit, access) in [
         (libc::R_OK, Access::Read),
@@ -394,88 +389,78 @@ pub fn access(c: &Client) -> Handled {
             (true, Access::Write)
                 if c.policy().new_entry_rights(&w.path).contains(Access::Write) => {}
             // Searching a directory is walking through it.
-            (true, Access::Exec) => c.decide_metadata(&w.path, w.kind)?,
-            _ => c.decide(&w.path, access)?,
+            (true, Access::Exec) => {
+                c.allow_metadata(&call, &w.path, w.kind)?;
+            }
+            _ => {
+                c.allow(&call, &w.path, access)?;
+            }
         }
     }
-    existing(c, &w)?;
     let mut at = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
     if flags & libc::AT_EACCESS != 0 {
         at |= rustix::fs::AtFlags::EACCESS;
     }
-    rustix::fs::accessat(
-        &w.parent,
-        w.at_name().as_c_str(),
-        rustix::fs::Access::from_bits_retain(mode as u32),
-        at,
-    )
-    .map_err(errno)?;
-    value(0)
+    let m = rustix::fs::Access::from_bits_retain(mode as u32);
+    rustix::fs::accessat(&w.parent, w.at_cstr(), m, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- readlink -----------------------------------------------------------------------------------
 
 /// Implements readlink(2) and readlinkat(2).
-pub fn readlink(c: &Client) -> Handled {
-    let (dirfd, path_addr, buf, size) = match c.nr() {
-        libc::SYS_readlink => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3)),
-    };
-    let size = size as u32 as i32;
-    if size <= 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if path.is_empty() && dirfd != AT_FDCWD {
+pub fn readlink(c: &Client, call: Live<ReadlinkArgs>) -> Served {
+    let a = call.args();
+    let dirfd = a.dirfd.0;
+    if a.path.is_empty() && dirfd != AT_FDCWD {
         // readlinkat(fd, ""): the link a descriptor the caller holds names (an O_PATH one,
         // here a stand-in); ENOENT for anything else, as the kernel answers.
-        let fd = c.fd_looked_up(dirfd)?;
-        let target = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(errno)?;
-        let bytes = target.as_bytes();
-        let n = bytes.len().min(size as usize);
-        c.write(buf, &bytes[..n])?;
-        return value(n as i64);
+        let fd = c.fd_looked_up(dirfd).typed()?;
+        let target = rustix::fs::readlinkat(&fd, c"", Vec::new())?;
+        return copy_out(c, a, target.as_bytes());
     }
-    let w = walk(c, dirfd, &path, false)?;
-    c.decide_metadata(&w.path, w.kind)?;
+    let w = walk(c, dirfd, &a.path, false).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
     let target = match w.kind {
-        Some(FileType::Symlink) => {
-            rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?
-        }
+        Some(FileType::Symlink) => rustix::fs::readlinkat(&w.parent, w.at_cstr(), Vec::new())?,
         // /proc/self itself reads as the caller's own pid, in its namespace.
         Some(FileType::Directory) if w.path == "/proc/self" => {
-            CString::new(c.ids()?.ns_tgid.to_string()).expect("digits")
+            CString::new(c.ids_of(&call)?.ns_tgid.to_string()).expect("digits")
         }
-        Some(_) => return Err(libc::EINVAL),
-        None => return Err(mask(c.policy(), &w.path, libc::ENOENT)),
+        Some(_) => return Err(Errno::INVAL),
+        None => {
+            return Err(Errno::from_raw_os_error(mask(
+                c.policy(),
+                &w.path,
+                libc::ENOENT,
+            )))
+        }
     };
-    let bytes = target.as_bytes();
-    let n = bytes.len().min(size as usize);
-    c.write(buf, &bytes[..n])?;
-    value(n as i64)
+    copy_out(c, a, target.as_bytes())
+}
+
+/// Copies a link's target into the caller's buffer, cut to its size (no NUL, as the kernel).
+fn copy_out(c: &Client, a: &ReadlinkArgs, bytes: &[u8]) -> Served {
+    let n = bytes.len().min(a.size);
+    c.write(a.buf, &bytes[..n]).typed()?;
+    Ok(Answer::Reply(Reply::Value(n as i64)))
 }
 
 // ---- creating: mkdir, mknod, symlink ------------------------------------------------------------
 
 /// Implements mkdir(2) and mkdirat(2).
-pub fn mkdir(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode) = match c.nr() {
-        libc::SYS_mkdir => (AT_FDCWD, c.arg(0), c.arg(1)),
-        _ => (c.int(0), c.arg(1), c.arg(2)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
+pub fn mkdir(c: &Client, call: Live<PathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
     if w.kind.is_some() && knowable(c.policy(), &w.path) {
         // What the kernel answers first, and what `mkdir -p` and create_dir_all expect.
-        return Err(libc::EEXIST);
+        return Err(Errno::EXIST);
     }
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let mode = safe_mode(mode as u32, true) & !c.ids()?.umask;
-    rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode)).map_err(errno)?;
-    value(0)
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
+    let mode = safe_mode(a.bits, true) & !c.ids_of(&call)?.umask;
+    rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode))?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements mknod(2) and mknodat(2). Device nodes are refused whatever the policy says.
@@ -534,25 +519,16 @@ pub fn symlink(c: &Client) -> Handled {
 // ---- removing and moving -------------------------------------------------------------------------
 
 /// Implements unlink(2), unlinkat(2) and rmdir(2).
-pub fn unlink(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_unlink => (AT_FDCWD, c.arg(0), 0),
-        libc::SYS_rmdir => (AT_FDCWD, c.arg(0), libc::AT_REMOVEDIR),
-        _ => (c.int(0), c.arg(1), c.int(2)),
-    };
-    if flags & !libc::AT_REMOVEDIR != 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
+pub fn unlink(c: &Client, call: Live<PathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
     // Removing what is not there is ENOENT (so `rm -f` succeeds), where that is no secret.
-    existing(c, &w)?;
-    c.decide(&w.path, Access::Unlink)?;
-    let name = w.name.as_deref().ok_or(libc::EBUSY)?;
-    let at = rustix::fs::AtFlags::from_bits_retain(flags as u32);
-    rustix::fs::unlinkat(&w.parent, name, at).map_err(errno)?;
-    value(0)
+    existing(c, &w).typed()?;
+    c.allow(&call, &w.path, Access::Unlink)?;
+    let name = w.name.as_deref().ok_or(Errno::BUSY)?;
+    let at = rustix::fs::AtFlags::from_bits_retain(a.bits);
+    rustix::fs::unlinkat(&w.parent, name, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Why moving (or linking) the object at `from` to `to` would give it rights it does not have
@@ -843,34 +819,32 @@ pub fn chown(c: &Client) -> Handled {
 }
 
 /// Implements truncate(2).
-pub fn truncate(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    let len = c.arg(1) as i64;
-    c.live()?;
+pub fn truncate(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let a = call.args();
+    let len = a.arg as i64;
     if len < 0 {
-        return Err(libc::EINVAL);
+        return Err(Errno::INVAL);
     }
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide(&w.path, Access::Write)?;
-    match existing(c, &w)? {
-        FileType::Directory => return Err(libc::EISDIR),
+    let w = walk(c, AT_FDCWD, &a.path, true).typed()?;
+    let _allowed = c.allow(&call, &w.path, Access::Write)?;
+    match existing(c, &w).typed()? {
+        FileType::Directory => return Err(Errno::ISDIR),
         FileType::RegularFile => {}
-        _ => return Err(libc::EINVAL),
+        _ => return Err(Errno::INVAL),
     }
     // The agent is not bound by the program's RLIMIT_FSIZE, so it applies the limit itself
     // (as EFBIG; the kernel would also raise SIGXFSZ).
     if c.policy().limits.fsize.is_some_and(|max| len as u64 > max) {
-        return Err(libc::EFBIG);
+        return Err(Errno::FBIG);
     }
     let fd = rustix::fs::openat(
         &w.parent,
-        w.at_name().as_c_str(),
+        w.at_cstr(),
         OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(errno)?;
-    rustix::fs::ftruncate(&fd, len as u64).map_err(errno)?;
-    value(0)
+    )?;
+    rustix::fs::ftruncate(&fd, len as u64)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements utime(2), utimes(2), futimesat(2) and utimensat(2).
@@ -1079,14 +1053,12 @@ pub fn inotify_add_watch(c: &Client) -> Handled {
 /// behind it. A thread racing to rewrite the path can land in a directory the policy hides;
 /// it learns that the directory exists, but nothing more: every later call made there is
 /// resolved and checked by the agent from the directory's real path (README, "Known limits").
-pub fn chdir(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_metadata(&w.path, w.kind)?;
-    match existing(c, &w)? {
+pub fn chdir(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let w = walk(c, AT_FDCWD, &call.args().path, true).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
+    match existing(c, &w).typed()? {
         FileType::Directory => Ok(Answer::Reply(Reply::Continue)),
-        _ => Err(libc::ENOTDIR),
+        _ => Err(Errno::NOTDIR),
     }
 }
 

@@ -405,17 +405,26 @@ impl Agent {
     /// The typed steps for the calls [`call`] decodes: copy, confirm live, then the handler;
     /// the others through their own handlers, their errors typed here.
     fn dispatch_typed(&self, client: &Client<'_>, family: Family) -> Served {
-        use call::Decoder;
+        use call::Decoder as D;
+        /// Step 1 with the row's decoder, step 2, then the handler on the live arguments.
+        macro_rules! typed {
+            ($copy:expr, $handler:path) => {
+                $handler(client, client.confirm($copy(client)?)?)
+            };
+        }
         match call::decoder(client.nr()) {
-            Some(Decoder::Open(copy)) if family == Family::Open => {
-                fs::open(client, client.confirm(copy(client)?)?)
-            }
-            Some(Decoder::Stat(copy)) if family == Family::Stat => {
-                fs::stat(client, client.confirm(copy(client)?)?)
-            }
             // A decoder of another family than the table's: the two disagree (a unit test
             // keeps them together).
-            Some(_) => Err(rustix::io::Errno::NOSYS),
+            Some(d) if d.family() != family => Err(rustix::io::Errno::NOSYS),
+            Some(D::Open(copy)) => typed!(copy, fs::open),
+            Some(D::Stat(copy)) => typed!(copy, fs::stat),
+            Some(D::Access(copy)) => typed!(copy, fs::access),
+            Some(D::Readlink(copy)) => typed!(copy, fs::readlink),
+            Some(D::Mkdir(copy)) => typed!(copy, fs::mkdir),
+            Some(D::Unlink(copy)) => typed!(copy, fs::unlink),
+            Some(D::Statfs(copy)) => typed!(copy, fs::statfs),
+            Some(D::Chdir(copy)) => typed!(copy, fs::chdir),
+            Some(D::Truncate(copy)) => typed!(copy, fs::truncate),
             None => self
                 .dispatch_legacy(client, family)
                 .map_err(rustix::io::Errno::from_raw_os_error),
@@ -425,21 +434,22 @@ impl Agent {
     fn dispatch_legacy(&self, client: &Client<'_>, family: Family) -> Handled {
         match family {
             // Served through `call`'s decoders; a number of theirs without one is not a call.
-            Family::Open | Family::Stat => Err(libc::ENOSYS),
-            Family::Access => fs::access(client),
-            Family::Readlink => fs::readlink(client),
-            Family::Mkdir => fs::mkdir(client),
+            Family::Open
+            | Family::Stat
+            | Family::Access
+            | Family::Readlink
+            | Family::Mkdir
+            | Family::Unlink
+            | Family::Statfs
+            | Family::Chdir
+            | Family::Truncate => Err(libc::ENOSYS),
             Family::Mknod => fs::mknod(client),
-            Family::Unlink => fs::unlink(client),
             Family::Rename => fs::rename(client),
             Family::Link => fs::link(client),
             Family::Symlink => fs::symlink(client),
             Family::Chmod => fs::chmod(client),
             Family::Chown => fs::chown(client),
-            Family::Truncate => fs::truncate(client),
             Family::Utime => fs::utime(client),
-            Family::Chdir => fs::chdir(client),
-            Family::Statfs => fs::statfs(client),
             Family::Xattr => fs::xattr(client),
             Family::InotifyAddWatch => fs::inotify_add_watch(client),
             Family::Exec => fs::exec(client),
