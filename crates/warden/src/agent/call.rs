@@ -3,8 +3,8 @@
 //!
 //! A request goes copy → check liveness → decide → act (docs/design.md, "The agent's steps"),
 //! and the types make that order the only one that compiles for the calls converted so far
-//! (the path calls of the open, stat, access, readlink, mkdir, unlink, statfs, chdir and
-//! truncate families):
+//! (the path calls of the open, stat, access, readlink, mkdir, mknod, symlink, unlink, statfs,
+//! chdir and truncate families):
 //!
 //! - [`Copied`]: the call's arguments, typed, copied out of the caller once. Only the decoders
 //!   of this module make one, one decoder per syscall ([`decoder`]): no number is read as
@@ -202,6 +202,30 @@ pub struct PathArgs {
     pub bits: u32,
 }
 
+/// mknod(2), mknodat(2), decoded.
+#[derive(Debug)]
+pub struct MknodArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// The file type and permission bits.
+    pub mode: u32,
+    /// The device number (refused for devices anyway).
+    pub dev: u64,
+}
+
+/// symlink(2), symlinkat(2), decoded.
+#[derive(Debug)]
+pub struct SymlinkArgs {
+    /// The link's text, as copied: free text, checked when followed.
+    pub target: Vec<u8>,
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The new link's path, as copied.
+    pub path: Vec<u8>,
+}
+
 /// statfs(2), chdir(2) and truncate(2): a path from the cwd and one plain argument.
 #[derive(Debug)]
 pub struct CwdPathArgs {
@@ -226,6 +250,10 @@ pub enum Decoder {
     Mkdir(fn(&Client) -> Result<Copied<PathArgs>, Errno>),
     /// An unlink or rmdir.
     Unlink(fn(&Client) -> Result<Copied<PathArgs>, Errno>),
+    /// A mknod.
+    Mknod(fn(&Client) -> Result<Copied<MknodArgs>, Errno>),
+    /// A symlink.
+    Symlink(fn(&Client) -> Result<Copied<SymlinkArgs>, Errno>),
     /// statfs.
     Statfs(fn(&Client) -> Result<Copied<CwdPathArgs>, Errno>),
     /// chdir.
@@ -245,6 +273,8 @@ impl Decoder {
             Decoder::Readlink(_) => F::Readlink,
             Decoder::Mkdir(_) => F::Mkdir,
             Decoder::Unlink(_) => F::Unlink,
+            Decoder::Mknod(_) => F::Mknod,
+            Decoder::Symlink(_) => F::Symlink,
             Decoder::Statfs(_) => F::Statfs,
             Decoder::Chdir(_) => F::Chdir,
             Decoder::Truncate(_) => F::Truncate,
@@ -274,6 +304,10 @@ pub fn decoder(nr: i64) -> Option<Decoder> {
         libc::SYS_unlink => D::Unlink(unlink),
         libc::SYS_unlinkat => D::Unlink(unlinkat),
         libc::SYS_rmdir => D::Unlink(rmdir),
+        libc::SYS_mknod => D::Mknod(mknod),
+        libc::SYS_mknodat => D::Mknod(mknodat),
+        libc::SYS_symlink => D::Symlink(symlink),
+        libc::SYS_symlinkat => D::Symlink(symlinkat),
         libc::SYS_statfs => D::Statfs(cwd_path),
         libc::SYS_chdir => D::Chdir(cwd_path),
         libc::SYS_truncate => D::Truncate(cwd_path),
@@ -480,6 +514,44 @@ fn unlinkat(c: &Client) -> Result<Copied<PathArgs>, Errno> {
     path_args(c, DirFd(c.int(0)), c.arg(1), flags as u32)
 }
 
+/// `mknod(path, mode, dev)`.
+fn mknod(c: &Client) -> Result<Copied<MknodArgs>, Errno> {
+    Ok(Copied(MknodArgs {
+        dirfd: CWD,
+        path: path(c, c.arg(0))?,
+        mode: c.arg(1) as u32,
+        dev: c.arg(2),
+    }))
+}
+
+/// `mknodat(dirfd, path, mode, dev)`.
+fn mknodat(c: &Client) -> Result<Copied<MknodArgs>, Errno> {
+    Ok(Copied(MknodArgs {
+        dirfd: DirFd(c.int(0)),
+        path: path(c, c.arg(1))?,
+        mode: c.arg(2) as u32,
+        dev: c.arg(3),
+    }))
+}
+
+/// `symlink(target, path)`.
+fn symlink(c: &Client) -> Result<Copied<SymlinkArgs>, Errno> {
+    Ok(Copied(SymlinkArgs {
+        target: path(c, c.arg(0))?,
+        dirfd: CWD,
+        path: path(c, c.arg(1))?,
+    }))
+}
+
+/// `symlinkat(target, dirfd, path)`.
+fn symlinkat(c: &Client) -> Result<Copied<SymlinkArgs>, Errno> {
+    Ok(Copied(SymlinkArgs {
+        target: path(c, c.arg(0))?,
+        dirfd: DirFd(c.int(1)),
+        path: path(c, c.arg(2))?,
+    }))
+}
+
 /// `statfs(path, buf)`, `chdir(path)`, `truncate(path, length)`.
 fn cwd_path(c: &Client) -> Result<Copied<CwdPathArgs>, Errno> {
     Ok(Copied(CwdPathArgs {
@@ -514,6 +586,8 @@ mod tests {
                 Family::Readlink,
                 Family::Mkdir,
                 Family::Unlink,
+                Family::Mknod,
+                Family::Symlink,
                 Family::Statfs,
                 Family::Chdir,
                 Family::Truncate,
@@ -527,6 +601,6 @@ mod tests {
                 None => {}
             }
         }
-        assert_eq!(rows, 21);
+        assert_eq!(rows, 25);
     }
 }

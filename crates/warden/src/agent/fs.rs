@@ -8,7 +8,8 @@
 //! right on the path: a path the policy says nothing about is invisible.
 
 use super::call::{
-    AccessArgs, Allowed, CwdPathArgs, Live, OpenArgs, PathArgs, ReadlinkArgs, StatArgs, Typed,
+    AccessArgs, Allowed, CwdPathArgs, Live, MknodArgs, OpenArgs, PathArgs, ReadlinkArgs, StatArgs,
+    SymlinkArgs, Typed,
 };
 use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
 use super::{value, Answer, Client, Handled, Served};
@@ -464,56 +465,39 @@ pub fn mkdir(c: &Client, call: Live<PathArgs>) -> Served {
 }
 
 /// Implements mknod(2) and mknodat(2). Device nodes are refused whatever the policy says.
-pub fn mknod(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, dev) = match c.nr() {
-        libc::SYS_mknod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
-    let kind = mode & libc::S_IFMT;
+pub fn mknod(c: &Client, call: Live<MknodArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
+    let kind = a.mode & libc::S_IFMT;
     if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
-        return Err(c.refuse(
+        return Err(Errno::from_raw_os_error(c.refuse(
             &w.path,
             "device nodes cannot be created in a sandbox",
             libc::EPERM,
-        ));
+        )));
     }
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
     let file_type = if kind == 0 {
         FileType::RegularFile
     } else {
         FileType::from_raw_mode(kind)
     };
-    let perm = safe_mode(mode, false) & !c.ids()?.umask;
-    rustix::fs::mknodat(
-        &w.parent,
-        name,
-        file_type,
-        Mode::from_bits_retain(perm),
-        dev,
-    )
-    .map_err(errno)?;
-    value(0)
+    let perm = safe_mode(a.mode, false) & !c.ids_of(&call)?.umask;
+    let perm = Mode::from_bits_retain(perm);
+    rustix::fs::mknodat(&w.parent, name, file_type, perm, a.dev)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements symlink(2) and symlinkat(2). The target is free text: it is checked when followed.
-pub fn symlink(c: &Client) -> Handled {
-    let (target_addr, dirfd, path_addr) = match c.nr() {
-        libc::SYS_symlink => (c.arg(0), AT_FDCWD, c.arg(1)),
-        _ => (c.arg(0), c.int(1), c.arg(2)),
-    };
-    let target = c.path_arg(target_addr)?;
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let target = CString::new(target).map_err(|_| libc::EINVAL)?;
-    rustix::fs::symlinkat(target.as_c_str(), &w.parent, name).map_err(errno)?;
-    value(0)
+pub fn symlink(c: &Client, call: Live<SymlinkArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
+    let target = CString::new(a.target.as_slice()).map_err(|_| Errno::INVAL)?;
+    rustix::fs::symlinkat(target.as_c_str(), &w.parent, name)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- removing and moving -------------------------------------------------------------------------

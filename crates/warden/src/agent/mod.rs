@@ -422,6 +422,8 @@ impl Agent {
             Some(D::Readlink(copy)) => typed!(copy, fs::readlink),
             Some(D::Mkdir(copy)) => typed!(copy, fs::mkdir),
             Some(D::Unlink(copy)) => typed!(copy, fs::unlink),
+            Some(D::Mknod(copy)) => typed!(copy, fs::mknod),
+            Some(D::Symlink(copy)) => typed!(copy, fs::symlink),
             Some(D::Statfs(copy)) => typed!(copy, fs::statfs),
             Some(D::Chdir(copy)) => typed!(copy, fs::chdir),
             Some(D::Truncate(copy)) => typed!(copy, fs::truncate),
@@ -440,13 +442,13 @@ impl Agent {
             | Family::Readlink
             | Family::Mkdir
             | Family::Unlink
+            | Family::Mknod
+            | Family::Symlink
             | Family::Statfs
             | Family::Chdir
             | Family::Truncate => Err(libc::ENOSYS),
-            Family::Mknod => fs::mknod(client),
             Family::Rename => fs::rename(client),
             Family::Link => fs::link(client),
-            Family::Symlink => fs::symlink(client),
             Family::Chmod => fs::chmod(client),
             Family::Chown => fs::chown(client),
             Family::Utime => fs::utime(client),
