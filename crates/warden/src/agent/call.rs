@@ -3,8 +3,8 @@
 //!
 //! A request goes copy → check liveness → decide → act (docs/design.md, "The agent's steps"),
 //! and the types make that order the only one that compiles for the calls converted so far
-//! (the path calls of the open, stat, access, readlink, mkdir, mknod, symlink, unlink, statfs,
-//! chdir and truncate families):
+//! (every file-system family; the network families, `connect`/`bind`, `socket`, `send*` and
+//! `accept*`, still decode in their handlers):
 //!
 //! - [`Copied`]: the call's arguments, typed, copied out of the caller once. Only the decoders
 //!   of this module make one, one decoder per syscall ([`decoder`]): no number is read as
@@ -17,8 +17,9 @@
 //!   makes one, and only with a `Live` request in hand; the acting step of a converted handler
 //!   takes it.
 //!
-//! The other handlers still take the [`Client`] and return a bare `i32`; [`super::Agent`]'s
-//! dispatch turns those into an [`Errno`] at its boundary.
+//! The network handlers (`connect`/`bind`, `socket`, `send*`, `accept*`) still take the
+//! [`Client`], decode their own arguments and return a bare `i32`; [`super::Agent`]'s dispatch
+//! turns those into an [`Errno`] at its boundary.
 //!
 //! # Deliberate errnos
 //!
@@ -226,6 +227,166 @@ pub struct SymlinkArgs {
     pub path: Vec<u8>,
 }
 
+/// rename(2), renameat(2), renameat2(2), link(2) and linkat(2): two paths, decoded.
+#[derive(Debug)]
+pub struct TwoPathArgs {
+    /// Where the old path starts.
+    pub odir: DirFd,
+    /// The old path, as copied.
+    pub old: Vec<u8>,
+    /// Where the new path starts.
+    pub ndir: DirFd,
+    /// The new path, as copied.
+    pub new: Vec<u8>,
+    /// rename: `RENAME_NOREPLACE` or `RENAME_EXCHANGE` (checked); link: `AT_*` flags.
+    pub flags: u32,
+}
+
+/// chmod(2), fchmodat(2), fchmodat2(2), decoded.
+#[derive(Debug)]
+pub struct ChmodArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// The new mode.
+    pub mode: u32,
+    /// `AT_*` flags (fchmodat2 only).
+    pub flags: i32,
+}
+
+/// chown(2), lchown(2), fchownat(2), decoded.
+#[derive(Debug)]
+pub struct ChownArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// The new owner, as the program's user namespace numbers it (`-1`: unchanged).
+    pub uid: u32,
+    /// The new group, likewise.
+    pub gid: u32,
+    /// `AT_*` flags.
+    pub flags: i32,
+}
+
+/// utime(2), utimes(2), futimesat(2), utimensat(2), decoded.
+#[derive(Debug)]
+pub struct UtimeArgs {
+    /// Where a relative path starts (utimensat with a NULL path: the descriptor itself).
+    pub dirfd: DirFd,
+    /// The path, as copied; `None` for a NULL path.
+    pub path: Option<Vec<u8>>,
+    /// Access and modification times as (seconds, nanoseconds), copied into utimensat's shape;
+    /// `None` for "now".
+    pub times: Option<[(i64, i64); 2]>,
+    /// `AT_*` flags (utimensat only).
+    pub flags: i32,
+}
+
+/// What an xattr call does.
+#[derive(Debug)]
+pub enum XattrOp {
+    /// getxattr: into the caller's `buf`, of `size` (bounded by `XATTR_SIZE_MAX`).
+    Get {
+        /// Where.
+        buf: u64,
+        /// Room.
+        size: usize,
+    },
+    /// listxattr, likewise.
+    List {
+        /// Where.
+        buf: u64,
+        /// Room.
+        size: usize,
+    },
+    /// setxattr with this value and these flags.
+    Set {
+        /// The value, as copied.
+        value: Vec<u8>,
+        /// `XATTR_CREATE`, `XATTR_REPLACE`.
+        flags: u32,
+    },
+    /// removexattr.
+    Remove,
+}
+
+/// getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr and
+/// lremovexattr, decoded.
+#[derive(Debug)]
+pub struct XattrArgs {
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// Whether a final symlink is followed (the calls without `l`).
+    pub follow: bool,
+    /// The attribute's name (all but list), checked as the kernel checks it.
+    pub name: Option<std::ffi::CString>,
+    /// What to do.
+    pub op: XattrOp,
+}
+
+/// inotify_add_watch(2), decoded.
+#[derive(Debug)]
+pub struct InotifyArgs {
+    /// The caller's inotify descriptor.
+    pub fd: i32,
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// The events asked for.
+    pub mask: u32,
+}
+
+/// execve(2), execveat(2), decoded (the argument and environment vectors are the kernel's to
+/// read: the call is continued).
+#[derive(Debug)]
+pub struct ExecArgs {
+    /// Where a relative path starts.
+    pub dirfd: DirFd,
+    /// The path, as copied.
+    pub path: Vec<u8>,
+    /// `AT_*` flags (execveat only).
+    pub flags: i32,
+}
+
+/// What a change through a descriptor does.
+#[derive(Debug)]
+pub enum FdChange {
+    /// fchmod.
+    Mode(u32),
+    /// fchown: owner and group, as the program numbers them.
+    Owner(u32, u32),
+    /// fsetxattr.
+    SetXattr {
+        /// The name, checked.
+        name: std::ffi::CString,
+        /// The value, as copied.
+        value: Vec<u8>,
+        /// `XATTR_CREATE`, `XATTR_REPLACE`.
+        flags: u32,
+    },
+    /// fremovexattr.
+    RemoveXattr(std::ffi::CString),
+}
+
+/// fchmod(2), fchown(2), fsetxattr(2), fremovexattr(2), decoded.
+#[derive(Debug)]
+pub struct FdMetadataArgs {
+    /// The caller's descriptor.
+    pub fd: i32,
+    /// The change.
+    pub change: FdChange,
+}
+
+/// memfd_create(2), decoded.
+#[derive(Debug)]
+pub struct MemfdArgs {
+    /// The name, as copied.
+    pub name: Vec<u8>,
+    /// `MFD_*` flags.
+    pub flags: u32,
+}
+
 /// statfs(2), chdir(2) and truncate(2): a path from the cwd and one plain argument.
 #[derive(Debug)]
 pub struct CwdPathArgs {
@@ -254,6 +415,26 @@ pub enum Decoder {
     Mknod(fn(&Client) -> Result<Copied<MknodArgs>, Errno>),
     /// A symlink.
     Symlink(fn(&Client) -> Result<Copied<SymlinkArgs>, Errno>),
+    /// A rename.
+    Rename(fn(&Client) -> Result<Copied<TwoPathArgs>, Errno>),
+    /// A link.
+    Link(fn(&Client) -> Result<Copied<TwoPathArgs>, Errno>),
+    /// A chmod.
+    Chmod(fn(&Client) -> Result<Copied<ChmodArgs>, Errno>),
+    /// A chown.
+    Chown(fn(&Client) -> Result<Copied<ChownArgs>, Errno>),
+    /// A utime.
+    Utime(fn(&Client) -> Result<Copied<UtimeArgs>, Errno>),
+    /// An xattr call on a path.
+    Xattr(fn(&Client) -> Result<Copied<XattrArgs>, Errno>),
+    /// inotify_add_watch.
+    Inotify(fn(&Client) -> Result<Copied<InotifyArgs>, Errno>),
+    /// An exec.
+    Exec(fn(&Client) -> Result<Copied<ExecArgs>, Errno>),
+    /// A metadata change through a descriptor.
+    FdMetadata(fn(&Client) -> Result<Copied<FdMetadataArgs>, Errno>),
+    /// memfd_create.
+    Memfd(fn(&Client) -> Result<Copied<MemfdArgs>, Errno>),
     /// statfs.
     Statfs(fn(&Client) -> Result<Copied<CwdPathArgs>, Errno>),
     /// chdir.
@@ -275,6 +456,16 @@ impl Decoder {
             Decoder::Unlink(_) => F::Unlink,
             Decoder::Mknod(_) => F::Mknod,
             Decoder::Symlink(_) => F::Symlink,
+            Decoder::Rename(_) => F::Rename,
+            Decoder::Link(_) => F::Link,
+            Decoder::Chmod(_) => F::Chmod,
+            Decoder::Chown(_) => F::Chown,
+            Decoder::Utime(_) => F::Utime,
+            Decoder::Xattr(_) => F::Xattr,
+            Decoder::Inotify(_) => F::InotifyAddWatch,
+            Decoder::Exec(_) => F::Exec,
+            Decoder::FdMetadata(_) => F::FdMetadata,
+            Decoder::Memfd(_) => F::Memfd,
             Decoder::Statfs(_) => F::Statfs,
             Decoder::Chdir(_) => F::Chdir,
             Decoder::Truncate(_) => F::Truncate,
@@ -308,6 +499,37 @@ pub fn decoder(nr: i64) -> Option<Decoder> {
         libc::SYS_mknodat => D::Mknod(mknodat),
         libc::SYS_symlink => D::Symlink(symlink),
         libc::SYS_symlinkat => D::Symlink(symlinkat),
+        libc::SYS_rename => D::Rename(rename),
+        libc::SYS_renameat => D::Rename(renameat),
+        libc::SYS_renameat2 => D::Rename(renameat2),
+        libc::SYS_link => D::Link(link),
+        libc::SYS_linkat => D::Link(linkat),
+        libc::SYS_chmod => D::Chmod(chmod),
+        libc::SYS_fchmodat => D::Chmod(fchmodat),
+        libc::SYS_fchmodat2 => D::Chmod(fchmodat2),
+        libc::SYS_chown => D::Chown(chown),
+        libc::SYS_lchown => D::Chown(lchown),
+        libc::SYS_fchownat => D::Chown(fchownat),
+        libc::SYS_utime => D::Utime(utime),
+        libc::SYS_utimes => D::Utime(utimes),
+        libc::SYS_futimesat => D::Utime(futimesat),
+        libc::SYS_utimensat => D::Utime(utimensat),
+        libc::SYS_getxattr => D::Xattr(getxattr),
+        libc::SYS_lgetxattr => D::Xattr(lgetxattr),
+        libc::SYS_listxattr => D::Xattr(listxattr),
+        libc::SYS_llistxattr => D::Xattr(llistxattr),
+        libc::SYS_setxattr => D::Xattr(setxattr),
+        libc::SYS_lsetxattr => D::Xattr(lsetxattr),
+        libc::SYS_removexattr => D::Xattr(removexattr),
+        libc::SYS_lremovexattr => D::Xattr(lremovexattr),
+        libc::SYS_inotify_add_watch => D::Inotify(inotify_add_watch),
+        libc::SYS_execve => D::Exec(execve),
+        libc::SYS_execveat => D::Exec(execveat),
+        libc::SYS_fchmod => D::FdMetadata(fchmod),
+        libc::SYS_fchown => D::FdMetadata(fchown),
+        libc::SYS_fsetxattr => D::FdMetadata(fsetxattr),
+        libc::SYS_fremovexattr => D::FdMetadata(fremovexattr),
+        libc::SYS_memfd_create => D::Memfd(memfd_create),
         libc::SYS_statfs => D::Statfs(cwd_path),
         libc::SYS_chdir => D::Chdir(cwd_path),
         libc::SYS_truncate => D::Truncate(cwd_path),
@@ -552,6 +774,372 @@ fn symlinkat(c: &Client) -> Result<Copied<SymlinkArgs>, Errno> {
     }))
 }
 
+fn two_paths(
+    c: &Client,
+    odir: DirFd,
+    oaddr: u64,
+    ndir: DirFd,
+    naddr: u64,
+    flags: u32,
+) -> Result<Copied<TwoPathArgs>, Errno> {
+    Ok(Copied(TwoPathArgs {
+        odir,
+        old: path(c, oaddr)?,
+        ndir,
+        new: path(c, naddr)?,
+        flags,
+    }))
+}
+
+fn rename_args(
+    c: &Client,
+    odir: DirFd,
+    oaddr: u64,
+    ndir: DirFd,
+    naddr: u64,
+    flags: u32,
+) -> Result<Copied<TwoPathArgs>, Errno> {
+    if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 {
+        // RENAME_WHITEOUT makes a device node: never in a sandbox.
+        return Err(Errno::INVAL);
+    }
+    two_paths(c, odir, oaddr, ndir, naddr, flags)
+}
+
+/// `rename(old, new)`.
+fn rename(c: &Client) -> Result<Copied<TwoPathArgs>, Errno> {
+    rename_args(c, CWD, c.arg(0), CWD, c.arg(1), 0)
+}
+
+/// `renameat(odir, old, ndir, new)`.
+fn renameat(c: &Client) -> Result<Copied<TwoPathArgs>, Errno> {
+    rename_args(c, DirFd(c.int(0)), c.arg(1), DirFd(c.int(2)), c.arg(3), 0)
+}
+
+/// `renameat2(odir, old, ndir, new, flags)`.
+fn renameat2(c: &Client) -> Result<Copied<TwoPathArgs>, Errno> {
+    let flags = c.arg(4) as u32;
+    rename_args(
+        c,
+        DirFd(c.int(0)),
+        c.arg(1),
+        DirFd(c.int(2)),
+        c.arg(3),
+        flags,
+    )
+}
+
+/// `link(old, new)`.
+fn link(c: &Client) -> Result<Copied<TwoPathArgs>, Errno> {
+    two_paths(c, CWD, c.arg(0), CWD, c.arg(1), 0)
+}
+
+/// `linkat(odir, old, ndir, new, flags)`.
+fn linkat(c: &Client) -> Result<Copied<TwoPathArgs>, Errno> {
+    let flags = c.int(4) as u32;
+    two_paths(
+        c,
+        DirFd(c.int(0)),
+        c.arg(1),
+        DirFd(c.int(2)),
+        c.arg(3),
+        flags,
+    )
+}
+
+fn chmod_args(
+    c: &Client,
+    dirfd: DirFd,
+    addr: u64,
+    mode: u64,
+    flags: i32,
+) -> Result<Copied<ChmodArgs>, Errno> {
+    Ok(Copied(ChmodArgs {
+        dirfd,
+        path: path(c, addr)?,
+        mode: mode as u32,
+        flags,
+    }))
+}
+
+/// `chmod(path, mode)`.
+fn chmod(c: &Client) -> Result<Copied<ChmodArgs>, Errno> {
+    chmod_args(c, CWD, c.arg(0), c.arg(1), 0)
+}
+
+/// `fchmodat(dirfd, path, mode)` (the system call has no flags).
+fn fchmodat(c: &Client) -> Result<Copied<ChmodArgs>, Errno> {
+    chmod_args(c, DirFd(c.int(0)), c.arg(1), c.arg(2), 0)
+}
+
+/// `fchmodat2(dirfd, path, mode, flags)`.
+fn fchmodat2(c: &Client) -> Result<Copied<ChmodArgs>, Errno> {
+    chmod_args(c, DirFd(c.int(0)), c.arg(1), c.arg(2), c.int(3))
+}
+
+fn chown_args(
+    c: &Client,
+    dirfd: DirFd,
+    addr: u64,
+    owner: [u64; 2],
+    flags: i32,
+) -> Result<Copied<ChownArgs>, Errno> {
+    Ok(Copied(ChownArgs {
+        dirfd,
+        path: path(c, addr)?,
+        uid: owner[0] as u32,
+        gid: owner[1] as u32,
+        flags,
+    }))
+}
+
+/// `chown(path, uid, gid)`.
+fn chown(c: &Client) -> Result<Copied<ChownArgs>, Errno> {
+    chown_args(c, CWD, c.arg(0), [c.arg(1), c.arg(2)], 0)
+}
+
+/// `lchown(path, uid, gid)`.
+fn lchown(c: &Client) -> Result<Copied<ChownArgs>, Errno> {
+    let nofollow = libc::AT_SYMLINK_NOFOLLOW;
+    chown_args(c, CWD, c.arg(0), [c.arg(1), c.arg(2)], nofollow)
+}
+
+/// `fchownat(dirfd, path, uid, gid, flags)`.
+fn fchownat(c: &Client) -> Result<Copied<ChownArgs>, Errno> {
+    chown_args(c, DirFd(c.int(0)), c.arg(1), [c.arg(2), c.arg(3)], c.int(4))
+}
+
+/// The times at `addr` (none when NULL), copied first, once, in `words` 64-bit words, and put
+/// in utimensat's shape by `shape`.
+fn times(
+    c: &Client,
+    addr: u64,
+    words: usize,
+    shape: fn([i64; 4]) -> [(i64, i64); 2],
+) -> Result<Option<[(i64, i64); 2]>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let mut raw = [0u8; 32];
+    c.read(addr, &mut raw[..words * 8]).typed()?;
+    let w: [i64; 4] = std::array::from_fn(|i| {
+        i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+    });
+    Ok(Some(shape(w)))
+}
+
+fn utime_args(
+    c: &Client,
+    dirfd: DirFd,
+    addr: u64,
+    times: Option<[(i64, i64); 2]>,
+    flags: i32,
+) -> Result<Copied<UtimeArgs>, Errno> {
+    let path = if addr == 0 {
+        None
+    } else {
+        Some(path(c, addr)?)
+    };
+    Ok(Copied(UtimeArgs {
+        dirfd,
+        path,
+        times,
+        flags,
+    }))
+}
+
+/// `utime(path, struct utimbuf *)`: seconds only.
+fn utime(c: &Client) -> Result<Copied<UtimeArgs>, Errno> {
+    let t = times(c, c.arg(1), 2, |w| [(w[0], 0), (w[1], 0)])?;
+    utime_args(c, CWD, c.arg(0), t, 0)
+}
+
+/// The shape of two `struct timeval`s.
+fn timevals(w: [i64; 4]) -> [(i64, i64); 2] {
+    [(w[0], w[1] * 1000), (w[2], w[3] * 1000)]
+}
+
+/// `utimes(path, struct timeval[2])`.
+fn utimes(c: &Client) -> Result<Copied<UtimeArgs>, Errno> {
+    let t = times(c, c.arg(1), 4, timevals)?;
+    utime_args(c, CWD, c.arg(0), t, 0)
+}
+
+/// `futimesat(dirfd, path, struct timeval[2])`.
+fn futimesat(c: &Client) -> Result<Copied<UtimeArgs>, Errno> {
+    let t = times(c, c.arg(2), 4, timevals)?;
+    utime_args(c, DirFd(c.int(0)), c.arg(1), t, 0)
+}
+
+/// `utimensat(dirfd, path, struct timespec[2], flags)`.
+fn utimensat(c: &Client) -> Result<Copied<UtimeArgs>, Errno> {
+    let t = times(c, c.arg(2), 4, |w| [(w[0], w[1]), (w[2], w[3])])?;
+    utime_args(c, DirFd(c.int(0)), c.arg(1), t, c.int(3))
+}
+
+/// Largest xattr value or list the kernel handles (`XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: usize = 65536;
+
+/// The attribute name at `addr`, checked as the kernel checks it.
+fn xattr_name(c: &Client, addr: u64) -> Result<std::ffi::CString, Errno> {
+    super::decode::xattr_name(path(c, addr)?).typed()
+}
+
+/// A set*xattr value: `size` bytes at `addr`, bounded by `XATTR_SIZE_MAX` (`E2BIG` above).
+fn xattr_value(c: &Client, addr: u64, size: u64) -> Result<Vec<u8>, Errno> {
+    let size = size as usize;
+    if size > XATTR_SIZE_MAX {
+        return Err(Errno::TOOBIG);
+    }
+    let mut v = vec![0u8; size];
+    c.read(addr, &mut v).typed()?;
+    Ok(v)
+}
+
+/// Which xattr call: whether it follows a final symlink, and what it does.
+#[derive(Clone, Copy)]
+enum XattrCall {
+    Get,
+    List,
+    Set,
+    Remove,
+}
+
+fn xattr_args(c: &Client, follow: bool, call: XattrCall) -> Result<Copied<XattrArgs>, Errno> {
+    let path = path(c, c.arg(0))?;
+    let name = match call {
+        XattrCall::List => None,
+        _ => Some(xattr_name(c, c.arg(1))?),
+    };
+    let op = match call {
+        XattrCall::Get => XattrOp::Get {
+            buf: c.arg(2),
+            size: (c.arg(3) as usize).min(XATTR_SIZE_MAX),
+        },
+        XattrCall::List => XattrOp::List {
+            buf: c.arg(1),
+            size: (c.arg(2) as usize).min(XATTR_SIZE_MAX),
+        },
+        XattrCall::Set => XattrOp::Set {
+            value: xattr_value(c, c.arg(2), c.arg(3))?,
+            flags: c.arg(4) as u32,
+        },
+        XattrCall::Remove => XattrOp::Remove,
+    };
+    Ok(Copied(XattrArgs {
+        path,
+        follow,
+        name,
+        op,
+    }))
+}
+
+/// `getxattr(path, name, value, size)`.
+fn getxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, true, XattrCall::Get)
+}
+
+/// `lgetxattr(path, name, value, size)`.
+fn lgetxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, false, XattrCall::Get)
+}
+
+/// `listxattr(path, list, size)`.
+fn listxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, true, XattrCall::List)
+}
+
+/// `llistxattr(path, list, size)`.
+fn llistxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, false, XattrCall::List)
+}
+
+/// `setxattr(path, name, value, size, flags)`.
+fn setxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, true, XattrCall::Set)
+}
+
+/// `lsetxattr(path, name, value, size, flags)`.
+fn lsetxattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, false, XattrCall::Set)
+}
+
+/// `removexattr(path, name)`.
+fn removexattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, true, XattrCall::Remove)
+}
+
+/// `lremovexattr(path, name)`.
+fn lremovexattr(c: &Client) -> Result<Copied<XattrArgs>, Errno> {
+    xattr_args(c, false, XattrCall::Remove)
+}
+
+/// `inotify_add_watch(fd, path, mask)`.
+fn inotify_add_watch(c: &Client) -> Result<Copied<InotifyArgs>, Errno> {
+    Ok(Copied(InotifyArgs {
+        fd: c.int(0),
+        path: path(c, c.arg(1))?,
+        mask: c.arg(2) as u32,
+    }))
+}
+
+/// `execve(path, argv, envp)`.
+fn execve(c: &Client) -> Result<Copied<ExecArgs>, Errno> {
+    Ok(Copied(ExecArgs {
+        dirfd: CWD,
+        path: path(c, c.arg(0))?,
+        flags: 0,
+    }))
+}
+
+/// `execveat(dirfd, path, argv, envp, flags)`.
+fn execveat(c: &Client) -> Result<Copied<ExecArgs>, Errno> {
+    Ok(Copied(ExecArgs {
+        dirfd: DirFd(c.int(0)),
+        path: path(c, c.arg(1))?,
+        flags: c.int(4),
+    }))
+}
+
+fn fd_change(c: &Client, change: FdChange) -> Result<Copied<FdMetadataArgs>, Errno> {
+    Ok(Copied(FdMetadataArgs {
+        fd: c.int(0),
+        change,
+    }))
+}
+
+/// `fchmod(fd, mode)`.
+fn fchmod(c: &Client) -> Result<Copied<FdMetadataArgs>, Errno> {
+    fd_change(c, FdChange::Mode(c.arg(1) as u32))
+}
+
+/// `fchown(fd, uid, gid)`.
+fn fchown(c: &Client) -> Result<Copied<FdMetadataArgs>, Errno> {
+    fd_change(c, FdChange::Owner(c.arg(1) as u32, c.arg(2) as u32))
+}
+
+/// `fsetxattr(fd, name, value, size, flags)`.
+fn fsetxattr(c: &Client) -> Result<Copied<FdMetadataArgs>, Errno> {
+    let name = xattr_name(c, c.arg(1))?;
+    let value = xattr_value(c, c.arg(2), c.arg(3))?;
+    let flags = c.arg(4) as u32;
+    fd_change(c, FdChange::SetXattr { name, value, flags })
+}
+
+/// `fremovexattr(fd, name)`.
+fn fremovexattr(c: &Client) -> Result<Copied<FdMetadataArgs>, Errno> {
+    let name = xattr_name(c, c.arg(1))?;
+    fd_change(c, FdChange::RemoveXattr(name))
+}
+
+/// `memfd_create(name, flags)`.
+fn memfd_create(c: &Client) -> Result<Copied<MemfdArgs>, Errno> {
+    Ok(Copied(MemfdArgs {
+        name: path(c, c.arg(0))?,
+        flags: c.arg(1) as u32,
+    }))
+}
+
 /// `statfs(path, buf)`, `chdir(path)`, `truncate(path, length)`.
 fn cwd_path(c: &Client) -> Result<Copied<CwdPathArgs>, Errno> {
     Ok(Copied(CwdPathArgs {
@@ -591,6 +1179,16 @@ mod tests {
                 Family::Statfs,
                 Family::Chdir,
                 Family::Truncate,
+                Family::Rename,
+                Family::Link,
+                Family::Chmod,
+                Family::Chown,
+                Family::Utime,
+                Family::Xattr,
+                Family::InotifyAddWatch,
+                Family::Exec,
+                Family::FdMetadata,
+                Family::Memfd,
             ];
             match decoder(entry.nr) {
                 Some(d) if d.family() == family => rows += 1,
@@ -601,6 +1199,6 @@ mod tests {
                 None => {}
             }
         }
-        assert_eq!(rows, 25);
+        assert_eq!(rows, 56);
     }
 }

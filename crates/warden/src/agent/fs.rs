@@ -8,11 +8,12 @@
 //! right on the path: a path the policy says nothing about is invisible.
 
 use super::call::{
-    AccessArgs, Allowed, CwdPathArgs, Live, MknodArgs, OpenArgs, PathArgs, ReadlinkArgs, StatArgs,
-    SymlinkArgs, Typed,
+    AccessArgs, Allowed, ChmodArgs, ChownArgs, CwdPathArgs, ExecArgs, FdChange, FdMetadataArgs,
+    InotifyArgs, Live, MemfdArgs, MknodArgs, OpenArgs, PathArgs, ReadlinkArgs, StatArgs,
+    SymlinkArgs, TwoPathArgs, Typed, UtimeArgs, XattrArgs, XattrOp,
 };
 use super::resolve::{knowable, mask, Base, WalkFlags, Walked};
-use super::{value, Answer, Client, Handled, Served};
+use super::{Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
 use crate::sys::unotify::Reply;
@@ -570,31 +571,20 @@ fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
 /// it exists and is replaced). A move that would give the object more rights than it had
 /// (read-protected file into a readable directory, say) is refused with `EXDEV`, so `mv` falls
 /// back to copy-and-delete, where every step is checked on its own.
-pub fn rename(c: &Client) -> Handled {
-    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
-        libc::SYS_rename => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
-        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
-    };
-    if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 {
-        // RENAME_WHITEOUT makes a device node: never in a sandbox.
-        return Err(libc::EINVAL);
-    }
-    let old = c.path_arg(oaddr)?;
-    let new = c.path_arg(naddr)?;
-    c.live()?;
-    let o = walk(c, odir, &old, false)?;
-    let n = walk(c, ndir, &new, false)?;
-    let exchange = flags & libc::RENAME_EXCHANGE != 0;
-    c.decide(&o.path, Access::Unlink)?;
-    c.decide(&n.path, Access::Write)?;
+pub fn rename(c: &Client, call: Live<TwoPathArgs>) -> Served {
+    let a = call.args();
+    let o = walk(c, a.odir.0, &a.old, false).typed()?;
+    let n = walk(c, a.ndir.0, &a.new, false).typed()?;
+    let exchange = a.flags & libc::RENAME_EXCHANGE != 0;
+    c.allow(&call, &o.path, Access::Unlink)?;
+    let allowed = c.allow(&call, &n.path, Access::Write)?;
     if n.kind.is_some() || exchange {
-        c.decide(&n.path, Access::Unlink)?;
+        c.allow(&call, &n.path, Access::Unlink)?;
     }
     if exchange {
-        c.decide(&o.path, Access::Write)?;
+        c.allow(&call, &o.path, Access::Write)?;
     }
-    let okind = existing(c, &o)?;
+    let okind = existing(c, &o).typed()?;
     let odirp = okind == FileType::Directory;
     let why = widening(c, &o.path, &n.path, odirp).or_else(|| {
         exchange
@@ -604,84 +594,77 @@ pub fn rename(c: &Client) -> Handled {
     if let Some(why) = why {
         // EXDEV on purpose: `mv` (and most programs that move files) then copy and delete,
         // and every step of that is checked on its own. The log says so, and why.
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &n.path,
             &format!(
                 "moving {} to {}: {why}; refused with EXDEV (\"Invalid cross-device link\") \
                  so that mv copies instead, each step checked on its own",
                 o.path, n.path
             ),
-            libc::EXDEV,
+            Errno::XDEV,
         ));
     }
-    let (on, nn) = (
-        o.name.as_deref().ok_or(libc::EBUSY)?,
-        n.name.as_deref().ok_or(libc::EBUSY)?,
-    );
-    rustix::fs::renameat_with(
-        &o.parent,
-        on,
-        &n.parent,
-        nn,
-        rustix::fs::RenameFlags::from_bits_retain(flags),
-    )
-    .map_err(errno)?;
-    value(0)
+    rename_walked(&o, &n, a.flags, allowed)
+}
+
+/// Step 5 of a rename: between the two parents we walked, by name.
+fn rename_walked(o: &Walked, n: &Walked, flags: u32, _allowed: Allowed) -> Served {
+    let on = o.name.as_deref().ok_or(Errno::BUSY)?;
+    let nn = n.name.as_deref().ok_or(Errno::BUSY)?;
+    let flags = rustix::fs::RenameFlags::from_bits_retain(flags);
+    rustix::fs::renameat_with(&o.parent, on, &n.parent, nn, flags)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements link(2) and linkat(2). The new name must not grant anything the old one does not.
-pub fn link(c: &Client) -> Handled {
-    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
-        libc::SYS_link => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
-    };
-    let old = c.path_arg(oaddr)?;
-    let new = c.path_arg(naddr)?;
-    c.live()?;
-    if empty_path(&old, flags) {
-        return Err(c.refuse(
+pub fn link(c: &Client, call: Live<TwoPathArgs>) -> Served {
+    let a = call.args();
+    let flags = a.flags as i32;
+    if empty_path(&a.old, flags) {
+        return Err(refused(
+            c,
             "",
             "linking a descriptor (AT_EMPTY_PATH) is not supported",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let o = walk(c, odir, &old, flags & libc::AT_SYMLINK_FOLLOW != 0)?;
-    let n = walk(c, ndir, &new, false)?;
-    c.decide_visible(&o.path)?;
-    c.decide(&n.path, Access::Write)?;
-    existing(c, &o)?;
+    let o = walk(c, a.odir.0, &a.old, flags & libc::AT_SYMLINK_FOLLOW != 0).typed()?;
+    let n = walk(c, a.ndir.0, &a.new, false).typed()?;
+    c.decide_visible(&o.path).typed()?;
+    let _allowed = c.allow(&call, &n.path, Access::Write)?;
+    existing(c, &o).typed()?;
     if let Some(why) = widening(c, &o.path, &n.path, false) {
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &n.path,
             &format!(
                 "a hard link at {} to {} may not grant rights its source does not have: {why}",
                 n.path, o.path
             ),
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let (on, nn) = (
-        o.name.as_deref().ok_or(libc::EPERM)?,
-        n.name.as_deref().ok_or(libc::EEXIST)?,
-    );
-    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty())
-        .map_err(errno)?;
-    value(0)
+    let on = o.name.as_deref().ok_or(Errno::PERM)?;
+    let nn = n.name.as_deref().ok_or(Errno::EXIST)?;
+    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty())?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- changing metadata -----------------------------------------------------------------------------
 
 /// Resolves a path argument for a metadata change: `write` on an existing object.
-fn changed_object(
+fn changed_object<A>(
     c: &Client,
+    call: &Live<A>,
     dirfd: i32,
     path: &[u8],
     follow: bool,
-) -> Result<(Walked, OwnedFd), i32> {
-    let w = walk(c, dirfd, path, follow)?;
-    c.decide(&w.path, Access::Write)?;
-    existing(c, &w)?;
-    let obj = w.object()?;
+) -> Result<(Walked, OwnedFd), Errno> {
+    let w = walk(c, dirfd, path, follow).typed()?;
+    c.allow(call, &w.path, Access::Write)?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
     Ok((w, obj))
 }
 
@@ -692,30 +675,33 @@ fn changed_object(
 /// times or attributes where the policy grants no `write`. The agent finds the descriptor's
 /// path, re-walks it (the object found must be the descriptor's own), and checks `write`.
 /// Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
-fn changed_descriptor(c: &Client, fd: OwnedFd) -> Result<OwnedFd, i32> {
-    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
-        .map_err(errno)?;
+fn changed_descriptor<A>(c: &Client, call: &Live<A>, fd: OwnedFd) -> Result<OwnedFd, Errno> {
+    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())?;
     if !text.to_bytes().starts_with(b"/") {
         return Ok(fd);
     }
-    let logical = c.logical_proc_path(text.to_bytes())?;
+    let logical = c.logical_proc_path(text.to_bytes()).typed()?;
     let w = c
         .resolver()
-        .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
-    c.decide(&w.path, Access::Write)?;
-    let obj = w.object()?;
-    let (a, b) = (
-        rustix::fs::fstat(&obj).map_err(errno)?,
-        rustix::fs::fstat(&fd).map_err(errno)?,
-    );
+        .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())
+        .typed()?;
+    c.allow(call, &w.path, Access::Write)?;
+    let obj = w.object().typed()?;
+    let (a, b) = (rustix::fs::fstat(&obj)?, rustix::fs::fstat(&fd)?);
     if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &w.path,
             "the descriptor's file is no longer at its path",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
     Ok(fd)
+}
+
+/// Records a refusal that is not a plain policy check ([`Client::refuse`]), as an [`Errno`].
+fn refused(c: &Client, target: &str, why: &str, errno: Errno) -> Errno {
+    Errno::from_raw_os_error(c.refuse(target, why, errno.raw_os_error()))
 }
 
 fn is_dir(fd: &OwnedFd) -> bool {
@@ -735,71 +721,45 @@ fn safe_mode(mode: u32, dir: bool) -> u32 {
 }
 
 /// Implements chmod(2), fchmodat(2) and fchmodat2(2).
-pub fn chmod(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, flags) = match c.nr() {
-        libc::SYS_chmod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
-        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
-        let fd = changed_descriptor(c, c.fd_looked_up(dirfd)?)?;
+pub fn chmod(c: &Client, call: Live<ChmodArgs>) -> Served {
+    let a = call.args();
+    let (obj, dir) = if empty_path(&a.path, a.flags) {
+        let fd = changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?;
         let dir = is_dir(&fd);
-        rustix::fs::chmodat(
-            rustix::fs::CWD,
-            proc_path(&fd).as_c_str(),
-            Mode::from_bits_retain(safe_mode(mode, dir)),
-            rustix::fs::AtFlags::empty(),
-        )
-        .map_err(errno)?;
-        return value(0);
-    }
-    let (w, obj) = changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-    if w.kind == Some(FileType::Symlink) {
-        return Err(libc::EOPNOTSUPP);
-    }
+        (fd, dir)
+    } else {
+        let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let (w, obj) = changed_object(c, &call, a.dirfd.0, &a.path, follow)?;
+        if w.kind == Some(FileType::Symlink) {
+            return Err(Errno::OPNOTSUPP);
+        }
+        (obj, w.kind == Some(FileType::Directory))
+    };
     rustix::fs::chmodat(
         rustix::fs::CWD,
         proc_path(&obj).as_c_str(),
-        Mode::from_bits_retain(safe_mode(mode, w.kind == Some(FileType::Directory))),
+        Mode::from_bits_retain(safe_mode(a.mode, dir)),
         rustix::fs::AtFlags::empty(),
-    )
-    .map_err(errno)?;
-    value(0)
+    )?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements chown(2), lchown(2) and fchownat(2).
-pub fn chown(c: &Client) -> Handled {
-    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
-        libc::SYS_chown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, 0),
-        libc::SYS_lchown => (
-            AT_FDCWD,
-            c.arg(0),
-            c.arg(1) as u32,
-            c.arg(2) as u32,
-            libc::AT_SYMLINK_NOFOLLOW,
-        ),
-        _ => (
-            c.int(0),
-            c.arg(1),
-            c.arg(2) as u32,
-            c.arg(3) as u32,
-            c.int(4),
-        ),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+pub fn chown(c: &Client, call: Live<ChownArgs>) -> Served {
+    let a = call.args();
     let map = c.id_map();
-    let uid = map.uid_outside(uid)?.map(rustix::process::Uid::from_raw);
-    let gid = map.gid_outside(gid)?.map(rustix::process::Gid::from_raw);
-    let obj = if empty_path(&path, flags) {
-        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
+    let uid = map.uid_outside(a.uid).typed()?;
+    let gid = map.gid_outside(a.gid).typed()?;
+    let obj = if empty_path(&a.path, a.flags) {
+        changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?
     } else {
-        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+        let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        changed_object(c, &call, a.dirfd.0, &a.path, follow)?.1
     };
-    rustix::fs::chownat(&obj, c"", uid, gid, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
-    value(0)
+    let uid = uid.map(rustix::process::Uid::from_raw);
+    let gid = gid.map(rustix::process::Gid::from_raw);
+    rustix::fs::chownat(&obj, c"", uid, gid, rustix::fs::AtFlags::EMPTY_PATH)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements truncate(2).
@@ -832,86 +792,35 @@ pub fn truncate(c: &Client, call: Live<CwdPathArgs>) -> Served {
 }
 
 /// Implements utime(2), utimes(2), futimesat(2) and utimensat(2).
-pub fn utime(c: &Client) -> Handled {
-    let nr = c.nr();
-    let (dirfd, path_addr, times_addr, flags) = match nr {
-        libc::SYS_utime | libc::SYS_utimes => (AT_FDCWD, c.arg(0), c.arg(1), 0),
-        libc::SYS_futimesat => (c.int(0), c.arg(1), c.arg(2), 0),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
+pub fn utime(c: &Client, call: Live<UtimeArgs>) -> Served {
+    let a = call.args();
+    let stamp = |(tv_sec, tv_nsec): (i64, i64)| rustix::fs::Timespec {
+        tv_sec,
+        tv_nsec: tv_nsec as _,
     };
-    // Copy the times first, once, into a utimensat-shaped pair.
-    let times = if times_addr == 0 {
-        None
-    } else {
-        let mut raw = [0u8; 32];
-        let len = if nr == libc::SYS_utime { 16 } else { 32 };
-        c.read(times_addr, &mut raw[..len])?;
-        let w = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        Some(match nr {
-            libc::SYS_utime => [(w(0), 0), (w(1), 0)],
-            libc::SYS_utimensat => [(w(0), w(1)), (w(2), w(3))],
-            _ => [(w(0), w(1) * 1000), (w(2), w(3) * 1000)],
-        })
+    let now = (0, libc::UTIME_NOW);
+    let [atime, mtime] = a.times.unwrap_or([now, now]);
+    let ts = rustix::fs::Timestamps {
+        last_access: stamp(atime),
+        last_modification: stamp(mtime),
     };
-    let path = if path_addr == 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    c.live()?;
-    let ts = times.map(|t| rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: t[0].0,
-            tv_nsec: t[0].1 as _,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: t[1].0,
-            tv_nsec: t[1].1 as _,
-        },
-    });
-    let now = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW as _,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW as _,
-        },
-    };
-    let obj = if path_addr == 0 {
+    let obj = match &a.path {
         // utimensat(fd, NULL, ...) is futimens.
-        changed_descriptor(c, c.fd_open_file(dirfd)?)?
-    } else if empty_path(&path, flags) {
-        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
-    } else {
-        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+        None => changed_descriptor(c, &call, c.fd_open_file(a.dirfd.0).typed()?)?,
+        Some(path) if empty_path(path, a.flags) => {
+            changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?
+        }
+        Some(path) => {
+            let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+            changed_object(c, &call, a.dirfd.0, path, follow)?.1
+        }
     };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        proc_path(&obj).as_c_str(),
-        &ts.unwrap_or(now),
-        rustix::fs::AtFlags::empty(),
-    )
-    .map_err(errno)?;
-    value(0)
+    let at = rustix::fs::AtFlags::empty();
+    rustix::fs::utimensat(rustix::fs::CWD, proc_path(&obj).as_c_str(), &ts, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- xattrs -----------------------------------------------------------------------------------------
-
-/// Largest xattr value or list the kernel handles (`XATTR_SIZE_MAX`).
-const XATTR_SIZE_MAX: usize = 65536;
-
-/// Copies a set*xattr value (arguments 2 and 3), bounded by `XATTR_SIZE_MAX`.
-fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
-    let size = c.arg(3) as usize;
-    if size > XATTR_SIZE_MAX {
-        return Err(libc::E2BIG);
-    }
-    let mut v = vec![0u8; size];
-    c.read(c.arg(2), &mut v)?;
-    Ok(v)
-}
 
 /// Extended attributes the agent sets or removes for the program: the `user.` namespace only.
 ///
@@ -921,11 +830,12 @@ fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
 /// `system.posix_acl_*` grants access to other users. The agent would set them with warden's
 /// credentials, not the program's; a program in a user namespace could set none of them on a
 /// host file itself.
-fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
+fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), Errno> {
     if super::decode::is_user_xattr(name.to_bytes()) {
         return Ok(());
     }
-    Err(c.refuse(
+    Err(refused(
+        c,
         target,
         &format!(
             "only user.* extended attributes can be set or removed in a sandbox, not {:?}",
@@ -933,101 +843,72 @@ fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
         ),
         // What a file system without that namespace answers: copiers (install, cp -a, tar,
         // rsync -X) then fall back to chmod or skip the attribute, as they do there.
-        libc::EOPNOTSUPP,
+        Errno::OPNOTSUPP,
     ))
 }
 
 /// Implements getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr
 /// and lremovexattr.
-pub fn xattr(c: &Client) -> Handled {
-    let nr = c.nr();
-    let follow = matches!(
-        nr,
-        libc::SYS_getxattr | libc::SYS_listxattr | libc::SYS_setxattr | libc::SYS_removexattr
-    );
-    let path = c.path_arg(c.arg(0))?;
-    let name = if matches!(nr, libc::SYS_listxattr | libc::SYS_llistxattr) {
-        None
+pub fn xattr(c: &Client, call: Live<XattrArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, a.follow).typed()?;
+    let name = a.name.as_deref();
+    if matches!(a.op, XattrOp::Set { .. } | XattrOp::Remove) {
+        c.allow(&call, &w.path, Access::Write)?;
+        settable_xattr(c, &w.path, name.expect("set and remove name one"))?;
     } else {
-        Some(c.path_arg(c.arg(1))?)
-    };
-    let name = name.map(super::decode::xattr_name).transpose()?;
-    let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
-        Some(xattr_value(c)?)
-    } else {
-        None
-    };
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, follow)?;
-    let writes =
-        set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
-    if writes {
-        c.decide(&w.path, Access::Write)?;
-        settable_xattr(c, &w.path, name.as_deref().expect("has name"))?;
-    } else {
-        c.decide_visible(&w.path)?;
+        c.decide_visible(&w.path).typed()?;
     }
-    existing(c, &w)?;
-    let obj = w.object()?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
     let target = proc_path(&obj);
     let target: &CStr = target.as_c_str();
-    match nr {
-        libc::SYS_getxattr | libc::SYS_lgetxattr => {
-            let size = (c.arg(3) as usize).min(XATTR_SIZE_MAX);
-            let mut buf = vec![0u8; size];
-            let n = rustix::fs::getxattr(target, name.as_deref().expect("has name"), &mut buf[..])
-                .map_err(errno)?;
-            if size > 0 {
-                c.write(c.arg(2), &buf[..n])?;
+    let name = || name.expect("only list names none");
+    let n = match &a.op {
+        XattrOp::Get { buf, size } => {
+            let mut into = vec![0u8; *size];
+            let n = rustix::fs::getxattr(target, name(), &mut into[..])?;
+            if *size > 0 {
+                c.write(*buf, &into[..n]).typed()?;
             }
-            value(n as i64)
+            n
         }
-        libc::SYS_listxattr | libc::SYS_llistxattr => {
-            let size = (c.arg(2) as usize).min(XATTR_SIZE_MAX);
-            let mut buf = vec![0u8; size];
-            let n = rustix::fs::listxattr(target, &mut buf[..]).map_err(errno)?;
-            if size > 0 {
-                c.write(c.arg(1), &buf[..n])?;
+        XattrOp::List { buf, size } => {
+            let mut into = vec![0u8; *size];
+            let n = rustix::fs::listxattr(target, &mut into[..])?;
+            if *size > 0 {
+                c.write(*buf, &into[..n]).typed()?;
             }
-            value(n as i64)
+            n
         }
-        libc::SYS_setxattr | libc::SYS_lsetxattr => {
-            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::setxattr(
-                target,
-                name.as_deref().expect("has name"),
-                set_value.as_deref().unwrap_or(&[]),
-                flags,
-            )
-            .map_err(errno)?;
-            value(0)
+        XattrOp::Set { value, flags } => {
+            let flags = rustix::fs::XattrFlags::from_bits_retain(*flags);
+            rustix::fs::setxattr(target, name(), value, flags)?;
+            0
         }
-        _ => {
-            rustix::fs::removexattr(target, name.as_deref().expect("has name")).map_err(errno)?;
-            value(0)
+        XattrOp::Remove => {
+            rustix::fs::removexattr(target, name())?;
+            0
         }
-    }
+    };
+    Ok(Answer::Reply(Reply::Value(n as i64)))
 }
 
 // ---- inotify, chdir, exec ---------------------------------------------------------------------------
 
 /// Implements inotify_add_watch(2) on the agent's duplicate of the caller's inotify descriptor.
-pub fn inotify_add_watch(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(1))?;
-    let mask_bits = c.arg(2) as u32;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, mask_bits & libc::IN_DONT_FOLLOW == 0)?;
-    c.decide(&w.path, Access::Read)?;
-    existing(c, &w)?;
-    let obj = w.object()?;
-    let inotify = c.fd(c.int(0))?;
-    let wd = sysfs::inotify_add_watch(
-        inotify.as_fd(),
-        &proc_path(&obj),
-        mask_bits & !libc::IN_DONT_FOLLOW,
-    )
-    .map_err(io_errno)?;
-    value(wd as i64)
+pub fn inotify_add_watch(c: &Client, call: Live<InotifyArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, a.mask & libc::IN_DONT_FOLLOW == 0).typed()?;
+    c.allow(&call, &w.path, Access::Read)?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
+    let inotify = c.fd(a.fd).typed()?;
+    let mask = a.mask & !libc::IN_DONT_FOLLOW;
+    let wd = sysfs::inotify_add_watch(inotify.as_fd(), &proc_path(&obj), mask)
+        .map_err(io_errno)
+        .typed()?;
+    Ok(Answer::Reply(Reply::Value(wd as i64)))
 }
 
 /// Implements chdir(2): checked by the agent, then continued.
@@ -1054,23 +935,19 @@ pub fn chdir(c: &Client, call: Live<CwdPathArgs>) -> Served {
 /// for a directory made later (`DIR/*` with no DIR yet) allows what the kernel still refuses.
 /// The agent says so instead of continuing into a bare `EACCES` (warden creates such a
 /// directory itself when it lies in the scratch directory, so there the rule works).
-pub fn exec(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_execve => (AT_FDCWD, c.arg(0), 0),
-        _ => (c.int(0), c.arg(1), c.int(4)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
+pub fn exec(c: &Client, call: Live<ExecArgs>) -> Served {
+    let a = call.args();
+    if empty_path(&a.path, a.flags) {
         // fexecve: the descriptor's file is checked by Landlock when the kernel opens it.
         return Ok(Answer::Reply(Reply::Continue));
     }
-    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-    c.decide(&w.path, Access::Exec)?;
-    existing(c, &w)?;
+    let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+    let w = walk(c, a.dirfd.0, &a.path, follow).typed()?;
+    c.allow(&call, &w.path, Access::Exec)?;
+    existing(c, &w).typed()?;
     if !c
         .exec_rules()
-        .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
+        .covers(w.parent.as_fd(), w.at_cstr(), super::resolve::MAX_DEPTH)
     {
         let rule = match c.policy().check(&w.path, Access::Exec) {
             Verdict::Allowed(id) => {
@@ -1079,7 +956,8 @@ pub fn exec(c: &Client) -> Handled {
             }
             Verdict::Denied(_) => "the policy".to_owned(),
         };
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &w.path,
             &format!(
                 "{rule} allows it, but the kernel would refuse it: Landlock, which backs every \
@@ -1089,7 +967,7 @@ pub fn exec(c: &Client) -> Handled {
                  before the run (warden makes the directory of an exec rule DIR/* itself when it \
                  lies in $SCRATCH)"
             ),
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
     Ok(Answer::Reply(Reply::Continue))
@@ -1101,57 +979,37 @@ pub fn exec(c: &Client) -> Handled {
 /// attributes where the policy grants no `write`. The agent finds the descriptor's path,
 /// re-walks it (the object found must be the descriptor's own), checks `write`, and acts on its
 /// duplicate. Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
-pub fn fd_metadata(c: &Client) -> Handled {
-    let nr = c.nr();
-    let name = match nr {
-        libc::SYS_fsetxattr | libc::SYS_fremovexattr => {
-            Some(super::decode::xattr_name(c.path_arg(c.arg(1))?)?)
-        }
-        _ => None,
-    };
-    let set_value = if nr == libc::SYS_fsetxattr {
-        Some(xattr_value(c)?)
-    } else {
-        None
-    };
-    c.live()?;
-    let fd = changed_descriptor(c, c.fd_open_file(c.int(0))?)?;
-    if let Some(name) = &name {
-        settable_xattr(c, &format!("descriptor {}", c.int(0)), name)?;
-    }
-    match nr {
-        libc::SYS_fchmod => {
+pub fn fd_metadata(c: &Client, call: Live<FdMetadataArgs>) -> Served {
+    let a = call.args();
+    let fd = changed_descriptor(c, &call, c.fd_open_file(a.fd).typed()?)?;
+    match &a.change {
+        FdChange::Mode(mode) => {
             rustix::fs::chmodat(
                 rustix::fs::CWD,
                 proc_path(&fd).as_c_str(),
-                Mode::from_bits_retain(safe_mode(c.arg(1) as u32, is_dir(&fd))),
+                Mode::from_bits_retain(safe_mode(*mode, is_dir(&fd))),
                 rustix::fs::AtFlags::empty(),
-            )
-            .map_err(errno)?;
+            )?;
         }
-        libc::SYS_fchown => {
+        FdChange::Owner(uid, gid) => {
             let map = c.id_map();
-            let uid = map
-                .uid_outside(c.arg(1) as u32)?
-                .map(rustix::process::Uid::from_raw);
-            let gid = map
-                .gid_outside(c.arg(2) as u32)?
-                .map(rustix::process::Gid::from_raw);
-            rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
+            let uid = map.uid_outside(*uid).typed()?;
+            let gid = map.gid_outside(*gid).typed()?;
+            let uid = uid.map(rustix::process::Uid::from_raw);
+            let gid = gid.map(rustix::process::Gid::from_raw);
+            rustix::fs::fchown(&fd, uid, gid)?;
         }
-        libc::SYS_fsetxattr => {
-            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::fsetxattr(
-                &fd,
-                name.as_deref().expect("has name"),
-                set_value.as_deref().unwrap_or(&[]),
-                flags,
-            )
-            .map_err(errno)?;
+        FdChange::SetXattr { name, value, flags } => {
+            settable_xattr(c, &format!("descriptor {}", a.fd), name)?;
+            let flags = rustix::fs::XattrFlags::from_bits_retain(*flags);
+            rustix::fs::fsetxattr(&fd, name.as_c_str(), value, flags)?;
         }
-        _ => rustix::fs::fremovexattr(&fd, name.as_deref().expect("has name")).map_err(errno)?,
+        FdChange::RemoveXattr(name) => {
+            settable_xattr(c, &format!("descriptor {}", a.fd), name)?;
+            rustix::fs::fremovexattr(&fd, name.as_c_str())?;
+        }
     }
-    value(0)
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements memfd_create(2): the agent creates the memfd with `MFD_NOEXEC_SEAL` and injects
@@ -1162,27 +1020,26 @@ pub fn fd_metadata(c: &Client) -> Handled {
 /// may read but not execute into one and `fexecve` it. A memfd that can never gain an execute
 /// bit is refused by the kernel itself, whatever descriptor games a racing thread plays.
 /// Mapping it `PROT_EXEC` still works (JITs), as does everything else a memfd is used for.
-pub fn memfd_create(c: &Client) -> Handled {
-    let name = c.path_arg(c.arg(0))?;
-    let flags = c.arg(1) as u32;
-    c.live()?;
+pub fn memfd_create(c: &Client, call: Live<MemfdArgs>) -> Served {
+    let a = call.args();
     // MFD_NOEXEC_SEAL and MFD_EXEC from linux/memfd.h (Linux 6.3).
     const MFD_NOEXEC_SEAL: u32 = 0x8;
     const MFD_EXEC: u32 = 0x10;
-    if name.len() > 249 {
-        return Err(libc::EINVAL);
+    if a.name.len() > 249 {
+        return Err(Errno::INVAL);
     }
-    if flags & MFD_EXEC != 0 {
-        return Err(c.refuse(
+    if a.flags & MFD_EXEC != 0 {
+        return Err(refused(
+            c,
             "memfd:",
             "executable memfds are not allowed in a sandbox",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let name = CString::new(name).map_err(|_| libc::EINVAL)?;
+    let name = CString::new(a.name.as_slice()).map_err(|_| Errno::INVAL)?;
     let flags =
-        rustix::fs::MemfdFlags::from_bits_retain((flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
+        rustix::fs::MemfdFlags::from_bits_retain((a.flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
             | rustix::fs::MemfdFlags::CLOEXEC;
-    let fd = rustix::fs::memfd_create(name.as_c_str(), flags).map_err(errno)?;
-    Ok(Answer::Fd(fd, c.arg(1) as u32 & libc::MFD_CLOEXEC != 0))
+    let fd = rustix::fs::memfd_create(name.as_c_str(), flags)?;
+    Ok(Answer::Fd(fd, a.flags & libc::MFD_CLOEXEC != 0))
 }

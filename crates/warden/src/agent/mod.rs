@@ -424,6 +424,16 @@ impl Agent {
             Some(D::Unlink(copy)) => typed!(copy, fs::unlink),
             Some(D::Mknod(copy)) => typed!(copy, fs::mknod),
             Some(D::Symlink(copy)) => typed!(copy, fs::symlink),
+            Some(D::Rename(copy)) => typed!(copy, fs::rename),
+            Some(D::Link(copy)) => typed!(copy, fs::link),
+            Some(D::Chmod(copy)) => typed!(copy, fs::chmod),
+            Some(D::Chown(copy)) => typed!(copy, fs::chown),
+            Some(D::Utime(copy)) => typed!(copy, fs::utime),
+            Some(D::Xattr(copy)) => typed!(copy, fs::xattr),
+            Some(D::Inotify(copy)) => typed!(copy, fs::inotify_add_watch),
+            Some(D::Exec(copy)) => typed!(copy, fs::exec),
+            Some(D::FdMetadata(copy)) => typed!(copy, fs::fd_metadata),
+            Some(D::Memfd(copy)) => typed!(copy, fs::memfd_create),
             Some(D::Statfs(copy)) => typed!(copy, fs::statfs),
             Some(D::Chdir(copy)) => typed!(copy, fs::chdir),
             Some(D::Truncate(copy)) => typed!(copy, fs::truncate),
@@ -433,34 +443,15 @@ impl Agent {
         }
     }
 
+    /// The network families, whose handlers still decode their own arguments.
     fn dispatch_legacy(&self, client: &Client<'_>, family: Family) -> Handled {
         match family {
-            // Served through `call`'s decoders; a number of theirs without one is not a call.
-            Family::Open
-            | Family::Stat
-            | Family::Access
-            | Family::Readlink
-            | Family::Mkdir
-            | Family::Unlink
-            | Family::Mknod
-            | Family::Symlink
-            | Family::Statfs
-            | Family::Chdir
-            | Family::Truncate => Err(libc::ENOSYS),
-            Family::Rename => fs::rename(client),
-            Family::Link => fs::link(client),
-            Family::Chmod => fs::chmod(client),
-            Family::Chown => fs::chown(client),
-            Family::Utime => fs::utime(client),
-            Family::Xattr => fs::xattr(client),
-            Family::InotifyAddWatch => fs::inotify_add_watch(client),
-            Family::Exec => fs::exec(client),
             Family::SocketAddress => net::socket_address(client),
-            Family::FdMetadata => fs::fd_metadata(client),
-            Family::Memfd => fs::memfd_create(client),
             Family::Socket => net::socket(client),
             Family::Send => net::send(client),
             Family::Accept => net::accept(client),
+            // Served through `call`'s decoders; a number of theirs without one is not a call.
+            _ => Err(libc::ENOSYS),
         }
     }
 }
