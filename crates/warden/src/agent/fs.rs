@@ -509,11 +509,30 @@ pub fn unlink(c: &Client, call: Live<PathArgs>) -> Served {
     let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
     // Removing what is not there is ENOENT (so `rm -f` succeeds), where that is no secret.
     existing(c, &w).typed()?;
+    let removedir = a.bits & libc::AT_REMOVEDIR as u32 != 0;
+    let name = w
+        .name
+        .as_deref()
+        .ok_or_else(|| no_name(&a.path, removedir))?;
     c.allow(&call, &w.path, Access::Unlink)?;
-    let name = w.name.as_deref().ok_or(Errno::BUSY)?;
     let at = rustix::fs::AtFlags::from_bits_retain(a.bits);
     rustix::fs::unlinkat(&w.parent, name, at)?;
     Ok(Answer::Reply(Reply::Value(0)))
+}
+
+/// What the kernel answers an unlink or rmdir of a path that ends in `.`, `..` or `/` itself,
+/// which names a directory but no entry to remove: unlink `EISDIR`; rmdir `EINVAL` for `.`,
+/// `ENOTEMPTY` for `..`, `EBUSY` for the root.
+fn no_name(path: &[u8], removedir: bool) -> Errno {
+    if !removedir {
+        return Errno::ISDIR;
+    }
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    match path[..end].rsplit(|&b| b == b'/').next() {
+        Some(b".") => Errno::INVAL,
+        Some(b"..") => Errno::NOTEMPTY,
+        _ => Errno::BUSY,
+    }
 }
 
 /// Why moving (or linking) the object at `from` to `to` would give it rights it does not have
