@@ -242,8 +242,9 @@ pub fn unshare_fs() -> io::Result<()> {
 }
 
 /// `unshare(CLONE_NEWNS | CLONE_FS)` for the calling thread: a mount namespace (and root and
-/// cwd) of its own, where a test mounts and chroots without touching the rest of the process.
-#[cfg(test)]
+/// cwd) of its own, where a test mounts and chroots without touching the rest of the process
+/// (the resolver's unit tests). Not `cfg(test)`, so that it stays visible to those tests when
+/// this module lives in a crate of its own.
 pub fn unshare_mounts() -> io::Result<()> {
     // SAFETY: as `unshare_fs`: the flags detach only this thread's mount namespace and
     // cwd/root/umask; no memory or descriptor table is affected, and nothing in the Rust runtime
