@@ -180,41 +180,48 @@ impl Stack {
         Ok(path)
     }
 
-    fn push(&mut self, fd: OwnedFd, name: Name) -> Result<(), i32> {
+    /// Enters `fd`, a translated `/proc` entry whose logical path is `path`.
+    fn push_mapped(&mut self, fd: OwnedFd, path: &str) -> Result<(), i32> {
         if self.dirs.len() >= MAX_DEPTH {
             return Err(libc::ENAMETOOLONG);
         }
-        let path = match &name {
-            Name::Root => "/".to_owned(),
-            Name::Child(n) => self.child_path(n)?,
-            Name::Mapped(p) => p.to_string(),
-        };
-        self.dirs.push(Dir { fd, name });
+        self.dirs.push(Dir {
+            fd,
+            name: Name::Mapped(path.into()),
+        });
+        self.path = path.to_owned();
+        Ok(())
+    }
+
+    /// Enters `fd`, the directory `name` in the top one, whose logical path (from
+    /// [`Stack::child_path`]) is `path`.
+    fn push_child(&mut self, fd: OwnedFd, name: &str, path: String) -> Result<(), i32> {
+        if self.dirs.len() >= MAX_DEPTH {
+            return Err(libc::ENAMETOOLONG);
+        }
+        self.dirs.push(Dir {
+            fd,
+            name: Name::Child(name.into()),
+        });
         self.path = path;
         Ok(())
     }
 
-    /// Removes the top directory and returns its descriptor and logical path.
-    fn pop(&mut self) -> Option<(OwnedFd, String)> {
+    /// `..`: removes the top directory (never the root), and the logical path becomes its
+    /// parent's (cut in place for a child).
+    fn pop(&mut self) {
         if self.dirs.len() <= 1 {
-            // Root stays; taking it ends the walk.
-            let dir = self.dirs.pop()?;
-            return Some((dir.fd, std::mem::take(&mut self.path)));
+            return;
         }
-        let dir = self.dirs.pop()?;
-        let path = std::mem::take(&mut self.path);
-        self.path = match &dir.name {
+        let dir = self.dirs.pop().expect("more than the root");
+        match &dir.name {
             Name::Child(n) => {
-                let keep = path.len() - n.len() - 1;
-                if keep == 0 {
-                    "/".to_owned()
-                } else {
-                    path[..keep].to_owned()
-                }
+                // "/a" keeps "/", "/x/a" keeps "/x".
+                let keep = self.path.len() - n.len() - 1;
+                self.path.truncate(keep.max(1));
             }
-            _ => self.rebuild(),
-        };
-        Some((dir.fd, path))
+            _ => self.path = self.rebuild(),
+        }
     }
 
     /// The top's logical path from the names: the last root or mapped entry, then the children.
@@ -242,9 +249,10 @@ impl Stack {
         self.path = self.rebuild();
     }
 
-    /// The walk ends at `name` in the top directory, whose logical path is `path`.
+    /// The walk ends at `name` in the top directory, whose logical path is `path`: the top
+    /// directory leaves the stack, which is done with.
     fn found(&mut self, name: CString, path: String, kind: Option<FileType>) -> Walked {
-        let (parent, _) = self.pop().expect("stack keeps root");
+        let parent = self.dirs.pop().expect("stack keeps root").fd;
         Walked {
             parent,
             name: Some(name),
@@ -254,9 +262,11 @@ impl Stack {
         }
     }
 
-    /// The walk ends at the top directory itself (a path ending in `/`, `.` or `..`).
+    /// The walk ends at the top directory itself (a path ending in `/`, `.` or `..`): it
+    /// leaves the stack, with its logical path, and the stack is done with.
     fn take_top(&mut self) -> Walked {
-        let (parent, path) = self.pop().expect("stack keeps root");
+        let parent = self.dirs.pop().expect("stack keeps root").fd;
+        let path = std::mem::take(&mut self.path);
         Walked {
             parent,
             name: None,
@@ -595,24 +605,26 @@ impl Resolver {
         }
         let text = String::from_utf8_lossy(part);
         let path = walk.stack.child_path(&text)?;
-        let name = cstring(part)?;
+        // The name is handed to the kernel as bytes (no copy of its own); a walk that ends here
+        // makes the one owned copy its answer keeps.
+        let name: &[u8] = part;
         // A name that must be a directory (`name/`, `name/.`) is followed if it is a symlink.
         let follow = walk.flags.follow || part.must_be_directory();
         let top = walk.stack.top();
         // The final component is only looked at (one fstatat), unless it is a symlink to
         // follow; a directory on the way is opened, to walk on from.
         let (kind, fd) = if last {
-            match rustix::fs::statat(top, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            match rustix::fs::statat(top, name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => (FileType::from_raw_mode(st.st_mode), None),
                 Err(rustix::io::Errno::NOENT) => {
-                    return Ok(Some(walk.stack.found(name, path, None)))
+                    return Ok(Some(walk.stack.found(cstring(name)?, path, None)))
                 }
                 Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
             }
         } else {
             let fd = openat(
                 top,
-                name.as_c_str(),
+                name,
                 OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )
@@ -626,17 +638,17 @@ impl Resolver {
             FileType::Symlink if !last || follow => {
                 let link = Link {
                     fd,
-                    name,
+                    name: cstring(name)?,
                     path,
                     last,
                 };
                 self.follow(client, policy, walk, link, part)
             }
             FileType::Directory | FileType::Symlink if last => {
-                Ok(Some(walk.stack.found(name, path, Some(kind))))
+                Ok(Some(walk.stack.found(cstring(name)?, path, Some(kind))))
             }
             _ if last && part.must_be_directory() => Err(mask(policy, &path, libc::ENOTDIR)),
-            _ if last => Ok(Some(walk.stack.found(name, path, Some(kind)))),
+            _ if last => Ok(Some(walk.stack.found(cstring(name)?, path, Some(kind)))),
             FileType::Directory => {
                 // A directory the policy hides is not entered, whether or not it exists or the
                 // walk would only pass through it (`hidden/../allowed`): otherwise the answer
@@ -645,7 +657,7 @@ impl Resolver {
                     return Err(libc::EACCES);
                 }
                 let fd = fd.expect("opened on the way");
-                walk.stack.push(fd, Name::Child(text.into()))?;
+                walk.stack.push_child(fd, &text, path)?;
                 Ok(None)
             }
             _ => Err(mask(policy, &path, libc::ENOTDIR)),
@@ -669,7 +681,7 @@ impl Resolver {
                 Mode::empty(),
             )
             .map_err(|e| e.raw_os_error())?;
-            stack.push(fd, Name::Mapped(logical.into()))?;
+            stack.push_mapped(fd, &logical)?;
         }
         Ok(())
     }
