@@ -24,12 +24,19 @@ use std::process::Command;
 /// same program with the same rights.
 fn native(script: &str, dir: &Path) -> (Option<i32>, String) {
     let mut cmd = Command::new("/usr/bin/setpriv");
-    cmd.args(["--bounding-set=-all", "--inh-caps=-all", "--", "bash", "-c", script])
-        .current_dir(dir)
-        .env("PATH", common::SYSTEM_PATH)
-        .env("HOME", dir)
-        .env("LC_ALL", "C")
-        .env("TZ", "UTC");
+    cmd.args([
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--",
+        "bash",
+        "-c",
+        script,
+    ])
+    .current_dir(dir)
+    .env("PATH", common::SYSTEM_PATH)
+    .env("HOME", dir)
+    .env("LC_ALL", "C")
+    .env("TZ", "UTC");
     let o = common::finish(cmd, common::RUN_DEADLINE).0;
     (o.status.code(), common::stdout(&o))
 }

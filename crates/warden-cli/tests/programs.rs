@@ -454,6 +454,29 @@ fn dotdot_in_relative_paths() {
     assert_eq!(o.status.code(), Some(0));
 }
 
+/// A path that ends in `.`, `..` or a slash answers as it does outside: `rmdir d/.` is refused
+/// (`EINVAL`) rather than removing `d`, `cat f/.` is `ENOTDIR` rather than reading `f`,
+/// `rmdir l/.` does not remove the directory the link names, and `rmdir e/` removes `e`.
+#[test]
+fn trailing_dots_and_slashes_answer_as_natively() {
+    let script = "mkdir d e; echo x > f; ln -s d l; ln -s f s; \
+                  for c in 'rmdir d/.' 'rmdir d/..' 'unlink d/.' 'rmdir l/.' 'cat f/.' \
+                  'cat f/' 'cat s/' 'cat s/.' 'ls l/.' 'ls -d l/' 'rmdir e/'; do \
+                  sh -c \"$c\" >/dev/null 2>err; echo \"$c: $? $(sed 's/.*: //' err)\"; done; \
+                  rm err; ls";
+    let native_dir = common::fresh_dir("trailing-dots-native");
+    let native = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&native_dir)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&native_dir);
+    let want = common::stdout(&native);
+    assert!(want.contains("rmdir d/.: 1 Invalid argument"), "{want}");
+    let o = run(As::Me, &["--", "sh", "-c", script]);
+    assert_eq!(common::stdout(&o), want, "stderr:\n{}", common::stderr(&o));
+}
+
 /// The program starts with every signal at its default disposition and nothing blocked,
 /// whatever warden's own runtime did (Rust ignores SIGPIPE) or inherited from its caller.
 #[test]

@@ -241,6 +241,22 @@ pub fn unshare_fs() -> io::Result<()> {
     Ok(())
 }
 
+/// `unshare(CLONE_NEWNS | CLONE_FS)` for the calling thread: a mount namespace (and root and
+/// cwd) of its own, where a test mounts and chroots without touching the rest of the process
+/// (the resolver's unit tests). Not `cfg(test)`, so that it stays visible to those tests when
+/// this module lives in a crate of its own.
+pub fn unshare_mounts() -> io::Result<()> {
+    // SAFETY: as `unshare_fs`: the flags detach only this thread's mount namespace and
+    // cwd/root/umask; no memory or descriptor table is affected, and nothing in the Rust runtime
+    // depends on the thread sharing them.
+    unsafe {
+        rustix::thread::unshare_unsafe(
+            rustix::thread::UnshareFlags::NEWNS | rustix::thread::UnshareFlags::FS,
+        )
+    }?;
+    Ok(())
+}
+
 /// Switches the whole process to `uid`/`gid` with no supplementary groups. Dropping the groups
 /// may be refused (an unprivileged user namespace denies setgroups); that is not an error, as
 /// such a namespace has no other groups mapped.

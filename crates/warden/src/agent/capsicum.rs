@@ -30,7 +30,7 @@ pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
         Family::FdMetadata => fd_metadata(c, s),
         Family::CapabilityMode => checked_call(c),
         // An anonymous file names nothing.
-        Family::Memfd => super::fs::memfd_create(c),
+        Family::Memfd => policy_decides(c, Family::Memfd),
         // Only in the host's network (IP rules): a connection on a socket the program holds.
         Family::Accept => super::net::accept(c),
         Family::SocketAddress | Family::Socket | Family::Send => {
@@ -255,7 +255,7 @@ fn stat(c: &Client, s: &Session) -> Handled {
     if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
         // fstat of a descriptor the caller holds (glibc's fstat): Linux cannot refuse fstat,
         // which is direct (warden_capsicum::rights::ENFORCEMENT).
-        return super::fs::stat(c);
+        return policy_decides(c, Family::Stat);
     }
     c.live()?;
     let (dir, rights) = capability(c, s, dirfd, &path)?;
@@ -394,7 +394,7 @@ fn exec(c: &Client, s: &Session) -> Handled {
     // The program's own execve, made by warden's launcher before the program ran a single
     // instruction: checked by the policy as without capability mode.
     if !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        return super::fs::exec(c);
+        return policy_decides(c, Family::Exec);
     }
     let (dirfd, path_addr, flags) = match c.nr() {
         libc::SYS_execve => (libc::AT_FDCWD, c.arg(0), 0),
@@ -449,6 +449,12 @@ fn checked_call(c: &Client) -> Handled {
             Err(refuse(c, &target, rule, ""))
         }
     }
+}
+
+/// A call capability mode lets through, decided and performed as without it (the policy's
+/// typed steps).
+fn policy_decides(c: &Client, family: Family) -> Handled {
+    super::dispatch_typed(c, family).map_err(|e| e.raw_os_error())
 }
 
 #[cfg(test)]

@@ -124,12 +124,29 @@ pub fn cmsgs(control: &[u8]) -> Result<Vec<Cmsg>, i32> {
     Ok(out)
 }
 
-/// Splits a path into components, dropping empty ones and `.`.
+/// Splits a path into components, dropping empty ones and `.`, except a `.` that ends the
+/// path after a name (`a/.`): the kernel takes that path for the directory itself, not for
+/// the name `a` in its parent (`rmdir("a/.")` is `EINVAL`, `rmdir("a/")` removes `a`).
 pub fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
-    path.split(|&b| b == b'/')
+    let mut out: VecDeque<Vec<u8>> = path
+        .split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
         .map(<[u8]>::to_vec)
-        .collect()
+        .collect();
+    if !out.is_empty() && ends_in_dot(path) {
+        out.push_back(b".".to_vec());
+    }
+    out
+}
+
+/// Whether the last component of `path` (trailing slashes aside) is `.`.
+pub fn ends_in_dot(path: &[u8]) -> bool {
+    let mut end = path.len();
+    while end > 0 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    let head = &path[..end];
+    head == b"." || head.ends_with(b"/.")
 }
 
 /// A path's [`components`] joined by single slashes, in one buffer (`a//./b/` is `a/b`).
@@ -147,34 +164,111 @@ pub fn clean(path: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Whether `path` names a directory by its form: its last name is followed by `/` (`a/`,
+/// `a//`), so that it must be a directory, followed if it is a symlink, as the kernel's
+/// `LOOKUP_DIRECTORY`. (A path ending in `.` or `..` names the directory itself: see
+/// [`components`]; `/`, `.` and the empty path have no name.)
+pub fn names_directory(path: &[u8]) -> bool {
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    end > 0
+        && end < path.len()
+        && !ends_in_dot(path)
+        && &path[..end] != b".."
+        && !path[..end].ends_with(b"/..")
+}
+
+/// Longest name of one component, as the kernel's `NAME_MAX`.
+pub const NAME_MAX: usize = 255;
+
+/// One component taken off a walk's queue, held inline (no allocation) up to [`NAME_MAX`]
+/// bytes; longer ones, which the kernel refuses anyway, are kept on the heap.
+pub struct Part {
+    inline: [u8; NAME_MAX],
+    len: usize,
+    long: Option<Vec<u8>>,
+    dir: bool,
+}
+
+impl Part {
+    /// The component `bytes`; `dir`: it must be a directory.
+    pub fn new(bytes: &[u8], dir: bool) -> Part {
+        let mut part = Part {
+            inline: [0; NAME_MAX],
+            len: bytes.len(),
+            long: None,
+            dir,
+        };
+        match part.inline.get_mut(..bytes.len()) {
+            Some(slot) => slot.copy_from_slice(bytes),
+            None => part.long = Some(bytes.to_vec()),
+        }
+        part
+    }
+
+    /// The component was the last of a path that [`names_directory`]: it must be a directory
+    /// (a symlink is followed to one).
+    pub fn must_be_directory(&self) -> bool {
+        self.dir
+    }
+}
+
+impl std::ops::Deref for Part {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.long {
+            Some(v) => v,
+            None => &self.inline[..self.len],
+        }
+    }
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))?;
+        if self.dir {
+            f.write_str("/")?;
+        }
+        Ok(())
+    }
+}
+
 /// The components a walk has still to take: the path's own, with the target of each symlink
 /// met on the way put in front. Each path is kept [`clean`] in one buffer and read a component
 /// at a time, so a walk holds the bytes of its paths (at most one path and one target per
 /// symlink followed, as the kernel's stack of nested links) and not an allocation per
 /// component: a target of 2,000 one-letter components is 4 KiB here, where a queue of
-/// components took 160 KiB, and a walk through 40 of them 6 MiB.
+/// components took 160 KiB, and a walk through 40 of them 6 MiB. Whether a path
+/// [`names_directory`] is kept with it, for its last component.
 #[derive(Debug, Default)]
 pub struct Pending {
-    /// The paths, the front one last, each with how far it has been read.
-    paths: Vec<(Vec<u8>, usize)>,
+    /// The paths, the front one last, each with how far it has been read and whether its last
+    /// component must be a directory.
+    paths: Vec<(Vec<u8>, usize, bool)>,
 }
 
 impl Pending {
     /// The components of `path`.
     pub fn new(path: &[u8]) -> Pending {
         let mut p = Pending::default();
-        p.push_front(path);
+        p.push_front(path, false);
         p
     }
 
     /// Puts the components of `path` in front of those pending; `false` if it has none (`/`,
-    /// `.`, the empty path).
-    pub fn push_front(&mut self, path: &[u8]) -> bool {
-        let clean = clean(path);
+    /// `.`, the empty path). `directory`: its last component must be a directory even if the
+    /// path does not say so itself (the target of a symlink that had to be one).
+    pub fn push_front(&mut self, path: &[u8], directory: bool) -> bool {
+        let mut clean = clean(path);
         if clean.is_empty() {
             return false;
         }
-        self.paths.push((clean, 0));
+        if ends_in_dot(path) {
+            // `a/.`: the directory itself, not the name `a` (see [`components`]).
+            clean.extend_from_slice(b"/.");
+        }
+        self.paths
+            .push((clean, 0, directory || names_directory(path)));
         true
     }
 
@@ -184,13 +278,14 @@ impl Pending {
     }
 
     /// The next component, taken off the front.
-    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
-        let (path, at) = self.paths.last_mut()?;
+    pub fn pop_front(&mut self) -> Option<Part> {
+        let (path, at, dir) = self.paths.last_mut()?;
         let rest = &path[*at..];
         let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
-        let part = rest[..end].to_vec();
         *at += end + 1;
-        if *at >= path.len() {
+        let done = *at >= path.len();
+        let part = Part::new(&rest[..end], done && *dir);
+        if done {
             self.paths.pop();
         }
         Some(part)
@@ -200,7 +295,7 @@ impl Pending {
     /// after when it stops early).
     pub fn remaining(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        for (path, at) in self.paths.iter().rev() {
+        for (path, at, _) in self.paths.iter().rev() {
             if let Some(rest) = path.get(*at..).filter(|r| !r.is_empty()) {
                 if !out.is_empty() {
                     out.push(b'/');
@@ -213,7 +308,7 @@ impl Pending {
 
     /// Bytes held for the pending paths.
     pub fn bytes(&self) -> usize {
-        self.paths.iter().map(|(p, _)| p.capacity()).sum()
+        self.paths.iter().map(|(p, _, _)| p.capacity()).sum()
     }
 }
 
@@ -298,7 +393,7 @@ mod tests {
     fn drain(mut p: Pending) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         while let Some(c) = p.pop_front() {
-            out.push(c);
+            out.push(c.to_vec());
         }
         assert!(p.is_empty());
         out
@@ -325,29 +420,29 @@ mod tests {
         }
         // A symlink met after "a" in "a/link/c": its target's components come before "c".
         let mut p = Pending::new(b"a/link/c");
-        assert_eq!(p.pop_front().unwrap(), b"a");
-        assert_eq!(p.pop_front().unwrap(), b"link");
-        assert!(p.push_front(b"../t1/./t2//"));
+        assert_eq!(&*p.pop_front().unwrap(), b"a");
+        assert_eq!(&*p.pop_front().unwrap(), b"link");
+        assert!(p.push_front(b"../t1/./t2//", false));
         assert!(
-            !p.push_front(b"/./"),
+            !p.push_front(b"/./", false),
             "a target of no components adds nothing"
         );
         assert_eq!(drain(p), [&b".."[..], b"t1", b"t2", b"c"]);
         // The last component of a target is the walk's last only if nothing follows it.
         let mut p = Pending::new(b"link");
         p.pop_front();
-        p.push_front(b"x");
-        assert_eq!(p.pop_front().unwrap(), b"x");
+        p.push_front(b"x", false);
+        assert_eq!(&*p.pop_front().unwrap(), b"x");
         assert!(p.is_empty());
     }
 
     #[test]
     fn pending_says_what_remains_front_first() {
         let mut p = Pending::new(b"/a/b/c");
-        assert_eq!(p.pop_front(), Some(b"a".to_vec()));
-        p.push_front(b"x/y");
+        assert_eq!(p.pop_front().as_deref(), Some(&b"a"[..]));
+        p.push_front(b"x/y", false);
         assert_eq!(p.remaining(), b"x/y/b/c".to_vec());
-        assert_eq!(p.pop_front(), Some(b"x".to_vec()));
+        assert_eq!(p.pop_front().as_deref(), Some(&b"x"[..]));
         assert_eq!(p.remaining(), b"y/b/c".to_vec());
         while p.pop_front().is_some() {}
         assert!(p.remaining().is_empty());
@@ -359,10 +454,50 @@ mod tests {
         let mut p = Pending::new(target.as_bytes());
         for _ in 0..39 {
             p.pop_front();
-            p.push_front(target.as_bytes());
+            p.push_front(target.as_bytes(), false);
         }
         // 40 paths of 4,000 bytes, each with its buffer.
         assert!(p.bytes() <= 40 * 4000, "{}", p.bytes());
+    }
+
+    #[test]
+    fn a_path_names_a_directory_by_a_trailing_slash_or_dot() {
+        for (path, dir) in [
+            (&b"a/"[..], true),
+            (b"a//", true),
+            (b"/a/b/", true),
+            (b"a/.", false),
+            (b"a/./", false),
+            (b"a/../", false),
+            (b"a", false),
+            (b"./a", false),
+            (b"a/..", false),
+            (b"/", false),
+            (b".", false),
+            (b"./", false),
+            (b"", false),
+        ] {
+            assert_eq!(
+                names_directory(path),
+                dir,
+                "{:?}",
+                String::from_utf8_lossy(path)
+            );
+        }
+        // Only the last component of such a path carries the mark, and a target that must be
+        // a directory passes it on to its own last component.
+        let mut p = Pending::new(b"a/b/");
+        assert!(!p.pop_front().unwrap().must_be_directory());
+        assert!(p.pop_front().unwrap().must_be_directory());
+        // A final `.` stays: the path names the directory itself.
+        assert_eq!(drain(Pending::new(b"a/./b/./")), [&b"a"[..], b"b", b"."]);
+        assert_eq!(drain(Pending::new(b"./.")), Vec::<Vec<u8>>::new());
+        p.push_front(b"t/u", true);
+        assert!(!p.pop_front().unwrap().must_be_directory());
+        assert!(p.pop_front().unwrap().must_be_directory());
+        // A name longer than NAME_MAX is kept whole (the walk refuses it).
+        let long = vec![b'x'; NAME_MAX + 1];
+        assert_eq!(&*Pending::new(&long).pop_front().unwrap(), &long[..]);
     }
 
     #[test]

@@ -7,12 +7,18 @@
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
 
+use super::call::{
+    AccessArgs, Allowed, ChmodArgs, ChownArgs, CwdPathArgs, ExecArgs, FdChange, FdMetadataArgs,
+    InotifyArgs, Live, MemfdArgs, MknodArgs, OpenArgs, PathArgs, ReadlinkArgs, StatArgs,
+    SymlinkArgs, TwoPathArgs, Typed, UtimeArgs, XattrArgs, XattrOp,
+};
 use super::resolve::{knowable, Base, WalkFlags, Walked};
-use super::{value, Answer, Client, Handled};
+use super::{Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
 use crate::sys::unotify::Reply;
 use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use warden_policy::{Access, AccessSet, RuleId, Verdict};
@@ -67,156 +73,154 @@ fn empty_path(path: &[u8], flags: i32) -> bool {
 
 // ---- open, openat, openat2, creat ---------------------------------------------------------------
 
-/// Implements open(2), openat(2), openat2(2) and creat(2).
-pub fn open(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags, mode, resolve) = match c.nr() {
-        libc::SYS_open => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
-        libc::SYS_creat => (
-            AT_FDCWD,
-            c.arg(0),
-            (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-            c.arg(1),
-            0,
-        ),
-        libc::SYS_openat => (c.int(0), c.arg(1), c.arg(2), c.arg(3), 0),
-        _ => {
-            // openat2(dirfd, path, how, size): struct open_how { u64 flags, mode, resolve }.
-            let mut how = vec![0u8; super::decode::open_how_size(c.arg(3))?];
-            c.read(c.arg(2), &mut how)?;
-            let how = super::decode::open_how(&how)?;
-            (c.int(0), c.arg(1), how.flags, how.mode, how.resolve)
-        }
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let flags = flags as u32 as i32;
-    let mode = safe_mode((mode & 0o7777) as u32, false);
-    if resolve
-        & !(libc::RESOLVE_NO_SYMLINKS
-            | libc::RESOLVE_NO_MAGICLINKS
-            | libc::RESOLVE_BENEATH
-            | libc::RESOLVE_NO_XDEV
-            | libc::RESOLVE_CACHED)
-        != 0
-    {
+/// The `RESOLVE_*` flags the agent's walk honours.
+const RESOLVE_KNOWN: u64 = libc::RESOLVE_NO_SYMLINKS
+    | libc::RESOLVE_NO_MAGICLINKS
+    | libc::RESOLVE_BENEATH
+    | libc::RESOLVE_NO_XDEV
+    | libc::RESOLVE_CACHED;
+
+/// Implements open(2), openat(2), openat2(2) and creat(2), on arguments decoded by
+/// [`super::call::decoder`].
+pub fn open(c: &Client, call: Live<OpenArgs>) -> Served {
+    let a = call.args();
+    let flags = a.flags;
+    if a.resolve & !RESOLVE_KNOWN != 0 {
         // RESOLVE_IN_ROOT is not supported yet; say so rather than resolve differently.
-        return Err(libc::EINVAL);
+        return Err(Errno::INVAL);
     }
     let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
     let creat = flags & libc::O_CREAT != 0 && !tmpfile;
     let excl = creat && flags & libc::O_EXCL != 0;
     let wflags = WalkFlags {
         follow: flags & libc::O_NOFOLLOW == 0 && !excl,
-        no_symlinks: resolve & libc::RESOLVE_NO_SYMLINKS != 0,
-        beneath: resolve & libc::RESOLVE_BENEATH != 0,
+        no_symlinks: a.resolve & libc::RESOLVE_NO_SYMLINKS != 0,
+        beneath: a.resolve & libc::RESOLVE_BENEATH != 0,
     };
     let w = c
         .resolver()
-        .walk(c, c.policy(), base(dirfd), &path, wflags)?;
+        .walk(c, c.policy(), base(a.dirfd.0), &a.path, wflags)
+        .typed()?;
     if let Some(n) = w.descriptor {
-        return reopen(c, n, flags);
+        return reopen(c, n, flags).typed();
     }
-    let accmode = flags & libc::O_ACCMODE;
-    let cloexec = flags & libc::O_CLOEXEC != 0;
-    // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is served as a
-    // read-only open and needs read permission (README: "O_PATH"); a symlink, which cannot be
-    // opened so, gets a stand-in (`symlink_stand_in`).
-    let opath = flags & libc::O_PATH != 0;
     // The caller's umask costs a read of /proc/<tid>/status: only creating opens pay it.
-    let umask = if creat || tmpfile { c.ids()?.umask } else { 0 };
-
+    let umask = if creat || tmpfile {
+        c.ids_of(&call)?.umask
+    } else {
+        0
+    };
+    let mode = Mode::from_bits_retain(safe_mode(a.mode, false) & !umask);
     if tmpfile {
-        let rights = c.policy().new_entry_rights(&w.path);
-        if !rights.contains(Access::Write) {
-            return Err(c.refuse(
-                &format!("{}/", w.path.trim_end_matches('/')),
-                "O_TMPFILE needs write on new entries of the directory",
-                libc::EACCES,
-            ));
-        }
-        existing(c, &w)?;
-        // The directory we checked, never a symlink swapped in for it since.
-        let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32)
-            | OFlags::CLOEXEC
-            | OFlags::NOFOLLOW;
-        let fd = rustix::fs::openat(
-            &w.parent,
-            w.at_name().as_c_str(),
-            of,
-            Mode::from_bits_retain(mode & !umask),
-        )
-        .map_err(errno)?;
-        c.opened_for_writing(accmode != libc::O_RDONLY);
-        return Ok(Answer::Fd(fd, cloexec));
+        return open_tmpfile(c, &call, &w, mode);
     }
-
-    let fresh = match w.kind {
-        None if creat => {
-            c.decide(&w.path, Access::Write)?;
-            true
+    let (allowed, fresh) = match w.kind {
+        None if creat => (c.allow(&call, &w.path, Access::Write)?, true),
+        None => {
+            return Err(Errno::from_raw_os_error(c.resolver().missing(
+                c,
+                c.policy(),
+                &w.path,
+            )))
         }
-        None => return Err(c.resolver().missing(c, c.policy(), &w.path)),
         Some(_) if excl => {
-            c.decide_visible(&w.path)?;
-            return Err(libc::EEXIST);
+            c.decide_visible(&w.path).typed()?;
+            return Err(Errno::EXIST);
         }
         Some(kind) => {
-            check_existing(c, &w, kind, flags)?;
-            if opath && kind == FileType::Symlink {
-                return symlink_stand_in(c, &w, cloexec);
+            let allowed = check_existing(c, &call, &w, kind)?;
+            if flags & libc::O_PATH != 0 && kind == FileType::Symlink {
+                // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is
+                // served as a read-only open and needs read permission (README: "O_PATH"); a
+                // symlink, which cannot be opened so, gets a stand-in.
+                return symlink_stand_in(c, &w, flags & libc::O_CLOEXEC != 0, allowed);
             }
-            false
+            (allowed, false)
         }
     };
+    open_walked(c, &call, &w, Create { fresh, mode }, allowed)
+}
+
+/// `O_TMPFILE` in the directory `w`: needs `write` on new entries of it.
+fn open_tmpfile(c: &Client, call: &Live<OpenArgs>, w: &Walked, mode: Mode) -> Served {
+    let flags = call.args().flags;
+    let rights = c.policy().new_entry_rights(&w.path);
+    if !rights.contains(Access::Write) {
+        return Err(Errno::from_raw_os_error(c.refuse(
+            &format!("{}/", w.path.trim_end_matches('/')),
+            "O_TMPFILE needs write on new entries of the directory",
+            libc::EACCES,
+        )));
+    }
+    existing(c, w).typed()?;
+    // The directory we checked, never a symlink swapped in for it since.
+    let of = OFlags::from_bits_retain((flags & !libc::O_CLOEXEC) as u32)
+        | OFlags::CLOEXEC
+        | OFlags::NOFOLLOW;
+    let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, mode)?;
+    c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY);
+    Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
+}
+
+/// How an open may create: `fresh` when only `write` on a missing name was checked (so it must
+/// create, never open what appeared meanwhile), and the mode of a created file.
+struct Create {
+    fresh: bool,
+    mode: Mode,
+}
+
+/// Step 5 of an open: opens the final component of `w` relative to the parent we walked, never
+/// following a symlink (a swap after our check makes the open fail with `ELOOP` instead of
+/// going elsewhere).
+fn open_walked(
+    c: &Client,
+    call: &Live<OpenArgs>,
+    w: &Walked,
+    create: Create,
+    _allowed: Allowed,
+) -> Served {
+    let flags = call.args().flags;
+    let excl = flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0;
     let mut of = flags & !(libc::O_CLOEXEC | libc::O_PATH);
-    if opath {
+    if flags & libc::O_PATH != 0 {
         of = (of & !libc::O_ACCMODE) | libc::O_RDONLY;
         of &= !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL);
     }
-    if fresh {
-        // Only `write` was checked: create, never open something that appeared meanwhile.
+    if create.fresh {
         of |= libc::O_EXCL;
     }
-    // The final component is opened relative to the parent we walked, never following a symlink:
-    // a swap after our check makes the open fail (ELOOP) instead of going elsewhere.
     let of =
         OFlags::from_bits_retain(of as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let name = w.at_name();
-    let mode = Mode::from_bits_retain(mode & !umask);
-    let fd = match rustix::fs::openat(&w.parent, name.as_c_str(), of, mode) {
-        Err(rustix::io::Errno::EXIST) if fresh && !excl => {
+    let name = w.at_cstr();
+    let fd = match rustix::fs::openat(&w.parent, name, of, create.mode) {
+        Err(Errno::EXIST) if create.fresh && !excl => {
             // The name was made (or linked) by someone else after we looked: it is an existing
             // file now, and gets the checks an existing file gets, on the object we open.
-            let fd = rustix::fs::openat(
-                &w.parent,
-                name.as_c_str(),
-                of & !(OFlags::CREATE | OFlags::EXCL),
-                mode,
-            )
-            .map_err(errno)?;
-            let st = rustix::fs::fstat(&fd).map_err(errno)?;
-            check_existing(c, &w, FileType::from_raw_mode(st.st_mode), flags)?;
+            let plain = of & !(OFlags::CREATE | OFlags::EXCL);
+            let fd = rustix::fs::openat(&w.parent, name, plain, create.mode)?;
+            let st = rustix::fs::fstat(&fd)?;
+            check_existing(c, call, w, FileType::from_raw_mode(st.st_mode))?;
             fd
         }
-        other => other.map_err(errno)?,
+        other => other?,
     };
     c.opened_for_writing(of.bits() as i32 & libc::O_ACCMODE != libc::O_RDONLY);
-    Ok(Answer::Fd(fd, cloexec))
+    Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
 }
 
 /// `open(link, O_PATH | O_NOFOLLOW)` of a symlink, checked as any `O_PATH` open: the kernel
 /// gives a descriptor of the link itself, which ADDFD cannot install, so the caller gets a
 /// stand-in that the agent takes for the link wherever a path is looked up through it
 /// ([`super::stand_in`]). glibc's `fchmodat(AT_SYMLINK_NOFOLLOW)` opens links so (`tar x`).
-fn symlink_stand_in(c: &Client, w: &Walked, cloexec: bool) -> Handled {
-    let link = w.object()?;
-    let st = rustix::fs::fstat(&link).map_err(errno)?;
+fn symlink_stand_in(c: &Client, w: &Walked, cloexec: bool, _allowed: Allowed) -> Served {
+    let link = w.object().typed()?;
+    let st = rustix::fs::fstat(&link)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
         // The link the walk found was replaced since: it is gone.
-        return Err(libc::ENOENT);
+        return Err(Errno::NOENT);
     }
     c.opened_for_writing(false);
-    Ok(Answer::Fd(c.stand_in(link)?, cloexec))
+    Ok(Answer::Fd(c.stand_in(link).typed()?, cloexec))
 }
 
 /// Opens `/proc/self/fd/N` for a caller whose descriptor `N` is not a file on a path (a pipe,
@@ -255,27 +259,34 @@ fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
 
 /// The checks an open of an existing object of type `kind` at `w` gets: `read` and `write` as
 /// its flags ask, no symlink unless `O_PATH`, and device nodes only where a rule names them.
-fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<(), i32> {
+fn check_existing(
+    c: &Client,
+    call: &Live<OpenArgs>,
+    w: &Walked,
+    kind: FileType,
+) -> Result<Allowed, Errno> {
+    let flags = call.args().flags;
     let opath = flags & libc::O_PATH != 0;
     let accmode = flags & libc::O_ACCMODE;
     let reads = opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR;
     let writes = !opath
         && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);
+    let mut allowed = None;
     if reads {
-        c.decide(&w.path, Access::Read)?;
+        allowed = Some(c.allow(call, &w.path, Access::Read)?);
     }
     if writes {
-        c.decide(&w.path, Access::Write)?;
+        allowed = Some(c.allow(call, &w.path, Access::Write)?);
     }
     if kind == FileType::Symlink && !opath {
         // Only reached with O_NOFOLLOW: what the kernel answers.
-        return Err(libc::ELOOP);
+        return Err(Errno::LOOP);
     }
     if matches!(kind, FileType::CharacterDevice | FileType::BlockDevice) {
         let named = (!reads || c.policy().names_exactly(&w.path, Access::Read))
             && (!writes || c.policy().names_exactly(&w.path, Access::Write));
         if !named {
-            return Err(c.refuse(
+            return Err(Errno::from_raw_os_error(c.refuse(
                 &w.path,
                 &format!(
                     "device nodes are opened only where a rule names them exactly; add: \
@@ -284,45 +295,35 @@ fn check_existing(c: &Client, w: &Walked, kind: FileType, flags: i32) -> Result<
                     w.path
                 ),
                 libc::EACCES,
-            ));
+            )));
         }
     }
-    Ok(())
+    // Every access mode reads or writes: `allowed` is set.
+    allowed.ok_or(Errno::ACCESS)
 }
 
 // ---- stat family --------------------------------------------------------------------------------
 
-/// Implements stat(2), lstat(2), newfstatat(2) and statx(2).
-pub fn stat(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags, buf) = match c.nr() {
-        libc::SYS_stat => (AT_FDCWD, c.arg(0), 0, c.arg(1)),
-        libc::SYS_lstat => (AT_FDCWD, c.arg(0), libc::AT_SYMLINK_NOFOLLOW, c.arg(1)),
-        libc::SYS_newfstatat => (c.int(0), c.arg(1), c.int(3), c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(4)),
-    };
-    let is_statx = c.nr() == libc::SYS_statx;
-    // statx accepts a NULL path with AT_EMPTY_PATH (Linux 6.11).
-    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    c.live()?;
+/// Implements stat(2), lstat(2), newfstatat(2) and statx(2), on arguments decoded by
+/// [`super::call::decoder`].
+pub fn stat(c: &Client, call: Live<StatArgs>) -> Served {
+    let a = call.args();
+    let (dirfd, flags) = (a.dirfd.0, a.flags);
     let sync = flags & libc::AT_STATX_SYNC_TYPE;
-    let (dir, name): (OwnedFd, CString) = if empty_path(&path, flags) {
+    let (dir, name): (OwnedFd, CString) = if empty_path(&a.path, flags) {
         // A descriptor the caller holds: it may look at it (fstat is direct anyway).
-        (c.fd_looked_up(dirfd)?, CString::default())
+        (c.fd_looked_up(dirfd).typed()?, CString::default())
     } else {
-        let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+        let w = walk(c, dirfd, &a.path, flags & libc::AT_SYMLINK_NOFOLLOW == 0).typed()?;
         match w.descriptor {
             // stat of /dev/stdin on a pipe: the caller's own descriptor, as fstat would.
             Some(n) => (
-                c.fd_looked_up(n).map_err(|_| libc::ENOENT)?,
+                c.fd_looked_up(n).map_err(|_| Errno::NOENT)?,
                 CString::default(),
             ),
             None => {
-                c.decide_metadata(&w.path, w.kind)?;
-                existing(c, &w)?;
+                c.allow_metadata(&call, &w.path, w.kind)?;
+                existing(c, &w).typed()?;
                 let name = w.at_name();
                 (w.parent, name)
             }
@@ -331,57 +332,51 @@ pub fn stat(c: &Client) -> Handled {
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | sync;
     // Owners as the program's user namespace shows them, not as the agent sees them.
     let map = c.id_map();
-    if is_statx {
-        let mut st = sysfs::statx(dir.as_fd(), &name, at, c.arg(3) as u32).map_err(io_errno)?;
+    let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::IO);
+    if let Some(mask) = a.statx_mask {
+        let mut st = sysfs::statx(dir.as_fd(), &name, at, mask).map_err(io)?;
         (st.stx_uid, st.stx_gid) = (map.uid_inside(st.stx_uid), map.gid_inside(st.stx_gid));
-        c.write(buf, st.bytes())?;
+        c.write(a.buf, st.bytes()).typed()?;
     } else {
         let mut st =
-            sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
+            sysfs::fstatat(dir.as_fd(), &name, at & !libc::AT_STATX_SYNC_TYPE).map_err(io)?;
         (st.st_uid, st.st_gid) = (map.uid_inside(st.st_uid), map.gid_inside(st.st_gid));
-        c.write(buf, st.bytes())?;
+        c.write(a.buf, st.bytes()).typed()?;
     }
-    value(0)
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements statfs(2).
-pub fn statfs(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_metadata(&w.path, w.kind)?;
-    existing(c, &w)?;
-    let st = sysfs::fstatfs(w.object()?.as_fd()).map_err(io_errno)?;
-    c.write(c.arg(1), st.bytes())?;
-    value(0)
+pub fn statfs(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, true).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
+    existing(c, &w).typed()?;
+    let st = sysfs::fstatfs(w.object().typed()?.as_fd())
+        .map_err(io_errno)
+        .typed()?;
+    c.write(a.arg, st.bytes()).typed()?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- access -------------------------------------------------------------------------------------
 
 /// Implements access(2), faccessat(2) and faccessat2(2).
-pub fn access(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, flags) = match c.nr() {
-        libc::SYS_access => (AT_FDCWD, c.arg(0), c.int(1), 0),
-        libc::SYS_faccessat => (c.int(0), c.arg(1), c.int(2), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.int(3)),
-    };
-    if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
-        let fd = c.fd_looked_up(dirfd)?;
+pub fn access(c: &Client, call: Live<AccessArgs>) -> Served {
+    let a = call.args();
+    let (dirfd, mode, flags) = (a.dirfd.0, a.mode, a.flags);
+    if empty_path(&a.path, flags) {
+        let fd = c.fd_looked_up(dirfd).typed()?;
         let m = rustix::fs::Access::from_bits_retain(mode as u32);
-        rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
-        return value(0);
+        rustix::fs::accessat(&fd, c"", m, rustix::fs::AtFlags::EMPTY_PATH)?;
+        return Ok(Answer::Reply(Reply::Value(0)));
     }
-    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
+    let w = walk(c, dirfd, &a.path, flags & libc::AT_SYMLINK_NOFOLLOW == 0).typed()?;
     // A missing file is ENOENT whatever the mode asks, where its absence is no secret.
-    existing(c, &w)?;
+    existing(c, &w).typed()?;
     let dir = w.kind == Some(FileType::Directory);
     if mode == libc::F_OK {
-        c.decide_metadata(&w.path, w.kind)?;
+        c.allow_metadata(&call, &w.path, w.kind)?;
     }
     for (bit, access) in [
         (libc::R_OK, Access::Read),
@@ -396,165 +391,148 @@ pub fn access(c: &Client) -> Handled {
             (true, Access::Write)
                 if c.policy().new_entry_rights(&w.path).contains(Access::Write) => {}
             // Searching a directory is walking through it.
-            (true, Access::Exec) => c.decide_metadata(&w.path, w.kind)?,
-            _ => c.decide(&w.path, access)?,
+            (true, Access::Exec) => {
+                c.allow_metadata(&call, &w.path, w.kind)?;
+            }
+            _ => {
+                c.allow(&call, &w.path, access)?;
+            }
         }
     }
-    existing(c, &w)?;
     let mut at = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
     if flags & libc::AT_EACCESS != 0 {
         at |= rustix::fs::AtFlags::EACCESS;
     }
-    rustix::fs::accessat(
-        &w.parent,
-        w.at_name().as_c_str(),
-        rustix::fs::Access::from_bits_retain(mode as u32),
-        at,
-    )
-    .map_err(errno)?;
-    value(0)
+    let m = rustix::fs::Access::from_bits_retain(mode as u32);
+    rustix::fs::accessat(&w.parent, w.at_cstr(), m, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- readlink -----------------------------------------------------------------------------------
 
 /// Implements readlink(2) and readlinkat(2).
-pub fn readlink(c: &Client) -> Handled {
-    let (dirfd, path_addr, buf, size) = match c.nr() {
-        libc::SYS_readlink => (AT_FDCWD, c.arg(0), c.arg(1), c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3)),
-    };
-    let size = size as u32 as i32;
-    if size <= 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if path.is_empty() && dirfd != AT_FDCWD {
+pub fn readlink(c: &Client, call: Live<ReadlinkArgs>) -> Served {
+    let a = call.args();
+    let dirfd = a.dirfd.0;
+    if a.path.is_empty() && dirfd != AT_FDCWD {
         // readlinkat(fd, ""): the link a descriptor the caller holds names (an O_PATH one,
         // here a stand-in); ENOENT for anything else, as the kernel answers.
-        let fd = c.fd_looked_up(dirfd)?;
-        let target = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(errno)?;
-        let bytes = target.as_bytes();
-        let n = bytes.len().min(size as usize);
-        c.write(buf, &bytes[..n])?;
-        return value(n as i64);
+        let fd = c.fd_looked_up(dirfd).typed()?;
+        let target = rustix::fs::readlinkat(&fd, c"", Vec::new())?;
+        return copy_out(c, a, target.as_bytes());
     }
-    let w = walk(c, dirfd, &path, false)?;
-    c.decide_metadata(&w.path, w.kind)?;
+    let w = walk(c, dirfd, &a.path, false).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
     let target = match w.kind {
-        Some(FileType::Symlink) => {
-            rustix::fs::readlinkat(&w.parent, w.at_name().as_c_str(), Vec::new()).map_err(errno)?
-        }
+        Some(FileType::Symlink) => rustix::fs::readlinkat(&w.parent, w.at_cstr(), Vec::new())?,
         // /proc/self itself reads as the caller's own pid, in its namespace.
         Some(FileType::Directory) if w.path == "/proc/self" => {
-            CString::new(c.ids()?.ns_tgid.to_string()).expect("digits")
+            CString::new(c.ids_of(&call)?.ns_tgid.to_string()).expect("digits")
         }
-        Some(_) => return Err(libc::EINVAL),
-        None => return Err(c.resolver().missing(c, c.policy(), &w.path)),
+        Some(_) => return Err(Errno::INVAL),
+        None => {
+            return Err(Errno::from_raw_os_error(c.resolver().missing(
+                c,
+                c.policy(),
+                &w.path,
+            )))
+        }
     };
-    let bytes = target.as_bytes();
-    let n = bytes.len().min(size as usize);
-    c.write(buf, &bytes[..n])?;
-    value(n as i64)
+    copy_out(c, a, target.as_bytes())
+}
+
+/// Copies a link's target into the caller's buffer, cut to its size (no NUL, as the kernel).
+fn copy_out(c: &Client, a: &ReadlinkArgs, bytes: &[u8]) -> Served {
+    let n = bytes.len().min(a.size);
+    c.write(a.buf, &bytes[..n]).typed()?;
+    Ok(Answer::Reply(Reply::Value(n as i64)))
 }
 
 // ---- creating: mkdir, mknod, symlink ------------------------------------------------------------
 
 /// Implements mkdir(2) and mkdirat(2).
-pub fn mkdir(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode) = match c.nr() {
-        libc::SYS_mkdir => (AT_FDCWD, c.arg(0), c.arg(1)),
-        _ => (c.int(0), c.arg(1), c.arg(2)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
+pub fn mkdir(c: &Client, call: Live<PathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
     if w.kind.is_some() && knowable(c.policy(), &w.path) {
         // What the kernel answers first, and what `mkdir -p` and create_dir_all expect.
-        return Err(libc::EEXIST);
+        return Err(Errno::EXIST);
     }
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let mode = safe_mode(mode as u32, true) & !c.ids()?.umask;
-    rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode)).map_err(errno)?;
-    value(0)
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
+    let mode = safe_mode(a.bits, true) & !c.ids_of(&call)?.umask;
+    rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode))?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements mknod(2) and mknodat(2). Device nodes are refused whatever the policy says.
-pub fn mknod(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, dev) = match c.nr() {
-        libc::SYS_mknod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
-    let kind = mode & libc::S_IFMT;
+pub fn mknod(c: &Client, call: Live<MknodArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
+    let kind = a.mode & libc::S_IFMT;
     if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
-        return Err(c.refuse(
+        return Err(Errno::from_raw_os_error(c.refuse(
             &w.path,
             "device nodes cannot be created in a sandbox",
             libc::EPERM,
-        ));
+        )));
     }
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
     let file_type = if kind == 0 {
         FileType::RegularFile
     } else {
         FileType::from_raw_mode(kind)
     };
-    let perm = safe_mode(mode, false) & !c.ids()?.umask;
-    rustix::fs::mknodat(
-        &w.parent,
-        name,
-        file_type,
-        Mode::from_bits_retain(perm),
-        dev,
-    )
-    .map_err(errno)?;
-    value(0)
+    let perm = safe_mode(a.mode, false) & !c.ids_of(&call)?.umask;
+    let perm = Mode::from_bits_retain(perm);
+    rustix::fs::mknodat(&w.parent, name, file_type, perm, a.dev)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements symlink(2) and symlinkat(2). The target is free text: it is checked when followed.
-pub fn symlink(c: &Client) -> Handled {
-    let (target_addr, dirfd, path_addr) = match c.nr() {
-        libc::SYS_symlink => (c.arg(0), AT_FDCWD, c.arg(1)),
-        _ => (c.arg(0), c.int(1), c.arg(2)),
-    };
-    let target = c.path_arg(target_addr)?;
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
-    c.decide(&w.path, Access::Write)?;
-    let name = w.name.as_deref().ok_or(libc::EEXIST)?;
-    let target = CString::new(target).map_err(|_| libc::EINVAL)?;
-    rustix::fs::symlinkat(target.as_c_str(), &w.parent, name).map_err(errno)?;
-    value(0)
+pub fn symlink(c: &Client, call: Live<SymlinkArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
+    c.allow(&call, &w.path, Access::Write)?;
+    let name = w.name.as_deref().ok_or(Errno::EXIST)?;
+    let target = CString::new(a.target.as_slice()).map_err(|_| Errno::INVAL)?;
+    rustix::fs::symlinkat(target.as_c_str(), &w.parent, name)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- removing and moving -------------------------------------------------------------------------
 
 /// Implements unlink(2), unlinkat(2) and rmdir(2).
-pub fn unlink(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_unlink => (AT_FDCWD, c.arg(0), 0),
-        libc::SYS_rmdir => (AT_FDCWD, c.arg(0), libc::AT_REMOVEDIR),
-        _ => (c.int(0), c.arg(1), c.int(2)),
-    };
-    if flags & !libc::AT_REMOVEDIR != 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let w = walk(c, dirfd, &path, false)?;
+pub fn unlink(c: &Client, call: Live<PathArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, a.dirfd.0, &a.path, false).typed()?;
     // Removing what is not there is ENOENT (so `rm -f` succeeds), where that is no secret.
-    existing(c, &w)?;
-    c.decide(&w.path, Access::Unlink)?;
-    let name = w.name.as_deref().ok_or(libc::EBUSY)?;
-    let at = rustix::fs::AtFlags::from_bits_retain(flags as u32);
-    rustix::fs::unlinkat(&w.parent, name, at).map_err(errno)?;
-    value(0)
+    existing(c, &w).typed()?;
+    let removedir = a.bits & libc::AT_REMOVEDIR as u32 != 0;
+    let name = w
+        .name
+        .as_deref()
+        .ok_or_else(|| no_name(&a.path, removedir))?;
+    c.allow(&call, &w.path, Access::Unlink)?;
+    let at = rustix::fs::AtFlags::from_bits_retain(a.bits);
+    rustix::fs::unlinkat(&w.parent, name, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
+}
+
+/// What the kernel answers an unlink or rmdir of a path that ends in `.`, `..` or `/` itself,
+/// which names a directory but no entry to remove: unlink `EISDIR`; rmdir `EINVAL` for `.`,
+/// `ENOTEMPTY` for `..`, `EBUSY` for the root.
+fn no_name(path: &[u8], removedir: bool) -> Errno {
+    if !removedir {
+        return Errno::ISDIR;
+    }
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    match path[..end].rsplit(|&b| b == b'/').next() {
+        Some(b".") => Errno::INVAL,
+        Some(b"..") => Errno::NOTEMPTY,
+        _ => Errno::BUSY,
+    }
 }
 
 /// Why moving (or linking) the object at `from` to `to` would give it rights it does not have
@@ -612,31 +590,20 @@ fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
 /// it exists and is replaced). A move that would give the object more rights than it had
 /// (read-protected file into a readable directory, say) is refused with `EXDEV`, so `mv` falls
 /// back to copy-and-delete, where every step is checked on its own.
-pub fn rename(c: &Client) -> Handled {
-    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
-        libc::SYS_rename => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
-        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
-    };
-    if flags & !(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) != 0 {
-        // RENAME_WHITEOUT makes a device node: never in a sandbox.
-        return Err(libc::EINVAL);
-    }
-    let old = c.path_arg(oaddr)?;
-    let new = c.path_arg(naddr)?;
-    c.live()?;
-    let o = walk(c, odir, &old, false)?;
-    let n = walk(c, ndir, &new, false)?;
-    let exchange = flags & libc::RENAME_EXCHANGE != 0;
-    c.decide(&o.path, Access::Unlink)?;
-    c.decide(&n.path, Access::Write)?;
+pub fn rename(c: &Client, call: Live<TwoPathArgs>) -> Served {
+    let a = call.args();
+    let o = walk(c, a.odir.0, &a.old, false).typed()?;
+    let n = walk(c, a.ndir.0, &a.new, false).typed()?;
+    let exchange = a.flags & libc::RENAME_EXCHANGE != 0;
+    c.allow(&call, &o.path, Access::Unlink)?;
+    let allowed = c.allow(&call, &n.path, Access::Write)?;
     if n.kind.is_some() || exchange {
-        c.decide(&n.path, Access::Unlink)?;
+        c.allow(&call, &n.path, Access::Unlink)?;
     }
     if exchange {
-        c.decide(&o.path, Access::Write)?;
+        c.allow(&call, &o.path, Access::Write)?;
     }
-    let okind = existing(c, &o)?;
+    let okind = existing(c, &o).typed()?;
     let odirp = okind == FileType::Directory;
     let why = widening(c, &o.path, &n.path, odirp).or_else(|| {
         exchange
@@ -646,84 +613,77 @@ pub fn rename(c: &Client) -> Handled {
     if let Some(why) = why {
         // EXDEV on purpose: `mv` (and most programs that move files) then copy and delete,
         // and every step of that is checked on its own. The log says so, and why.
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &n.path,
             &format!(
                 "moving {} to {}: {why}; refused with EXDEV (\"Invalid cross-device link\") \
                  so that mv copies instead, each step checked on its own",
                 o.path, n.path
             ),
-            libc::EXDEV,
+            Errno::XDEV,
         ));
     }
-    let (on, nn) = (
-        o.name.as_deref().ok_or(libc::EBUSY)?,
-        n.name.as_deref().ok_or(libc::EBUSY)?,
-    );
-    rustix::fs::renameat_with(
-        &o.parent,
-        on,
-        &n.parent,
-        nn,
-        rustix::fs::RenameFlags::from_bits_retain(flags),
-    )
-    .map_err(errno)?;
-    value(0)
+    rename_walked(&o, &n, a.flags, allowed)
+}
+
+/// Step 5 of a rename: between the two parents we walked, by name.
+fn rename_walked(o: &Walked, n: &Walked, flags: u32, _allowed: Allowed) -> Served {
+    let on = o.name.as_deref().ok_or(Errno::BUSY)?;
+    let nn = n.name.as_deref().ok_or(Errno::BUSY)?;
+    let flags = rustix::fs::RenameFlags::from_bits_retain(flags);
+    rustix::fs::renameat_with(&o.parent, on, &n.parent, nn, flags)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements link(2) and linkat(2). The new name must not grant anything the old one does not.
-pub fn link(c: &Client) -> Handled {
-    let (odir, oaddr, ndir, naddr, flags) = match c.nr() {
-        libc::SYS_link => (AT_FDCWD, c.arg(0), AT_FDCWD, c.arg(1), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
-    };
-    let old = c.path_arg(oaddr)?;
-    let new = c.path_arg(naddr)?;
-    c.live()?;
-    if empty_path(&old, flags) {
-        return Err(c.refuse(
+pub fn link(c: &Client, call: Live<TwoPathArgs>) -> Served {
+    let a = call.args();
+    let flags = a.flags as i32;
+    if empty_path(&a.old, flags) {
+        return Err(refused(
+            c,
             "",
             "linking a descriptor (AT_EMPTY_PATH) is not supported",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let o = walk(c, odir, &old, flags & libc::AT_SYMLINK_FOLLOW != 0)?;
-    let n = walk(c, ndir, &new, false)?;
-    c.decide_visible(&o.path)?;
-    c.decide(&n.path, Access::Write)?;
-    existing(c, &o)?;
+    let o = walk(c, a.odir.0, &a.old, flags & libc::AT_SYMLINK_FOLLOW != 0).typed()?;
+    let n = walk(c, a.ndir.0, &a.new, false).typed()?;
+    c.decide_visible(&o.path).typed()?;
+    let _allowed = c.allow(&call, &n.path, Access::Write)?;
+    existing(c, &o).typed()?;
     if let Some(why) = widening(c, &o.path, &n.path, false) {
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &n.path,
             &format!(
                 "a hard link at {} to {} may not grant rights its source does not have: {why}",
                 n.path, o.path
             ),
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let (on, nn) = (
-        o.name.as_deref().ok_or(libc::EPERM)?,
-        n.name.as_deref().ok_or(libc::EEXIST)?,
-    );
-    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty())
-        .map_err(errno)?;
-    value(0)
+    let on = o.name.as_deref().ok_or(Errno::PERM)?;
+    let nn = n.name.as_deref().ok_or(Errno::EXIST)?;
+    rustix::fs::linkat(&o.parent, on, &n.parent, nn, rustix::fs::AtFlags::empty())?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- changing metadata -----------------------------------------------------------------------------
 
 /// Resolves a path argument for a metadata change: `write` on an existing object.
-fn changed_object(
+fn changed_object<A>(
     c: &Client,
+    call: &Live<A>,
     dirfd: i32,
     path: &[u8],
     follow: bool,
-) -> Result<(Walked, OwnedFd), i32> {
-    let w = walk(c, dirfd, path, follow)?;
-    c.decide(&w.path, Access::Write)?;
-    existing(c, &w)?;
-    let obj = w.object()?;
+) -> Result<(Walked, OwnedFd), Errno> {
+    let w = walk(c, dirfd, path, follow).typed()?;
+    c.allow(call, &w.path, Access::Write)?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
     Ok((w, obj))
 }
 
@@ -734,30 +694,33 @@ fn changed_object(
 /// times or attributes where the policy grants no `write`. The agent finds the descriptor's
 /// path, re-walks it (the object found must be the descriptor's own), and checks `write`.
 /// Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
-fn changed_descriptor(c: &Client, fd: OwnedFd) -> Result<OwnedFd, i32> {
-    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())
-        .map_err(errno)?;
+fn changed_descriptor<A>(c: &Client, call: &Live<A>, fd: OwnedFd) -> Result<OwnedFd, Errno> {
+    let text = rustix::fs::readlinkat(rustix::fs::CWD, proc_path(&fd).as_c_str(), Vec::new())?;
     if !text.to_bytes().starts_with(b"/") {
         return Ok(fd);
     }
-    let logical = c.logical_proc_path(text.to_bytes())?;
+    let logical = c.logical_proc_path(text.to_bytes()).typed()?;
     let w = c
         .resolver()
-        .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())?;
-    c.decide(&w.path, Access::Write)?;
-    let obj = w.object()?;
-    let (a, b) = (
-        rustix::fs::fstat(&obj).map_err(errno)?,
-        rustix::fs::fstat(&fd).map_err(errno)?,
-    );
+        .walk(c, c.policy(), Base::Cwd, &logical, WalkFlags::default())
+        .typed()?;
+    c.allow(call, &w.path, Access::Write)?;
+    let obj = w.object().typed()?;
+    let (a, b) = (rustix::fs::fstat(&obj)?, rustix::fs::fstat(&fd)?);
     if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &w.path,
             "the descriptor's file is no longer at its path",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
     Ok(fd)
+}
+
+/// Records a refusal that is not a plain policy check ([`Client::refuse`]), as an [`Errno`].
+fn refused(c: &Client, target: &str, why: &str, errno: Errno) -> Errno {
+    Errno::from_raw_os_error(c.refuse(target, why, errno.raw_os_error()))
 }
 
 fn is_dir(fd: &OwnedFd) -> bool {
@@ -777,185 +740,106 @@ fn safe_mode(mode: u32, dir: bool) -> u32 {
 }
 
 /// Implements chmod(2), fchmodat(2) and fchmodat2(2).
-pub fn chmod(c: &Client) -> Handled {
-    let (dirfd, path_addr, mode, flags) = match c.nr() {
-        libc::SYS_chmod => (AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
-        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
-        let fd = changed_descriptor(c, c.fd_looked_up(dirfd)?)?;
+pub fn chmod(c: &Client, call: Live<ChmodArgs>) -> Served {
+    let a = call.args();
+    let (obj, dir) = if empty_path(&a.path, a.flags) {
+        let fd = changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?;
         let dir = is_dir(&fd);
-        rustix::fs::chmodat(
-            rustix::fs::CWD,
-            proc_path(&fd).as_c_str(),
-            Mode::from_bits_retain(safe_mode(mode, dir)),
-            rustix::fs::AtFlags::empty(),
-        )
-        .map_err(errno)?;
-        return value(0);
-    }
-    let (w, obj) = changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-    if w.kind == Some(FileType::Symlink) {
-        return Err(libc::EOPNOTSUPP);
-    }
+        (fd, dir)
+    } else {
+        let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let (w, obj) = changed_object(c, &call, a.dirfd.0, &a.path, follow)?;
+        if w.kind == Some(FileType::Symlink) {
+            return Err(Errno::OPNOTSUPP);
+        }
+        (obj, w.kind == Some(FileType::Directory))
+    };
     rustix::fs::chmodat(
         rustix::fs::CWD,
         proc_path(&obj).as_c_str(),
-        Mode::from_bits_retain(safe_mode(mode, w.kind == Some(FileType::Directory))),
+        Mode::from_bits_retain(safe_mode(a.mode, dir)),
         rustix::fs::AtFlags::empty(),
-    )
-    .map_err(errno)?;
-    value(0)
+    )?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements chown(2), lchown(2) and fchownat(2).
-pub fn chown(c: &Client) -> Handled {
-    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
-        libc::SYS_chown => (AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2) as u32, 0),
-        libc::SYS_lchown => (
-            AT_FDCWD,
-            c.arg(0),
-            c.arg(1) as u32,
-            c.arg(2) as u32,
-            libc::AT_SYMLINK_NOFOLLOW,
-        ),
-        _ => (
-            c.int(0),
-            c.arg(1),
-            c.arg(2) as u32,
-            c.arg(3) as u32,
-            c.int(4),
-        ),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+pub fn chown(c: &Client, call: Live<ChownArgs>) -> Served {
+    let a = call.args();
     let map = c.id_map();
-    let uid = map.uid_outside(uid)?.map(rustix::process::Uid::from_raw);
-    let gid = map.gid_outside(gid)?.map(rustix::process::Gid::from_raw);
-    let obj = if empty_path(&path, flags) {
-        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
+    let uid = map.uid_outside(a.uid).typed()?;
+    let gid = map.gid_outside(a.gid).typed()?;
+    let obj = if empty_path(&a.path, a.flags) {
+        changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?
     } else {
-        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+        let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        changed_object(c, &call, a.dirfd.0, &a.path, follow)?.1
     };
-    rustix::fs::chownat(&obj, c"", uid, gid, rustix::fs::AtFlags::EMPTY_PATH).map_err(errno)?;
-    value(0)
+    let uid = uid.map(rustix::process::Uid::from_raw);
+    let gid = gid.map(rustix::process::Gid::from_raw);
+    rustix::fs::chownat(&obj, c"", uid, gid, rustix::fs::AtFlags::EMPTY_PATH)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements truncate(2).
-pub fn truncate(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    let len = c.arg(1) as i64;
-    c.live()?;
+pub fn truncate(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let a = call.args();
+    let len = a.arg as i64;
     if len < 0 {
-        return Err(libc::EINVAL);
+        return Err(Errno::INVAL);
     }
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide(&w.path, Access::Write)?;
-    match existing(c, &w)? {
-        FileType::Directory => return Err(libc::EISDIR),
+    let w = walk(c, AT_FDCWD, &a.path, true).typed()?;
+    let _allowed = c.allow(&call, &w.path, Access::Write)?;
+    match existing(c, &w).typed()? {
+        FileType::Directory => return Err(Errno::ISDIR),
         FileType::RegularFile => {}
-        _ => return Err(libc::EINVAL),
+        _ => return Err(Errno::INVAL),
     }
     // The agent is not bound by the program's RLIMIT_FSIZE, so it applies the limit itself
     // (as EFBIG; the kernel would also raise SIGXFSZ).
     if c.policy().limits.fsize.is_some_and(|max| len as u64 > max) {
-        return Err(libc::EFBIG);
+        return Err(Errno::FBIG);
     }
     let fd = rustix::fs::openat(
         &w.parent,
-        w.at_name().as_c_str(),
+        w.at_cstr(),
         OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(errno)?;
-    rustix::fs::ftruncate(&fd, len as u64).map_err(errno)?;
-    value(0)
+    )?;
+    rustix::fs::ftruncate(&fd, len as u64)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements utime(2), utimes(2), futimesat(2) and utimensat(2).
-pub fn utime(c: &Client) -> Handled {
-    let nr = c.nr();
-    let (dirfd, path_addr, times_addr, flags) = match nr {
-        libc::SYS_utime | libc::SYS_utimes => (AT_FDCWD, c.arg(0), c.arg(1), 0),
-        libc::SYS_futimesat => (c.int(0), c.arg(1), c.arg(2), 0),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
+pub fn utime(c: &Client, call: Live<UtimeArgs>) -> Served {
+    let a = call.args();
+    let stamp = |(tv_sec, tv_nsec): (i64, i64)| rustix::fs::Timespec {
+        tv_sec,
+        tv_nsec: tv_nsec as _,
     };
-    // Copy the times first, once, into a utimensat-shaped pair.
-    let times = if times_addr == 0 {
-        None
-    } else {
-        let mut raw = [0u8; 32];
-        let len = if nr == libc::SYS_utime { 16 } else { 32 };
-        c.read(times_addr, &mut raw[..len])?;
-        let w = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        Some(match nr {
-            libc::SYS_utime => [(w(0), 0), (w(1), 0)],
-            libc::SYS_utimensat => [(w(0), w(1)), (w(2), w(3))],
-            _ => [(w(0), w(1) * 1000), (w(2), w(3) * 1000)],
-        })
+    let now = (0, libc::UTIME_NOW);
+    let [atime, mtime] = a.times.unwrap_or([now, now]);
+    let ts = rustix::fs::Timestamps {
+        last_access: stamp(atime),
+        last_modification: stamp(mtime),
     };
-    let path = if path_addr == 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    c.live()?;
-    let ts = times.map(|t| rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: t[0].0,
-            tv_nsec: t[0].1 as _,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: t[1].0,
-            tv_nsec: t[1].1 as _,
-        },
-    });
-    let now = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW as _,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW as _,
-        },
-    };
-    let obj = if path_addr == 0 {
+    let obj = match &a.path {
         // utimensat(fd, NULL, ...) is futimens.
-        changed_descriptor(c, c.fd_open_file(dirfd)?)?
-    } else if empty_path(&path, flags) {
-        changed_descriptor(c, c.fd_looked_up(dirfd)?)?
-    } else {
-        changed_object(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?.1
+        None => changed_descriptor(c, &call, c.fd_open_file(a.dirfd.0).typed()?)?,
+        Some(path) if empty_path(path, a.flags) => {
+            changed_descriptor(c, &call, c.fd_looked_up(a.dirfd.0).typed()?)?
+        }
+        Some(path) => {
+            let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+            changed_object(c, &call, a.dirfd.0, path, follow)?.1
+        }
     };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        proc_path(&obj).as_c_str(),
-        &ts.unwrap_or(now),
-        rustix::fs::AtFlags::empty(),
-    )
-    .map_err(errno)?;
-    value(0)
+    let at = rustix::fs::AtFlags::empty();
+    rustix::fs::utimensat(rustix::fs::CWD, proc_path(&obj).as_c_str(), &ts, at)?;
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 // ---- xattrs -----------------------------------------------------------------------------------------
-
-/// Largest xattr value or list the kernel handles (`XATTR_SIZE_MAX`).
-const XATTR_SIZE_MAX: usize = 65536;
-
-/// Copies a set*xattr value (arguments 2 and 3), bounded by `XATTR_SIZE_MAX`.
-fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
-    let size = c.arg(3) as usize;
-    if size > XATTR_SIZE_MAX {
-        return Err(libc::E2BIG);
-    }
-    let mut v = vec![0u8; size];
-    c.read(c.arg(2), &mut v)?;
-    Ok(v)
-}
 
 /// Extended attributes the agent sets or removes for the program: the `user.` namespace only.
 ///
@@ -965,11 +849,12 @@ fn xattr_value(c: &Client) -> Result<Vec<u8>, i32> {
 /// `system.posix_acl_*` grants access to other users. The agent would set them with warden's
 /// credentials, not the program's; a program in a user namespace could set none of them on a
 /// host file itself.
-fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
+fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), Errno> {
     if super::decode::is_user_xattr(name.to_bytes()) {
         return Ok(());
     }
-    Err(c.refuse(
+    Err(refused(
+        c,
         target,
         &format!(
             "only user.* extended attributes can be set or removed in a sandbox, not {:?}",
@@ -977,101 +862,72 @@ fn settable_xattr(c: &Client, target: &str, name: &CStr) -> Result<(), i32> {
         ),
         // What a file system without that namespace answers: copiers (install, cp -a, tar,
         // rsync -X) then fall back to chmod or skip the attribute, as they do there.
-        libc::EOPNOTSUPP,
+        Errno::OPNOTSUPP,
     ))
 }
 
 /// Implements getxattr(2), lgetxattr, listxattr, llistxattr, setxattr, lsetxattr, removexattr
 /// and lremovexattr.
-pub fn xattr(c: &Client) -> Handled {
-    let nr = c.nr();
-    let follow = matches!(
-        nr,
-        libc::SYS_getxattr | libc::SYS_listxattr | libc::SYS_setxattr | libc::SYS_removexattr
-    );
-    let path = c.path_arg(c.arg(0))?;
-    let name = if matches!(nr, libc::SYS_listxattr | libc::SYS_llistxattr) {
-        None
+pub fn xattr(c: &Client, call: Live<XattrArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, a.follow).typed()?;
+    let name = a.name.as_deref();
+    if matches!(a.op, XattrOp::Set { .. } | XattrOp::Remove) {
+        c.allow(&call, &w.path, Access::Write)?;
+        settable_xattr(c, &w.path, name.expect("set and remove name one"))?;
     } else {
-        Some(c.path_arg(c.arg(1))?)
-    };
-    let name = name.map(super::decode::xattr_name).transpose()?;
-    let set_value = if matches!(nr, libc::SYS_setxattr | libc::SYS_lsetxattr) {
-        Some(xattr_value(c)?)
-    } else {
-        None
-    };
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, follow)?;
-    let writes =
-        set_value.is_some() || matches!(nr, libc::SYS_removexattr | libc::SYS_lremovexattr);
-    if writes {
-        c.decide(&w.path, Access::Write)?;
-        settable_xattr(c, &w.path, name.as_deref().expect("has name"))?;
-    } else {
-        c.decide_visible(&w.path)?;
+        c.decide_visible(&w.path).typed()?;
     }
-    existing(c, &w)?;
-    let obj = w.object()?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
     let target = proc_path(&obj);
     let target: &CStr = target.as_c_str();
-    match nr {
-        libc::SYS_getxattr | libc::SYS_lgetxattr => {
-            let size = (c.arg(3) as usize).min(XATTR_SIZE_MAX);
-            let mut buf = vec![0u8; size];
-            let n = rustix::fs::getxattr(target, name.as_deref().expect("has name"), &mut buf[..])
-                .map_err(errno)?;
-            if size > 0 {
-                c.write(c.arg(2), &buf[..n])?;
+    let name = || name.expect("only list names none");
+    let n = match &a.op {
+        XattrOp::Get { buf, size } => {
+            let mut into = vec![0u8; *size];
+            let n = rustix::fs::getxattr(target, name(), &mut into[..])?;
+            if *size > 0 {
+                c.write(*buf, &into[..n]).typed()?;
             }
-            value(n as i64)
+            n
         }
-        libc::SYS_listxattr | libc::SYS_llistxattr => {
-            let size = (c.arg(2) as usize).min(XATTR_SIZE_MAX);
-            let mut buf = vec![0u8; size];
-            let n = rustix::fs::listxattr(target, &mut buf[..]).map_err(errno)?;
-            if size > 0 {
-                c.write(c.arg(1), &buf[..n])?;
+        XattrOp::List { buf, size } => {
+            let mut into = vec![0u8; *size];
+            let n = rustix::fs::listxattr(target, &mut into[..])?;
+            if *size > 0 {
+                c.write(*buf, &into[..n]).typed()?;
             }
-            value(n as i64)
+            n
         }
-        libc::SYS_setxattr | libc::SYS_lsetxattr => {
-            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::setxattr(
-                target,
-                name.as_deref().expect("has name"),
-                set_value.as_deref().unwrap_or(&[]),
-                flags,
-            )
-            .map_err(errno)?;
-            value(0)
+        XattrOp::Set { value, flags } => {
+            let flags = rustix::fs::XattrFlags::from_bits_retain(*flags);
+            rustix::fs::setxattr(target, name(), value, flags)?;
+            0
         }
-        _ => {
-            rustix::fs::removexattr(target, name.as_deref().expect("has name")).map_err(errno)?;
-            value(0)
+        XattrOp::Remove => {
+            rustix::fs::removexattr(target, name())?;
+            0
         }
-    }
+    };
+    Ok(Answer::Reply(Reply::Value(n as i64)))
 }
 
 // ---- inotify, chdir, exec ---------------------------------------------------------------------------
 
 /// Implements inotify_add_watch(2) on the agent's duplicate of the caller's inotify descriptor.
-pub fn inotify_add_watch(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(1))?;
-    let mask_bits = c.arg(2) as u32;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, mask_bits & libc::IN_DONT_FOLLOW == 0)?;
-    c.decide(&w.path, Access::Read)?;
-    existing(c, &w)?;
-    let obj = w.object()?;
-    let inotify = c.fd(c.int(0))?;
-    let wd = sysfs::inotify_add_watch(
-        inotify.as_fd(),
-        &proc_path(&obj),
-        mask_bits & !libc::IN_DONT_FOLLOW,
-    )
-    .map_err(io_errno)?;
-    value(wd as i64)
+pub fn inotify_add_watch(c: &Client, call: Live<InotifyArgs>) -> Served {
+    let a = call.args();
+    let w = walk(c, AT_FDCWD, &a.path, a.mask & libc::IN_DONT_FOLLOW == 0).typed()?;
+    c.allow(&call, &w.path, Access::Read)?;
+    existing(c, &w).typed()?;
+    let obj = w.object().typed()?;
+    let inotify = c.fd(a.fd).typed()?;
+    let mask = a.mask & !libc::IN_DONT_FOLLOW;
+    let wd = sysfs::inotify_add_watch(inotify.as_fd(), &proc_path(&obj), mask)
+        .map_err(io_errno)
+        .typed()?;
+    Ok(Answer::Reply(Reply::Value(wd as i64)))
 }
 
 /// Implements chdir(2): checked by the agent, then continued.
@@ -1081,14 +937,12 @@ pub fn inotify_add_watch(c: &Client) -> Handled {
 /// behind it. A thread racing to rewrite the path can land in a directory the policy hides;
 /// it learns that the directory exists, but nothing more: every later call made there is
 /// resolved and checked by the agent from the directory's real path (README, "Known limits").
-pub fn chdir(c: &Client) -> Handled {
-    let path = c.path_arg(c.arg(0))?;
-    c.live()?;
-    let w = walk(c, AT_FDCWD, &path, true)?;
-    c.decide_metadata(&w.path, w.kind)?;
-    match existing(c, &w)? {
+pub fn chdir(c: &Client, call: Live<CwdPathArgs>) -> Served {
+    let w = walk(c, AT_FDCWD, &call.args().path, true).typed()?;
+    c.allow_metadata(&call, &w.path, w.kind)?;
+    match existing(c, &w).typed()? {
         FileType::Directory => Ok(Answer::Reply(Reply::Continue)),
-        _ => Err(libc::ENOTDIR),
+        _ => Err(Errno::NOTDIR),
     }
 }
 
@@ -1100,24 +954,20 @@ pub fn chdir(c: &Client) -> Handled {
 /// for a directory made later (`DIR/*` with no DIR yet) allows what the kernel still refuses.
 /// The agent says so instead of continuing into a bare `EACCES` (warden creates such a
 /// directory itself when it lies in the scratch directory, so there the rule works).
-pub fn exec(c: &Client) -> Handled {
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_execve => (AT_FDCWD, c.arg(0), 0),
-        _ => (c.int(0), c.arg(1), c.int(4)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    if empty_path(&path, flags) {
+pub fn exec(c: &Client, call: Live<ExecArgs>) -> Served {
+    let a = call.args();
+    if empty_path(&a.path, a.flags) {
         // fexecve: the descriptor's file is checked by Landlock when the kernel opens it.
         return Ok(Answer::Reply(Reply::Continue));
     }
-    let w = walk(c, dirfd, &path, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?;
-    c.decide(&w.path, Access::Exec)?;
-    existing(c, &w)?;
+    let follow = a.flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+    let w = walk(c, a.dirfd.0, &a.path, follow).typed()?;
+    c.allow(&call, &w.path, Access::Exec)?;
+    existing(c, &w).typed()?;
     if !c.exec_rules().mapped(&w.path)
         && !c
             .exec_rules()
-            .covers(w.parent.as_fd(), &w.at_name(), super::resolve::MAX_DEPTH)
+            .covers(w.parent.as_fd(), w.at_cstr(), super::resolve::MAX_DEPTH)
     {
         let rule = match c.policy().check(&w.path, Access::Exec) {
             Verdict::Allowed(id) => {
@@ -1126,7 +976,8 @@ pub fn exec(c: &Client) -> Handled {
             }
             Verdict::Denied(_) => "the policy".to_owned(),
         };
-        return Err(c.refuse(
+        return Err(refused(
+            c,
             &w.path,
             &format!(
                 "{rule} allows it, but the kernel would refuse it: Landlock, which backs every \
@@ -1136,7 +987,7 @@ pub fn exec(c: &Client) -> Handled {
                  before the run (warden makes the directory of an exec rule DIR/* itself when it \
                  lies in $SCRATCH)"
             ),
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
     Ok(Answer::Reply(Reply::Continue))
@@ -1148,57 +999,37 @@ pub fn exec(c: &Client) -> Handled {
 /// attributes where the policy grants no `write`. The agent finds the descriptor's path,
 /// re-walks it (the object found must be the descriptor's own), checks `write`, and acts on its
 /// duplicate. Descriptors with no path (pipes, sockets, memfds) belong to the sandbox alone.
-pub fn fd_metadata(c: &Client) -> Handled {
-    let nr = c.nr();
-    let name = match nr {
-        libc::SYS_fsetxattr | libc::SYS_fremovexattr => {
-            Some(super::decode::xattr_name(c.path_arg(c.arg(1))?)?)
-        }
-        _ => None,
-    };
-    let set_value = if nr == libc::SYS_fsetxattr {
-        Some(xattr_value(c)?)
-    } else {
-        None
-    };
-    c.live()?;
-    let fd = changed_descriptor(c, c.fd_open_file(c.int(0))?)?;
-    if let Some(name) = &name {
-        settable_xattr(c, &format!("descriptor {}", c.int(0)), name)?;
-    }
-    match nr {
-        libc::SYS_fchmod => {
+pub fn fd_metadata(c: &Client, call: Live<FdMetadataArgs>) -> Served {
+    let a = call.args();
+    let fd = changed_descriptor(c, &call, c.fd_open_file(a.fd).typed()?)?;
+    match &a.change {
+        FdChange::Mode(mode) => {
             rustix::fs::chmodat(
                 rustix::fs::CWD,
                 proc_path(&fd).as_c_str(),
-                Mode::from_bits_retain(safe_mode(c.arg(1) as u32, is_dir(&fd))),
+                Mode::from_bits_retain(safe_mode(*mode, is_dir(&fd))),
                 rustix::fs::AtFlags::empty(),
-            )
-            .map_err(errno)?;
+            )?;
         }
-        libc::SYS_fchown => {
+        FdChange::Owner(uid, gid) => {
             let map = c.id_map();
-            let uid = map
-                .uid_outside(c.arg(1) as u32)?
-                .map(rustix::process::Uid::from_raw);
-            let gid = map
-                .gid_outside(c.arg(2) as u32)?
-                .map(rustix::process::Gid::from_raw);
-            rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
+            let uid = map.uid_outside(*uid).typed()?;
+            let gid = map.gid_outside(*gid).typed()?;
+            let uid = uid.map(rustix::process::Uid::from_raw);
+            let gid = gid.map(rustix::process::Gid::from_raw);
+            rustix::fs::fchown(&fd, uid, gid)?;
         }
-        libc::SYS_fsetxattr => {
-            let flags = rustix::fs::XattrFlags::from_bits_retain(c.arg(4) as u32);
-            rustix::fs::fsetxattr(
-                &fd,
-                name.as_deref().expect("has name"),
-                set_value.as_deref().unwrap_or(&[]),
-                flags,
-            )
-            .map_err(errno)?;
+        FdChange::SetXattr { name, value, flags } => {
+            settable_xattr(c, &format!("descriptor {}", a.fd), name)?;
+            let flags = rustix::fs::XattrFlags::from_bits_retain(*flags);
+            rustix::fs::fsetxattr(&fd, name.as_c_str(), value, flags)?;
         }
-        _ => rustix::fs::fremovexattr(&fd, name.as_deref().expect("has name")).map_err(errno)?,
+        FdChange::RemoveXattr(name) => {
+            settable_xattr(c, &format!("descriptor {}", a.fd), name)?;
+            rustix::fs::fremovexattr(&fd, name.as_c_str())?;
+        }
     }
-    value(0)
+    Ok(Answer::Reply(Reply::Value(0)))
 }
 
 /// Implements memfd_create(2): the agent creates the memfd with `MFD_NOEXEC_SEAL` and injects
@@ -1209,27 +1040,26 @@ pub fn fd_metadata(c: &Client) -> Handled {
 /// may read but not execute into one and `fexecve` it. A memfd that can never gain an execute
 /// bit is refused by the kernel itself, whatever descriptor games a racing thread plays.
 /// Mapping it `PROT_EXEC` still works (JITs), as does everything else a memfd is used for.
-pub fn memfd_create(c: &Client) -> Handled {
-    let name = c.path_arg(c.arg(0))?;
-    let flags = c.arg(1) as u32;
-    c.live()?;
+pub fn memfd_create(c: &Client, call: Live<MemfdArgs>) -> Served {
+    let a = call.args();
     // MFD_NOEXEC_SEAL and MFD_EXEC from linux/memfd.h (Linux 6.3).
     const MFD_NOEXEC_SEAL: u32 = 0x8;
     const MFD_EXEC: u32 = 0x10;
-    if name.len() > 249 {
-        return Err(libc::EINVAL);
+    if a.name.len() > 249 {
+        return Err(Errno::INVAL);
     }
-    if flags & MFD_EXEC != 0 {
-        return Err(c.refuse(
+    if a.flags & MFD_EXEC != 0 {
+        return Err(refused(
+            c,
             "memfd:",
             "executable memfds are not allowed in a sandbox",
-            libc::EACCES,
+            Errno::ACCESS,
         ));
     }
-    let name = CString::new(name).map_err(|_| libc::EINVAL)?;
+    let name = CString::new(a.name.as_slice()).map_err(|_| Errno::INVAL)?;
     let flags =
-        rustix::fs::MemfdFlags::from_bits_retain((flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
+        rustix::fs::MemfdFlags::from_bits_retain((a.flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
             | rustix::fs::MemfdFlags::CLOEXEC;
-    let fd = rustix::fs::memfd_create(name.as_c_str(), flags).map_err(errno)?;
-    Ok(Answer::Fd(fd, c.arg(1) as u32 & libc::MFD_CLOEXEC != 0))
+    let fd = rustix::fs::memfd_create(name.as_c_str(), flags)?;
+    Ok(Answer::Fd(fd, a.flags & libc::MFD_CLOEXEC != 0))
 }

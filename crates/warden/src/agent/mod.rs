@@ -19,6 +19,7 @@
 //! answered with `EIO` rather than taking the sandbox's only agent down.
 
 pub mod budget;
+pub mod call;
 pub mod capsicum;
 pub mod decode;
 pub mod fs;
@@ -36,7 +37,6 @@ use crate::syscalls::{self, Class, Family};
 use log::{Decision, Log};
 use resolve::Resolver;
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
@@ -58,8 +58,12 @@ pub enum Answer {
     WritableFd(OwnedFd, bool),
 }
 
-/// A handler's result: an answer, or an errno.
+/// A handler's result: an answer, or an errno (the handlers not yet converted to
+/// [`call`]'s typed steps).
 pub type Handled = Result<Answer, i32>;
+
+/// A typed handler's result: an answer, or an [`rustix::io::Errno`].
+pub type Served = Result<Answer, rustix::io::Errno>;
 
 /// Shorthand for a successful call returning `v`.
 pub fn value(v: i64) -> Handled {
@@ -78,9 +82,9 @@ pub struct Agent {
     /// How many requests the agent serves at once for this sandbox, and what it may hold for it
     /// then: chosen from `--mem` ([`budget`]).
     pub budget: budget::Budget,
-    /// Requests being served, by notification id, and the worker serving each: the watchdog
-    /// interrupts a worker whose caller has gone (see [`Agent::watchdog`]).
-    in_flight: Mutex<HashMap<u64, crate::sys::signals::ThreadHandle>>,
+    /// Each worker's slot: the request it is serving, if any (see [`Slot`]). The list changes
+    /// only when a worker starts or ends; a request touches its own worker's slot alone.
+    in_flight: Mutex<Vec<Arc<Slot>>>,
     /// Calls served per family, decisions, and time spent (for the run report).
     pub stats: log::Stats,
     /// The descriptors handed out and the rules that allowed them (for `warden inspect`).
@@ -140,7 +144,7 @@ impl Agent {
             log,
             pool: pool::Pool::new(budget.workers, FIRST_WORKERS),
             budget,
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(Vec::new()),
             stats: log::Stats::default(),
             grants: Arc::default(),
             rule_spans: policy_spans(&policy),
@@ -161,7 +165,7 @@ impl Agent {
         let deadline = std::time::Instant::now() + limit;
         while std::time::Instant::now() < deadline {
             match self.in_flight.lock() {
-                Ok(t) if t.is_empty() => return,
+                Ok(slots) if slots.iter().all(|s| s.serving().is_none()) => return,
                 Ok(_) => {}
                 Err(_) => return,
             }
@@ -195,17 +199,23 @@ impl Agent {
     /// block forever, and enough of them would leave the sandbox without an agent (invariant 6:
     /// a dying client never blocks the others). Every 100 ms the watchdog asks the kernel which
     /// in-flight requests are no longer valid and interrupts their workers; the blocking call
-    /// fails with EINTR and the worker moves on. The table lock is held while signalling, and a
-    /// worker removes its entry under the same lock, so a signal never hits a later request.
+    /// fails with EINTR and the worker moves on. A slot's lock is held while signalling its
+    /// worker, and the worker clears its slot under the same lock, so a signal never hits a
+    /// later request; a worker's slot leaves the list before the worker ends.
     fn watchdog(self: Arc<Self>) {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(100));
-            let Ok(table) = self.in_flight.lock() else {
+            let Ok(slots) = self.in_flight.lock() else {
                 return;
             };
-            for (&id, &thread) in table.iter() {
-                if !unotify::id_valid(self.listener.as_fd(), id) {
-                    crate::sys::signals::interrupt(thread);
+            for slot in slots.iter() {
+                let Ok(serving) = slot.0.lock() else {
+                    continue;
+                };
+                if let Some((id, thread)) = *serving {
+                    if !unotify::id_valid(self.listener.as_fd(), id) {
+                        crate::sys::signals::interrupt(thread);
+                    }
                 }
             }
         }
@@ -244,6 +254,7 @@ impl Agent {
         // Each worker gets its own cwd, so binding or connecting a unix socket by a short
         // relative name from a held directory cannot race with another worker.
         let _ = crate::sys::process::unshare_fs();
+        let slot = SlotGuard::register(&self);
         loop {
             let notif = match unotify::recv(self.listener.as_fd()) {
                 Ok(n) => n,
@@ -265,23 +276,21 @@ impl Agent {
             if self.pool.took() == pool::Refill::Start {
                 self.start_worker();
             }
-            self.serve(notif);
+            self.serve(notif, &slot.slot);
             if !self.pool.served() {
                 return;
             }
         }
     }
 
-    fn serve(&self, notif: unotify::Notification) {
+    fn serve(&self, notif: unotify::Notification, slot: &Slot) {
         // Only the acting phase may be interrupted by the watchdog: the entry leaves the table
         // (under the lock the watchdog signals with) before the reply, because during
         // ADDFD|SEND the kernel already counts the request as answered while we wait for the
         // descriptor to be installed, and interrupting that wait would lose the reply.
         let start = std::time::Instant::now();
         let cpu_start = thread_cpu();
-        if let Ok(mut t) = self.in_flight.lock() {
-            t.insert(notif.id, crate::sys::signals::current_thread());
-        }
+        slot.set(Some((notif.id, crate::sys::signals::current_thread())));
         let family = delegated_family(&notif, self.net.mode, self.capsicum.is_some());
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -290,9 +299,7 @@ impl Agent {
             .unwrap_or(Err(libc::EIO)),
             None => Err(libc::ENOSYS),
         };
-        if let Ok(mut t) = self.in_flight.lock() {
-            t.remove(&notif.id);
-        }
+        slot.set(None);
         // The agent's own work ends here; the reply below waits for the caller to wake (and, for
         // ADDFD, to install the descriptor), which is interposition, not service.
         let took = start.elapsed();
@@ -350,7 +357,10 @@ impl Agent {
             ids: OnceCell::new(),
             proc_dir: OnceCell::new(),
             start,
+            // Only an open answers with a descriptor of a path, the grant `warden inspect`
+            // shows: the other calls need not copy the path they allowed.
             granted: std::cell::RefCell::new(None),
+            keeps_grant: family == Family::Open,
             writable: std::cell::Cell::new(None),
         };
         let (fd, cloexec) = match self.dispatch(&client, family) {
@@ -397,34 +407,100 @@ impl Agent {
         if let Some(session) = &self.capsicum {
             return capsicum::dispatch(client, family, session);
         }
-        match family {
-            Family::Open => fs::open(client),
-            Family::Stat => fs::stat(client),
-            Family::Access => fs::access(client),
-            Family::Readlink => fs::readlink(client),
-            Family::Mkdir => fs::mkdir(client),
-            Family::Mknod => fs::mknod(client),
-            Family::Unlink => fs::unlink(client),
-            Family::Rename => fs::rename(client),
-            Family::Link => fs::link(client),
-            Family::Symlink => fs::symlink(client),
-            Family::Chmod => fs::chmod(client),
-            Family::Chown => fs::chown(client),
-            Family::Truncate => fs::truncate(client),
-            Family::Utime => fs::utime(client),
-            Family::Chdir => fs::chdir(client),
-            Family::Statfs => fs::statfs(client),
-            Family::Xattr => fs::xattr(client),
-            Family::InotifyAddWatch => fs::inotify_add_watch(client),
-            Family::Exec => fs::exec(client),
-            Family::SocketAddress => net::socket_address(client),
-            Family::FdMetadata => fs::fd_metadata(client),
-            Family::Memfd => fs::memfd_create(client),
-            Family::Socket => net::socket(client),
-            Family::Send => net::send(client),
-            Family::Accept => net::accept(client),
-            // Only capability mode's profile sends these.
-            Family::CapabilityMode => Err(libc::ENOSYS),
+        dispatch_typed(client, family).map_err(|e| e.raw_os_error())
+    }
+}
+
+/// The typed steps for the calls [`call`] decodes: copy, confirm live, then the handler; the
+/// others through their own handlers, their errors typed here. (Capability mode's handlers,
+/// [`capsicum`], come back here for the calls it lets through as the policy decides them.)
+pub(crate) fn dispatch_typed(client: &Client<'_>, family: Family) -> Served {
+    use call::Decoder as D;
+    /// Step 1 with the row's decoder, step 2, then the handler on the live arguments.
+    macro_rules! typed {
+        ($copy:expr, $handler:path) => {
+            $handler(client, client.confirm($copy(client)?)?)
+        };
+    }
+    match call::decoder(client.nr()) {
+        // A decoder of another family than the table's: the two disagree (a unit test
+        // keeps them together).
+        Some(d) if d.family() != family => Err(rustix::io::Errno::NOSYS),
+        Some(D::Open(copy)) => typed!(copy, fs::open),
+        Some(D::Stat(copy)) => typed!(copy, fs::stat),
+        Some(D::Access(copy)) => typed!(copy, fs::access),
+        Some(D::Readlink(copy)) => typed!(copy, fs::readlink),
+        Some(D::Mkdir(copy)) => typed!(copy, fs::mkdir),
+        Some(D::Unlink(copy)) => typed!(copy, fs::unlink),
+        Some(D::Mknod(copy)) => typed!(copy, fs::mknod),
+        Some(D::Symlink(copy)) => typed!(copy, fs::symlink),
+        Some(D::Rename(copy)) => typed!(copy, fs::rename),
+        Some(D::Link(copy)) => typed!(copy, fs::link),
+        Some(D::Chmod(copy)) => typed!(copy, fs::chmod),
+        Some(D::Chown(copy)) => typed!(copy, fs::chown),
+        Some(D::Utime(copy)) => typed!(copy, fs::utime),
+        Some(D::Xattr(copy)) => typed!(copy, fs::xattr),
+        Some(D::Inotify(copy)) => typed!(copy, fs::inotify_add_watch),
+        Some(D::Exec(copy)) => typed!(copy, fs::exec),
+        Some(D::FdMetadata(copy)) => typed!(copy, fs::fd_metadata),
+        Some(D::Memfd(copy)) => typed!(copy, fs::memfd_create),
+        Some(D::Statfs(copy)) => typed!(copy, fs::statfs),
+        Some(D::Chdir(copy)) => typed!(copy, fs::chdir),
+        Some(D::Truncate(copy)) => typed!(copy, fs::truncate),
+        None => dispatch_legacy(client, family).map_err(rustix::io::Errno::from_raw_os_error),
+    }
+}
+
+/// The network families, whose handlers still decode their own arguments.
+fn dispatch_legacy(client: &Client<'_>, family: Family) -> Handled {
+    match family {
+        Family::SocketAddress => net::socket_address(client),
+        Family::Socket => net::socket(client),
+        Family::Send => net::send(client),
+        Family::Accept => net::accept(client),
+        // Served through `call`'s decoders; a number of theirs without one is not a call.
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+/// One worker's request in flight: its notification id and the worker's thread, for the
+/// watchdog (`None` between requests).
+#[derive(Default)]
+struct Slot(Mutex<Option<(u64, crate::sys::signals::ThreadHandle)>>);
+
+impl Slot {
+    fn set(&self, serving: Option<(u64, crate::sys::signals::ThreadHandle)>) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = serving;
+        }
+    }
+
+    fn serving(&self) -> Option<u64> {
+        self.0.lock().ok().and_then(|s| s.map(|(id, _)| id))
+    }
+}
+
+/// A worker's slot in the agent's list, taken out again when the worker ends (however it
+/// ends), so the watchdog never signals a thread that is gone.
+struct SlotGuard<'a> {
+    agent: &'a Agent,
+    slot: Arc<Slot>,
+}
+
+impl SlotGuard<'_> {
+    fn register(agent: &Agent) -> SlotGuard<'_> {
+        let slot = Arc::new(Slot::default());
+        if let Ok(mut slots) = agent.in_flight.lock() {
+            slots.push(Arc::clone(&slot));
+        }
+        SlotGuard { agent, slot }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut slots) = self.agent.in_flight.lock() {
+            slots.retain(|s| !Arc::ptr_eq(s, &self.slot));
         }
     }
 }
@@ -489,6 +565,9 @@ pub struct Client<'a> {
     start: std::time::Instant,
     /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
     granted: std::cell::RefCell<Option<(String, warden_policy::RuleId)>>,
+    /// Whether the call may answer with a descriptor of the path it allowed (an open), so
+    /// that `granted` is worth keeping.
+    keeps_grant: bool,
     /// Whether the descriptor answered was opened for writing, when the handler knows (it
     /// spares asking the kernel).
     writable: std::cell::Cell<Option<bool>>,
@@ -851,7 +930,9 @@ impl Client<'_> {
         let allowed = verdict.is_allowed();
         self.agent.stats.count(allowed);
         if let Verdict::Allowed(id) = verdict {
-            *self.granted.borrow_mut() = Some((path.to_owned(), *id));
+            if self.keeps_grant {
+                *self.granted.borrow_mut() = Some((path.to_owned(), *id));
+            }
         }
         if !self.agent.log.wants(allowed) {
             return;
@@ -898,6 +979,40 @@ impl Client<'_> {
             errno,
             latency: self.start.elapsed(),
         });
+    }
+}
+
+impl resolve::Caller for Client<'_> {
+    fn base(&self, base: resolve::Base) -> Result<(OwnedFd, Vec<u8>), i32> {
+        use std::os::fd::AsRawFd;
+        let actual = match base {
+            resolve::Base::Cwd => self.cwd()?,
+            resolve::Base::Fd(fd) => self.fd(fd)?,
+        };
+        let text = rustix::fs::readlinkat(
+            rustix::fs::CWD,
+            format!("/proc/self/fd/{}", actual.as_raw_fd()),
+            Vec::new(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        let logical = self.logical_proc_path(text.to_bytes())?;
+        Ok((actual, logical))
+    }
+
+    fn ids(&self) -> Result<Ids, i32> {
+        Client::ids(self)
+    }
+
+    fn tid(&self) -> u32 {
+        Client::tid(self)
+    }
+
+    fn is_stand_in(&self, fd: i32) -> bool {
+        Client::is_stand_in(self, fd)
+    }
+
+    fn decide_visible(&self, path: &str) -> Result<(), i32> {
+        Client::decide_visible(self, path)
     }
 }
 

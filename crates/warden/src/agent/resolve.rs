@@ -15,8 +15,8 @@
 //! - `/proc/self`, `/proc/thread-self` and `/proc/<the caller's own pid>` are translated to the
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
-use super::decode::{clean, Pending};
-use super::Client;
+use super::decode::{clean, Part, Pending, NAME_MAX};
+use super::Ids;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -33,6 +33,24 @@ pub enum Base {
     Cwd,
     /// A directory descriptor of the caller.
     Fd(i32),
+}
+
+/// What the resolver needs to know about the process it walks for: the agent's [`super::Client`],
+/// or, in the unit tests, the test itself on a directory tree of its own.
+pub trait Caller {
+    /// The directory a relative path starts from, as the caller holds it (the real object),
+    /// and its absolute path as the kernel names it (`/proc/self/fd/N`'s link, with the
+    /// caller's own `/proc/<tgid>` written `/proc/self`). The walk re-walks that path from its
+    /// root and requires it to reach the same object.
+    fn base(&self, base: Base) -> Result<(OwnedFd, Vec<u8>), i32>;
+    /// The caller's process ids.
+    fn ids(&self) -> Result<Ids, i32>;
+    /// The calling thread's id, in the agent's PID namespace.
+    fn tid(&self) -> u32;
+    /// Whether the caller's descriptor `fd` is a stand-in for a symlink ([`super::stand_in`]).
+    fn is_stand_in(&self, fd: i32) -> bool;
+    /// Requires (and logs) that some access to `path` is allowed: `EACCES` otherwise.
+    fn decide_visible(&self, path: &str) -> Result<(), i32>;
 }
 
 /// How to walk.
@@ -66,7 +84,12 @@ pub struct Walked {
 impl Walked {
     /// The name to use with `*at` calls on `parent` ("." when the target is `parent`).
     pub fn at_name(&self) -> CString {
-        self.name.clone().unwrap_or_else(|| c".".to_owned())
+        self.at_cstr().to_owned()
+    }
+
+    /// The same, borrowed.
+    pub fn at_cstr(&self) -> &std::ffi::CStr {
+        self.name.as_deref().unwrap_or(c".")
     }
 
     /// An `O_PATH|O_NOFOLLOW` descriptor of the final object, which must exist. Calls made
@@ -157,41 +180,48 @@ impl Stack {
         Ok(path)
     }
 
-    fn push(&mut self, fd: OwnedFd, name: Name) -> Result<(), i32> {
+    /// Enters `fd`, a translated `/proc` entry whose logical path is `path`.
+    fn push_mapped(&mut self, fd: OwnedFd, path: &str) -> Result<(), i32> {
         if self.dirs.len() >= MAX_DEPTH {
             return Err(libc::ENAMETOOLONG);
         }
-        let path = match &name {
-            Name::Root => "/".to_owned(),
-            Name::Child(n) => self.child_path(n)?,
-            Name::Mapped(p) => p.to_string(),
-        };
-        self.dirs.push(Dir { fd, name });
+        self.dirs.push(Dir {
+            fd,
+            name: Name::Mapped(path.into()),
+        });
+        self.path = path.to_owned();
+        Ok(())
+    }
+
+    /// Enters `fd`, the directory `name` in the top one, whose logical path (from
+    /// [`Stack::child_path`]) is `path`.
+    fn push_child(&mut self, fd: OwnedFd, name: &str, path: String) -> Result<(), i32> {
+        if self.dirs.len() >= MAX_DEPTH {
+            return Err(libc::ENAMETOOLONG);
+        }
+        self.dirs.push(Dir {
+            fd,
+            name: Name::Child(name.into()),
+        });
         self.path = path;
         Ok(())
     }
 
-    /// Removes the top directory and returns its descriptor and logical path.
-    fn pop(&mut self) -> Option<(OwnedFd, String)> {
+    /// `..`: removes the top directory (never the root), and the logical path becomes its
+    /// parent's (cut in place for a child).
+    fn pop(&mut self) {
         if self.dirs.len() <= 1 {
-            // Root stays; taking it ends the walk.
-            let dir = self.dirs.pop()?;
-            return Some((dir.fd, std::mem::take(&mut self.path)));
+            return;
         }
-        let dir = self.dirs.pop()?;
-        let path = std::mem::take(&mut self.path);
-        self.path = match &dir.name {
+        let dir = self.dirs.pop().expect("more than the root");
+        match &dir.name {
             Name::Child(n) => {
-                let keep = path.len() - n.len() - 1;
-                if keep == 0 {
-                    "/".to_owned()
-                } else {
-                    path[..keep].to_owned()
-                }
+                // "/a" keeps "/", "/x/a" keeps "/x".
+                let keep = self.path.len() - n.len() - 1;
+                self.path.truncate(keep.max(1));
             }
-            _ => self.rebuild(),
-        };
-        Some((dir.fd, path))
+            _ => self.path = self.rebuild(),
+        }
     }
 
     /// The top's logical path from the names: the last root or mapped entry, then the children.
@@ -218,6 +248,69 @@ impl Stack {
         self.dirs.truncate(1);
         self.path = self.rebuild();
     }
+
+    /// The walk ends at `name` in the top directory, whose logical path is `path`: the top
+    /// directory leaves the stack, which is done with.
+    fn found(&mut self, name: CString, path: String, kind: Option<FileType>) -> Walked {
+        let parent = self.dirs.pop().expect("stack keeps root").fd;
+        Walked {
+            parent,
+            name: Some(name),
+            path,
+            kind,
+            descriptor: None,
+        }
+    }
+
+    /// The walk ends at the top directory itself (a path ending in `/`, `.` or `..`): it
+    /// leaves the stack, with its logical path, and the stack is done with.
+    fn take_top(&mut self) -> Walked {
+        let parent = self.dirs.pop().expect("stack keeps root").fd;
+        let path = std::mem::take(&mut self.path);
+        Walked {
+            parent,
+            name: None,
+            path,
+            kind: Some(FileType::Directory),
+            descriptor: None,
+        }
+    }
+}
+
+/// One walk's state: the directories it holds, the components it has still to take, the
+/// symlinks it followed, how to walk, and the lowest level `..` may climb to.
+struct Walk {
+    stack: Stack,
+    rest: Pending,
+    hops: usize,
+    flags: WalkFlags,
+    floor: usize,
+    /// The stack starts at the final component's parent ([`Resolver::fast_walk`]), not at the
+    /// root: a symlink to follow ends the fast walk (its target may be `/`, or use `..`).
+    fast: bool,
+}
+
+impl Walk {
+    fn new(stack: Stack, rest: Pending, flags: WalkFlags, floor: usize) -> Walk {
+        Walk {
+            stack,
+            rest,
+            hops: 0,
+            flags,
+            floor,
+            fast: false,
+        }
+    }
+}
+
+/// A symlink the walk met: our descriptor of it (on the way; `None` at the end, where it was
+/// only looked at), its name in the top directory, its logical path, and whether it was the
+/// walk's final component.
+struct Link {
+    fd: Option<OwnedFd>,
+    name: CString,
+    path: String,
+    last: bool,
 }
 
 fn join(dir: &str, name: &str) -> String {
@@ -267,6 +360,15 @@ impl Resolver {
         })
     }
 
+    /// A resolver whose walks start at `root`, as the host's own root (no view): for the unit
+    /// tests, which walk temporary trees.
+    #[cfg(test)]
+    fn rooted(root: OwnedFd) -> std::io::Result<Resolver> {
+        let mut resolver = Resolver::new(None)?;
+        resolver.root = root;
+        Ok(resolver)
+    }
+
     fn root_dir(&self) -> Result<OwnedFd, i32> {
         openat(
             &self.root,
@@ -283,7 +385,7 @@ impl Resolver {
     /// missing, as on the host's tree.
     fn missing_on_the_way(
         &self,
-        client: &Client,
+        client: &impl Caller,
         policy: &Policy,
         path: &str,
         rest: &Pending,
@@ -331,7 +433,7 @@ impl Resolver {
     /// is refused and logged as on the host's tree (the policy's rule, `-v`), so that a view
     /// changes no answer the agent gives ([`Self::missing_on_the_way`] does the same for a
     /// directory on the way).
-    pub fn missing(&self, client: &Client, policy: &Policy, path: &str) -> i32 {
+    pub fn missing(&self, client: &super::Client, policy: &Policy, path: &str) -> i32 {
         if self.in_view && !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
             return client.decide_visible(path).err().unwrap_or(libc::EACCES);
         }
@@ -349,64 +451,50 @@ impl Resolver {
     /// re-walked from root by its path so that its logical path is one we walked ourselves.
     fn start(
         &self,
-        client: &Client,
+        client: &impl Caller,
         policy: &Policy,
         base: Base,
         absolute: bool,
     ) -> Result<Stack, i32> {
-        let mut stack = Stack::new(self.root_dir()?);
+        let stack = Stack::new(self.root_dir()?);
         if absolute {
             return Ok(stack);
         }
-        let actual = match base {
-            Base::Cwd => client.cwd()?,
-            Base::Fd(fd) => client.fd(fd)?,
-        };
+        let (actual, logical) = client.base(base)?;
         let st = rustix::fs::fstat(&actual).map_err(|e| e.raw_os_error())?;
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             return Err(libc::ENOTDIR);
         }
-        let text = readlinkat(
-            rustix::fs::CWD,
-            format!("/proc/self/fd/{}", raw(&actual)),
-            Vec::new(),
-        )
-        .map_err(|e| e.raw_os_error())?;
-        let text = text.to_bytes();
-        if !text.starts_with(b"/") {
+        if !logical.starts_with(b"/") {
             return Err(libc::ENOENT);
         }
-        let logical = client.logical_proc_path(text)?;
-        let mut parts = Pending::new(&logical);
-        let mut hops = 0;
         // Every component is a directory to enter (never "the final one"), so the stack ends
         // up holding the whole chain and `..` from the start climbs to the real parent.
         let flags = WalkFlags {
             follow: true,
             ..WalkFlags::default()
         };
-        while let Some(part) = parts.pop_front() {
+        let mut walk = Walk::new(stack, Pending::new(&logical), flags, 1);
+        while let Some(part) = walk.rest.pop_front() {
             if self
-                .step(
-                    client, policy, &mut stack, part, &mut parts, false, flags, &mut hops, 1,
-                )?
+                .step(client, policy, &mut walk, &part, false)?
                 .is_some()
             {
                 return Err(libc::ENOTDIR);
             }
         }
-        let walked = rustix::fs::fstat(stack.top()).map_err(|e| e.raw_os_error())?;
+        let walked = rustix::fs::fstat(walk.stack.top()).map_err(|e| e.raw_os_error())?;
         if (walked.st_dev, walked.st_ino) != (st.st_dev, st.st_ino) {
             // The directory is not reachable by its own path (deleted, or outside our view).
             return Err(libc::ENOENT);
         }
-        Ok(stack)
+        Ok(walk.stack)
     }
 
     /// Walks `path` for `client` from `base`.
     pub fn walk(
         &self,
-        client: &Client,
+        client: &impl Caller,
         policy: &Policy,
         base: Base,
         path: &[u8],
@@ -424,39 +512,19 @@ impl Resolver {
                 return Ok(walked);
             }
         }
-        let mut stack = self.start(client, policy, base, absolute)?;
+        let stack = self.start(client, policy, base, absolute)?;
         let floor = if flags.beneath { stack.len() } else { 1 };
-        // A trailing slash means "a directory", and follows a final symlink.
-        let trailing_slash = path.ends_with(b"/");
-        let flags = WalkFlags {
-            follow: flags.follow || trailing_slash,
-            ..flags
-        };
-        let mut parts = Pending::new(path);
-        let mut hops = 0;
-        while let Some(part) = parts.pop_front() {
-            let last = parts.is_empty();
-            if let Some(walked) = self.step(
-                client, policy, &mut stack, part, &mut parts, last, flags, &mut hops, floor,
-            )? {
-                if trailing_slash
-                    && walked.kind.is_some()
-                    && walked.kind != Some(FileType::Directory)
-                {
-                    return Err(mask(policy, &walked.path, libc::ENOTDIR));
-                }
+        // A trailing slash (or `.`) means "a directory", and follows a final symlink: the
+        // queue marks the component ([`Part::must_be_directory`]).
+        let mut walk = Walk::new(stack, Pending::new(path), flags, floor);
+        while let Some(part) = walk.rest.pop_front() {
+            let last = walk.rest.is_empty();
+            if let Some(walked) = self.step(client, policy, &mut walk, &part, last)? {
                 return Ok(walked);
             }
         }
         // The path ended in `/`, `.` or `..`: the target is the directory on top of the stack.
-        let (parent, path) = stack.pop().expect("stack keeps root");
-        Ok(Walked {
-            parent,
-            name: None,
-            path,
-            kind: Some(FileType::Directory),
-            descriptor: None,
-        })
+        Ok(walk.stack.take_top())
     }
 
     /// The common case in one call: an absolute path with no `..`, no symlink before its final
@@ -469,26 +537,31 @@ impl Resolver {
     /// (which also computes the masked errors, so a failure here is never reported as such).
     fn fast_walk(
         &self,
-        client: &Client,
+        client: &impl Caller,
         policy: &Policy,
         path: &[u8],
         flags: WalkFlags,
     ) -> Result<Option<Walked>, i32> {
-        if path.ends_with(b"/") {
+        if path.ends_with(b"/") || path.ends_with(b"/.") {
+            // A name that must be a directory, or the directory itself: the component walk.
             return Ok(None);
         }
-        let path = clean(path);
-        if path.split(|&b| b == b'/').any(|p| p == b"..") {
-            return Ok(None);
-        }
-        if path.is_empty() {
+        // Most paths programs pass are clean already (`/usr/lib/x`): no copy for those.
+        let cleaned;
+        let path = if is_clean(path) {
+            &path[1..]
+        } else {
+            cleaned = clean(path);
+            &cleaned[..]
+        };
+        if path.is_empty() || path.split(|&b| b == b'/').any(|p| p == b"..") {
             return Ok(None);
         }
         let (rel, last) = match path.iter().rposition(|&b| b == b'/') {
-            Some(i) => (&path[..i], path[i + 1..].to_vec()),
-            None => (&path[..0], path.clone()),
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => (&path[..0], path),
         };
-        let mut stack = if rel.is_empty() {
+        let stack = if rel.is_empty() {
             Stack::new(self.root_dir()?)
         } else {
             if rel.len() + 1 >= PATH_MAX {
@@ -508,148 +581,90 @@ impl Resolver {
             };
             Stack::at(fd, format!("/{}", String::from_utf8_lossy(rel)))
         };
-        let (mut rest, mut hops) = (Pending::default(), 0);
         // A final symlink to follow continues the walk from a stack we did not build (its
         // target may use `..`): leave that to the component walk.
-        self.step(
-            client, policy, &mut stack, last, &mut rest, true, flags, &mut hops, 1,
-        )
+        let mut walk = Walk::new(stack, Pending::default(), flags, 1);
+        walk.fast = true;
+        let last = Part::new(last, false);
+        self.step(client, policy, &mut walk, &last, true)
     }
 
     /// One component. Returns `Some` when the walk ends here (the final component), `None` when
-    /// it entered a directory or queued a symlink's target in front of `rest`.
-    #[allow(clippy::too_many_arguments)]
+    /// it entered a directory or queued a symlink's target in front of what remains.
     fn step(
         &self,
-        client: &Client,
+        client: &impl Caller,
         policy: &Policy,
-        stack: &mut Stack,
-        part: Vec<u8>,
-        rest: &mut Pending,
+        walk: &mut Walk,
+        part: &Part,
         last: bool,
-        flags: WalkFlags,
-        hops: &mut usize,
-        floor: usize,
     ) -> Result<Option<Walked>, i32> {
-        if part == b".." {
-            if stack.len() > floor {
-                stack.pop();
-            } else if flags.beneath {
+        if part.len() > NAME_MAX {
+            // The kernel's answer for such a name, wherever it is.
+            return Err(libc::ENAMETOOLONG);
+        }
+        if **part == *b"." {
+            // Only ever last (`a/.`): the directory on top is the target itself.
+            return Ok(last.then(|| walk.stack.take_top()));
+        }
+        if **part == *b".." {
+            if walk.stack.len() > walk.floor {
+                walk.stack.pop();
+            } else if walk.flags.beneath {
                 return Err(libc::EXDEV);
             }
             return Ok(None);
         }
-        if let Some(mapped) = self.proc_component(client, stack.top(), &part)? {
-            for (i, (p, logical)) in mapped.into_iter().enumerate() {
-                // The first is a process entry: entered from warden's procfs, where the pid is
-                // the agent's (the view's procfs numbers the sandbox's own way).
-                let from = if i == 0 {
-                    self.host_proc.as_fd()
-                } else {
-                    stack.top()
-                };
-                let fd = openat(
-                    from,
-                    p.as_slice(),
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| e.raw_os_error())?;
-                stack.push(fd, Name::Mapped(logical.into()))?;
-            }
+        if let Some(mapped) = self.proc_component(client, walk.stack.top(), part)? {
+            self.enter_proc(&mut walk.stack, mapped)?;
             return Ok(None);
         }
-        let text = String::from_utf8_lossy(&part);
-        let path = stack.child_path(&text)?;
-        let name = cstring(&part)?;
-        let done = |stack: &mut Stack, kind| {
-            let (parent, _) = stack.pop().expect("non-empty");
-            Ok(Some(Walked {
-                parent,
-                name: Some(name.clone()),
-                path: path.clone(),
-                kind,
-                descriptor: None,
-            }))
-        };
-        let top = stack.top();
+        let text = String::from_utf8_lossy(part);
+        let path = walk.stack.child_path(&text)?;
+        // The name is handed to the kernel as bytes (no copy of its own); a walk that ends here
+        // makes the one owned copy its answer keeps.
+        let name: &[u8] = part;
+        // A name that must be a directory (`name/`, `name/.`) is followed if it is a symlink.
+        let follow = walk.flags.follow || part.must_be_directory();
+        let top = walk.stack.top();
         // The final component is only looked at (one fstatat), unless it is a symlink to
         // follow; a directory on the way is opened, to walk on from.
         let (kind, fd) = if last {
-            match rustix::fs::statat(top, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            match rustix::fs::statat(top, name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => (FileType::from_raw_mode(st.st_mode), None),
-                Err(rustix::io::Errno::NOENT) => return done(stack, None),
+                Err(rustix::io::Errno::NOENT) => {
+                    return Ok(Some(walk.stack.found(cstring(name)?, path, None)))
+                }
                 Err(e) => return Err(mask(policy, &path, e.raw_os_error())),
             }
         } else {
             let fd = openat(
                 top,
-                name.as_c_str(),
+                name,
                 OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )
-            .map_err(|e| self.missing_on_the_way(client, policy, &path, rest, e.raw_os_error()))?;
+            .map_err(|e| {
+                self.missing_on_the_way(client, policy, &path, &walk.rest, e.raw_os_error())
+            })?;
             let st = rustix::fs::fstat(&fd).map_err(|e| e.raw_os_error())?;
             (FileType::from_raw_mode(st.st_mode), Some(fd))
         };
         match kind {
-            FileType::Symlink if !last || flags.follow => {
-                if flags.no_symlinks {
-                    return Err(libc::ELOOP);
-                }
-                *hops += 1;
-                if *hops > MAX_HOPS {
-                    return Err(libc::ELOOP);
-                }
-                // Following a symlink reads it: the link itself must be visible.
-                if policy.visible(&path).is_none() {
-                    return Err(libc::EACCES);
-                }
-                // The link we looked at: through its descriptor on the way, by name at the
-                // end (a link swapped in meanwhile is read instead, as if it had been there
-                // first; its target is walked and checked all the same).
-                let target = match &fd {
-                    Some(fd) => readlinkat(fd, c"", Vec::new()),
-                    None => readlinkat(top, name.as_c_str(), Vec::new()),
-                }
-                .map_err(|e| e.raw_os_error())?
-                .into_bytes();
-                if last {
-                    if let Some(n) = own_descriptor(&stack.path, &part)
-                        .filter(|&n| !target.starts_with(b"/") || stands_in(client, &target, n))
-                    {
-                        // `pipe:[N]`, `socket:[N]`, `anon_inode:...`: no path to walk; a
-                        // stand-in for an O_PATH descriptor of a symlink is that symlink.
-                        let (parent, _) = stack.pop().expect("non-empty");
-                        return Ok(Some(Walked {
-                            parent,
-                            name: Some(name.clone()),
-                            path: path.clone(),
-                            kind: None,
-                            descriptor: Some(n),
-                        }));
-                    }
-                }
-                if target.starts_with(b"/") {
-                    if flags.beneath {
-                        return Err(libc::EXDEV);
-                    }
-                    stack.back_to_root();
-                }
-                if !rest.push_front(&target) && last {
-                    // "/" or ".": the target is the directory now on top.
-                    let (parent, path) = stack.pop().expect("non-empty");
-                    return Ok(Some(Walked {
-                        parent,
-                        name: None,
-                        path,
-                        kind: Some(FileType::Directory),
-                        descriptor: None,
-                    }));
-                }
-                Ok(None)
+            FileType::Symlink if !last || follow => {
+                let link = Link {
+                    fd,
+                    name: cstring(name)?,
+                    path,
+                    last,
+                };
+                self.follow(client, policy, walk, link, part)
             }
-            _ if last => done(stack, Some(kind)),
+            FileType::Directory | FileType::Symlink if last => {
+                Ok(Some(walk.stack.found(cstring(name)?, path, Some(kind))))
+            }
+            _ if last && part.must_be_directory() => Err(mask(policy, &path, libc::ENOTDIR)),
+            _ if last => Ok(Some(walk.stack.found(cstring(name)?, path, Some(kind)))),
             FileType::Directory => {
                 // A directory the policy hides is not entered, whether or not it exists or the
                 // walk would only pass through it (`hidden/../allowed`): otherwise the answer
@@ -657,11 +672,95 @@ impl Resolver {
                 if !visible(policy, &path, Some(FileType::Directory)) {
                     return Err(libc::EACCES);
                 }
-                stack.push(fd.expect("opened on the way"), Name::Child(text.into()))?;
+                let fd = fd.expect("opened on the way");
+                walk.stack.push_child(fd, &text, path)?;
                 Ok(None)
             }
             _ => Err(mask(policy, &path, libc::ENOTDIR)),
         }
+    }
+
+    /// Enters the directories a translated `/proc` name stands for.
+    fn enter_proc(&self, stack: &mut Stack, mapped: Vec<ProcDir>) -> Result<(), i32> {
+        for (i, (p, logical)) in mapped.into_iter().enumerate() {
+            // The first is a process entry: entered from warden's procfs, where the pid is
+            // the agent's (the view's procfs numbers the sandbox's own way).
+            let from = if i == 0 {
+                self.host_proc.as_fd()
+            } else {
+                stack.top()
+            };
+            let fd = openat(
+                from,
+                p.as_slice(),
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| e.raw_os_error())?;
+            stack.push_mapped(fd, &logical)?;
+        }
+        Ok(())
+    }
+
+    /// Follows the symlink `link` met by the walk: checks it, reads it, and queues its target
+    /// in front of what remains (or ends the walk, for a target that names the directory on
+    /// top, or one of the caller's own descriptors that has no path).
+    fn follow(
+        &self,
+        client: &impl Caller,
+        policy: &Policy,
+        walk: &mut Walk,
+        link: Link,
+        part: &Part,
+    ) -> Result<Option<Walked>, i32> {
+        if walk.flags.no_symlinks {
+            return Err(libc::ELOOP);
+        }
+        if walk.fast {
+            // The component walk follows it from a stack of its own.
+            return Ok(None);
+        }
+        walk.hops += 1;
+        if walk.hops > MAX_HOPS {
+            return Err(libc::ELOOP);
+        }
+        // Following a symlink reads it: the link itself must be visible.
+        if policy.visible(&link.path).is_none() {
+            return Err(libc::EACCES);
+        }
+        // The link we looked at: through its descriptor on the way, by name at the end (a link
+        // swapped in meanwhile is read instead, as if it had been there first; its target is
+        // walked and checked all the same).
+        let target = match &link.fd {
+            Some(fd) => readlinkat(fd, c"", Vec::new()),
+            None => readlinkat(walk.stack.top(), link.name.as_c_str(), Vec::new()),
+        }
+        .map_err(|e| e.raw_os_error())?
+        .into_bytes();
+        if link.last {
+            if let Some(n) = own_descriptor(&walk.stack.path, part)
+                .filter(|&n| !target.starts_with(b"/") || stands_in(client, &target, n))
+            {
+                // `pipe:[N]`, `socket:[N]`, `anon_inode:...`: no path to walk; a stand-in for
+                // an O_PATH descriptor of a symlink is that symlink.
+                let mut walked = walk.stack.found(link.name, link.path, None);
+                walked.descriptor = Some(n);
+                return Ok(Some(walked));
+            }
+        }
+        if target.starts_with(b"/") {
+            if walk.flags.beneath {
+                return Err(libc::EXDEV);
+            }
+            walk.stack.back_to_root();
+        }
+        // The target of a final name that must be a directory must be one too.
+        let directory = link.last && part.must_be_directory();
+        if !walk.rest.push_front(&target, directory) && link.last {
+            // "/" or ".": the target is the directory now on top.
+            return Ok(Some(walk.stack.take_top()));
+        }
+        Ok(None)
     }
 
     /// Translates `/proc/self`, `/proc/thread-self` and `/proc/<own pid>` for the caller: the
@@ -672,7 +771,7 @@ impl Resolver {
     /// every path checked below it is a real one (never an empty prefix).
     fn proc_component(
         &self,
-        client: &Client,
+        client: &impl Caller,
         dir: BorrowedFd<'_>,
         part: &[u8],
     ) -> Result<Option<Vec<ProcDir>>, i32> {
@@ -711,7 +810,7 @@ fn own_descriptor(dir: &str, name: &[u8]) -> Option<i32> {
 
 /// Whether the caller's descriptor `n`, whose `/proc` link reads `target`, is a stand-in for an
 /// `O_PATH` descriptor of a symlink ([`super::stand_in`]), which names no path of its own.
-fn stands_in(client: &Client, target: &[u8], n: i32) -> bool {
+fn stands_in(client: &impl Caller, target: &[u8], n: i32) -> bool {
     target.starts_with(super::stand_in::PROC_LINK) && client.is_stand_in(n)
 }
 
@@ -760,11 +859,17 @@ pub fn knowable(policy: &Policy, path: &str) -> bool {
             })
 }
 
+/// Whether absolute `path` is [`clean`] after its leading `/`: no empty or `.` component.
+fn is_clean(path: &[u8]) -> bool {
+    path.len() > 1
+        && path[1..]
+            .split(|&b| b == b'/')
+            .all(|c| !c.is_empty() && c != b".")
+}
+
 fn cstring(bytes: &[u8]) -> Result<CString, i32> {
     CString::new(bytes.to_vec()).map_err(|_| libc::EINVAL)
 }
 
-fn raw(fd: &OwnedFd) -> i32 {
-    use std::os::fd::AsRawFd;
-    fd.as_raw_fd()
-}
+#[cfg(test)]
+mod tests;
