@@ -7,7 +7,10 @@
 //! - [`rights`]: **descriptor rights** (`cap_rights_t`), and who enforces each one;
 //! - [`beneath`]: **directory capabilities**, lookups strictly beneath a directory descriptor;
 //! - [`held`]: the rights of what a sandbox holds, kept by the agent;
-//! - [`fdlist`]: descriptors **by name** (libcapsicum's fdlist), `--fd NAME=PATH:RIGHTS`.
+//! - [`fdlist`]: descriptors **by name** (libcapsicum's fdlist), `--fd NAME=PATH:RIGHTS`;
+//! - [`program`]: the **program side**, `cap_enter` and `cap_rights_limit` from inside a
+//!   program (`warden run --capsicum`), and [`request`], how its requests reach the agent. C
+//!   programs use `c/capsicum.h` and `c/capsicum.c`.
 //!
 //! # How capability mode is enforced (`warden run --capability-mode`)
 //!
@@ -64,13 +67,16 @@
 //! per descriptor (the calls are direct, and Linux has no way to narrow them). A datagram
 //! socket the program was given can still `sendmsg` to an address (BPF cannot read
 //! `msg_name`). Rights are kept per object, so two descriptors of one file hold the same
-//! rights. Process descriptors (`pdfork`) and `cap_rights_limit` from inside are not built yet.
+//! rights in the agent's checks; read and write are the kernel's, per descriptor (see
+//! [`program::cap_rights_limit`]). Process descriptors (`pdfork`) are not built yet.
 #![deny(unsafe_code)]
 
 pub mod beneath;
 pub mod fdlist;
 pub mod held;
 pub mod mode;
+pub mod program;
+pub mod request;
 pub mod rights;
 
 pub use held::Held;
@@ -101,20 +107,82 @@ pub fn library_path(path: &[u8]) -> Option<(&'static str, &[u8])> {
     })
 }
 
-/// What `warden run --capability-mode` gives the agent: the objects the program starts with
-/// and their rights.
-#[derive(Debug, Default)]
+/// How a sandbox's processes come to be in capability mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// `warden run --capability-mode`: every process, from the program's first instruction.
+    Warden,
+    /// `warden run --capsicum`: a process that calls [`program::cap_enter`], and everything it
+    /// starts afterwards.
+    Program,
+}
+
+/// What `warden run --capability-mode` or `--capsicum` gives the agent: how processes enter
+/// capability mode, and the objects the program holds and their rights.
+#[derive(Debug)]
 pub struct Session {
+    /// How processes enter capability mode.
+    pub entry: Entry,
     /// The rights of the objects the sandbox holds.
     pub held: Held,
     /// Whether the program's own `execve` (made by warden's launcher, before capability mode
     /// starts) has been answered: every later `execve` by path is refused.
     pub started: std::sync::atomic::AtomicBool,
+    /// How many seccomp filters the program started with ([`Entry::Program`]): a process with
+    /// more has entered capability mode (see [`program`]). Read at the program's own `execve`.
+    pub base_filters: std::sync::OnceLock<u32>,
+}
+
+impl Session {
+    /// A session whose processes enter capability mode by `entry`. Under [`Entry::Warden`]
+    /// only what warden hands out holds rights; under [`Entry::Program`] what a process held
+    /// before it entered keeps every right until it limits it (as on FreeBSD).
+    pub fn new(entry: Entry) -> Session {
+        Session {
+            entry,
+            held: Held::with_default(match entry {
+                Entry::Warden => Rights::NONE,
+                Entry::Program => Rights::all(),
+            }),
+            started: std::sync::atomic::AtomicBool::new(false),
+            base_filters: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether a process with `filters` seccomp filters (`None`: the kernel does not say) is
+    /// in capability mode. Unknown counts are in it once the program has started: the safe
+    /// side.
+    pub fn in_mode(&self, filters: Option<u32>) -> bool {
+        match self.entry {
+            Entry::Warden => true,
+            Entry::Program => match (self.base_filters.get(), filters) {
+                (None, _) => false,
+                (Some(base), Some(n)) => n > *base,
+                (Some(_), None) => true,
+            },
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_in_capability_mode_by_its_filters_once_the_program_started() {
+        let warden = Session::new(Entry::Warden);
+        assert!(warden.in_mode(None) && warden.in_mode(Some(0)));
+        let program = Session::new(Entry::Program);
+        // warden's own launcher, before the program's execve: not the program's.
+        assert!(!program.in_mode(Some(5)));
+        program.base_filters.set(1).unwrap();
+        assert!(!program.in_mode(Some(1)));
+        assert!(program.in_mode(Some(2)));
+        assert!(program.in_mode(Some(7)));
+        assert!(program.in_mode(None));
+        assert_eq!(program.held.rights(1, 1), Rights::all());
+        assert_eq!(warden.held.rights(1, 1), Rights::NONE);
+    }
 
     #[test]
     fn only_library_directories_and_the_cache_are_the_loaders() {

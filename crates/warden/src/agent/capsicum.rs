@@ -7,6 +7,12 @@
 //! libraries. A path relative to a directory descriptor is walked by the kernel strictly beneath
 //! the agent's duplicate of that descriptor (`openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)`),
 //! with the rights the descriptor's object holds. Every refusal is logged with its rule.
+//!
+//! Under `--capsicum` a process is in capability mode once it has entered it itself
+//! (`warden_capsicum::program::cap_enter`): [`serve`] tells by the caller's seccomp filter count,
+//! which the kernel keeps and only raises, and hands a caller outside the mode back to the
+//! policy's handlers. The program's requests (`cap_getmode`, `cap_rights_limit`, ...) arrive as
+//! `socket` calls of a family no kernel has (`warden_capsicum::request`), served by [`request`].
 
 use super::{value, Answer, Client, Handled};
 use crate::sys::fs as sysfs;
@@ -16,9 +22,217 @@ use crate::syscalls::Family;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
-use warden_capsicum::{beneath, mode, Right, Rights, Rule, Session};
+use warden_capsicum::held::Limit;
+use warden_capsicum::request::Request;
+use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
 
-/// Serves one call of a sandbox in capability mode.
+/// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`):
+/// `None` when the caller is not in capability mode and the call is the policy's to decide.
+pub fn serve(c: &Client, family: Family, s: &Session) -> Option<Handled> {
+    if family == Family::CapabilityMode && c.nr() == libc::SYS_socket {
+        let args = [0, 1, 2, 3, 4, 5].map(|i| c.arg(i));
+        if let Some(r) = Request::decode(&args) {
+            return Some(r.and_then(|r| request(c, s, r)));
+        }
+    }
+    if family == Family::Exec && !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // The program's own execve, made by warden's launcher before the program ran a single
+        // instruction: checked by the policy as without capability mode. The filters the
+        // launcher installed are the program's starting count.
+        if s.entry == Entry::Program {
+            match c.ids() {
+                Ok(ids) => {
+                    if let Some(n) = ids.filters {
+                        let _ = s.base_filters.set(n);
+                    }
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        return Some(super::fs::exec(c));
+    }
+    match in_mode(c, s) {
+        Err(e) => Some(Err(e)),
+        Ok(true) => Some(dispatch(c, family, s)),
+        Ok(false) if family == Family::CapabilityMode => Some(as_without(c)),
+        Ok(false) => None,
+    }
+}
+
+/// Whether the caller is in capability mode.
+fn in_mode(c: &Client, s: &Session) -> Result<bool, i32> {
+    match s.entry {
+        Entry::Warden => Ok(true),
+        // The count is read from the caller's /proc/<tid>, checked live after opening: it is
+        // the caller's, and it can only have grown since.
+        Entry::Program => Ok(s.in_mode(c.ids()?.filters)),
+    }
+}
+
+/// A call only capability mode's profile sends to the agent, from a process not in
+/// capability mode: answered as the profile without capability mode would (every such call is
+/// direct there but `socket`, which is guarded: see `warden_filter::compile`'s `Guard::Socket`).
+fn as_without(c: &Client) -> Handled {
+    let continue_it = Ok(Answer::Reply(Reply::Continue));
+    if c.nr() != libc::SYS_socket {
+        return continue_it;
+    }
+    let (domain, kind) = (c.int(0), c.int(1) & 0xf);
+    match domain {
+        libc::AF_UNIX if kind == libc::SOCK_STREAM || kind == libc::SOCK_SEQPACKET => continue_it,
+        libc::AF_UNIX if kind == libc::SOCK_DGRAM => Err(libc::EACCES),
+        libc::AF_NETLINK => continue_it,
+        libc::AF_INET | libc::AF_INET6 => match c.net().mode {
+            crate::syscalls::Network::Private => continue_it,
+            crate::syscalls::Network::Host { .. } => super::net::socket(c),
+        },
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+// ---- the program's requests ------------------------------------------------------------------
+
+/// Serves a request of the program side (`warden_capsicum::program`, `c/capsicum.h`).
+fn request(c: &Client, s: &Session, r: Request) -> Handled {
+    match r {
+        Request::GetMode => value(i64::from(in_mode(c, s)?)),
+        Request::Enter => {
+            // The program installs its mark next; the agent can see it only where the kernel
+            // counts filters and the program's starting count is known.
+            if s.entry == Entry::Program && s.base_filters.get().is_none() {
+                return Err(libc::ENOSYS);
+            }
+            c.live()?;
+            c.allow_by("cap_enter", "capability-mode:enter");
+            value(0)
+        }
+        Request::Get { fd } => {
+            let f = c.fd(fd)?;
+            let st = rustix::fs::fstat(&f).map_err(errno)?;
+            let (reads, writes) = access_mode(&f)?;
+            let mut held = s.held.rights(st.st_dev, st.st_ino);
+            // What the access mode refuses, the descriptor cannot do, whatever the table says.
+            if !reads {
+                held = held.without(Right::Read);
+            }
+            if !writes {
+                held = held.without(Right::Write);
+            }
+            value(held.bits() as i64)
+        }
+        Request::Limit { fd, rights } => limit(c, s, fd, rights),
+    }
+}
+
+/// Whether a descriptor reads and writes, by its access mode.
+fn access_mode(f: &OwnedFd) -> Result<(bool, bool), i32> {
+    let fl = rustix::fs::fcntl_getfl(f).map_err(errno)?;
+    if fl.contains(OFlags::PATH) {
+        return Ok((false, false));
+    }
+    Ok(match fl & OFlags::RWMODE {
+        m if m == OFlags::WRONLY => (false, true),
+        m if m == OFlags::RDWR => (true, true),
+        _ => (true, false),
+    })
+}
+
+/// `cap_rights_limit(n, rights)`: the object's rights narrowed in the table; if read or write
+/// goes, the descriptor re-opened with the narrower access mode and put at the same number,
+/// so the kernel itself refuses what was taken away.
+fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
+    let target = format!("descriptor {n}");
+    let fd = c.fd(n)?;
+    let st = rustix::fs::fstat(&fd).map_err(errno)?;
+    let held = s.held.rights(st.st_dev, st.st_ino);
+    if !rights.within(held) {
+        return Err(refuse(
+            c,
+            &target,
+            Rule::Rights,
+            &format!(" (it has {held}; a limit narrows, never widens)"),
+        ));
+    }
+    let (reads, writes) = access_mode(&fd)?;
+    let keep = (
+        reads && rights.has(Right::Read),
+        writes && rights.has(Right::Write),
+    );
+    let narrower = if keep != (reads, writes) {
+        Some(reopen(&fd, &st, keep).map_err(|e| {
+            refuse(
+                c,
+                &target,
+                Rule::Rights,
+                &format!(" (the kernel cannot take read or write away from it: {e})"),
+            )
+        })?)
+    } else {
+        None
+    };
+    c.live()?;
+    match s.held.limit(st.st_dev, st.st_ino, rights) {
+        Limit::Narrowed => {}
+        Limit::Widens(held) => {
+            return Err(refuse(
+                c,
+                &target,
+                Rule::Rights,
+                &format!(" (it has {held}; a limit narrows, never widens)"),
+            ))
+        }
+        Limit::Full => return Err(libc::ENFILE),
+    }
+    if let Some(new) = narrower {
+        let cloexec = c.fd_cloexec(n)?;
+        c.replace_fd(new.as_fd(), n, cloexec)?;
+    }
+    c.allow_by(&format!("{target} to {rights}"), "capability-mode:limit");
+    value(0)
+}
+
+/// The object of `fd` opened again through the agent's own `/proc/self/fd`, reading and
+/// writing only as `keep` says, with `fd`'s status flags and offset. A socket cannot be opened
+/// again (`EOPNOTSUPP`).
+fn reopen(fd: &OwnedFd, st: &rustix::fs::Stat, keep: (bool, bool)) -> Result<OwnedFd, String> {
+    use rustix::fs::FileType;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if kind == FileType::Socket {
+        return Err("a socket cannot be opened again with fewer rights".into());
+    }
+    let old = rustix::fs::fcntl_getfl(fd).map_err(|e| e.to_string())?;
+    let mode = match keep {
+        (true, true) => OFlags::RDWR,
+        (true, false) => OFlags::RDONLY,
+        (false, true) => OFlags::WRONLY,
+        (false, false) => OFlags::PATH,
+    };
+    let kept = old
+        & (OFlags::APPEND
+            | OFlags::NONBLOCK
+            | OFlags::DIRECT
+            | OFlags::NOATIME
+            | OFlags::SYNC
+            | OFlags::DSYNC);
+    // Non-blocking for the open itself: a FIFO would otherwise wait for its other end.
+    let new = rustix::fs::open(
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd)),
+        mode | kept | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| e.to_string())?;
+    if mode != OFlags::PATH {
+        rustix::fs::fcntl_setfl(&new, kept).map_err(|e| e.to_string())?;
+    }
+    if matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
+        let pos =
+            rustix::fs::seek(fd, rustix::fs::SeekFrom::Current(0)).map_err(|e| e.to_string())?;
+        rustix::fs::seek(&new, rustix::fs::SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
+    }
+    Ok(new)
+}
+
+/// Serves one call of a process in capability mode.
 pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
     match family {
         Family::Open => open(c, s),
@@ -391,11 +605,7 @@ fn unlink(c: &Client, s: &Session) -> Handled {
 // ---- exec, metadata through descriptors, calls by pid --------------------------------------------
 
 fn exec(c: &Client, s: &Session) -> Handled {
-    // The program's own execve, made by warden's launcher before the program ran a single
-    // instruction: checked by the policy as without capability mode.
-    if !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        return super::fs::exec(c);
-    }
+    // (The program's own execve never comes here: `serve` answers it.)
     let (dirfd, path_addr, flags) = match c.nr() {
         libc::SYS_execve => (libc::AT_FDCWD, c.arg(0), 0),
         _ => (c.int(0), c.arg(1), c.int(4)),

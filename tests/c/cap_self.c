@@ -1,0 +1,183 @@
+/* A decompressor that compartmentalises itself, as the Capsicum paper's gzip: it opens its
+ * input and output by path, limits them (input: read, seek, fstat; output: write, fstat),
+ * enters capability mode with cap_enter from warden's C library (crates/warden-capsicum/c), and
+ * only then lets zlib parse the untrusted input. Run by warden run --capsicum.
+ *
+ *   cap_self gunzip IN.gz OUT CANARY   decompress, then (as an exploited decompressor would)
+ *                                      try everything capability mode forbids; one line per
+ *                                      attempt: "NAME ok ..." or "NAME errno=N"
+ *   cap_self split CANARY              a child enters capability mode, its parent does not:
+ *                                      the mode is the process's
+ *
+ * Built with crates/warden-capsicum/c/capsicum.c and -lz -lpthread. */
+#define _GNU_SOURCE
+#include "capsicum.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static void say(const char *name, long rc) {
+    if (rc < 0)
+        printf("%s errno=%d\n", name, errno);
+    else
+        printf("%s ok %ld\n", name, rc);
+    fflush(stdout);
+}
+
+static int mode(void) {
+    unsigned int m = 9;
+    if (cap_getmode(&m) < 0)
+        return -errno;
+    return (int)m;
+}
+
+static const char *canary;
+
+/* Every way out an exploited decompressor would try. */
+static void attempts(const char *prefix, int in, int out) {
+    char name[64], buf[16];
+#define TRY(what, expr) (snprintf(name, sizeof name, "%s%s", prefix, what), say(name, (expr)))
+    TRY("open-abs", open("/etc/passwd", O_RDONLY));
+    TRY("open-canary", open(canary, O_WRONLY | O_TRUNC));
+    TRY("open-cwd", openat(AT_FDCWD, "x", O_RDONLY));
+    TRY("unlink-canary", unlink(canary));
+    TRY("socket-inet", socket(AF_INET, SOCK_STREAM, 0));
+    TRY("socket-unix", socket(AF_UNIX, SOCK_STREAM, 0));
+    TRY("kill-parent", kill(getppid(), 0));
+    TRY("write-in", write(in, "x", 1));
+    TRY("pwrite-in", pwrite(in, "x", 1, 0));
+    TRY("ftruncate-in", ftruncate(in, 0));
+    TRY("read-out", read(out, buf, 1));
+    TRY("pread-in", pread(in, buf, 1, 0));
+    TRY("exec", execl("/bin/true", "true", (char *)NULL));
+    cap_rights_t r;
+    cap_rights_init(&r, CAP_READ, CAP_WRITE, CAP_SEEK);
+    TRY("widen-in", cap_rights_limit(in, &r));
+    /* Forged requests straight to the agent: widening, and nonsense. */
+    TRY("forged-widen", syscall(SYS_socket, WARDEN_CAPSICUM_FAMILY + WARDEN_CAPSICUM_LIMIT, in,
+                                (unsigned)CAP_ALL_KNOWN));
+    TRY("forged-nonsense", syscall(SYS_socket, WARDEN_CAPSICUM_FAMILY + 77, 0, 0));
+    TRY("forged-bits", syscall(SYS_socket, WARDEN_CAPSICUM_FAMILY + WARDEN_CAPSICUM_LIMIT, in,
+                               1u << 30));
+    TRY("mode", mode());
+#undef TRY
+}
+
+struct targs {
+    int in, out;
+};
+
+static void *thread_main(void *p) {
+    struct targs *t = p;
+    attempts("thread-", t->in, t->out);
+    return NULL;
+}
+
+static int gunzip(const char *inpath, const char *outpath) {
+    say("mode-before", mode());
+    /* Opened with more access than needed on purpose: the limits below take it away. */
+    int in = open(inpath, O_RDWR);
+    int out = open(outpath, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) {
+        perror("open");
+        return 2;
+    }
+    cap_rights_t r;
+    cap_rights_init(&r, CAP_READ, CAP_SEEK, CAP_FSTAT);
+    say("limit-in", cap_rights_limit(in, &r));
+    cap_rights_init(&r, CAP_WRITE, CAP_FSTAT);
+    say("limit-out", cap_rights_limit(out, &r));
+    cap_rights_t got = {0};
+    say("get-in", cap_rights_get(in, &got) < 0 ? -1 : (long)got.cr_rights);
+    say("get-out", cap_rights_get(out, &got) < 0 ? -1 : (long)got.cr_rights);
+    say("enter", cap_enter());
+    say("mode-after", mode());
+
+    /* The untrusted part. */
+    gzFile gz = gzdopen(dup(in), "rb");
+    char buf[65536];
+    int n, exploited = 0;
+    long total = 0;
+    while (gz && (n = gzread(gz, buf, sizeof buf)) > 0) {
+        if (total == 0 && n >= 7 && memcmp(buf, "EXPLOIT", 7) == 0)
+            exploited = 1;
+        if (write(out, buf, n) != n) {
+            perror("write");
+            return 2;
+        }
+        total += n;
+    }
+    if (gz)
+        gzclose(gz);
+    say("decompressed", total);
+    if (!exploited)
+        return 0;
+
+    attempts("", in, out);
+    struct targs t = {in, out};
+    pthread_t th;
+    pthread_create(&th, NULL, thread_main, &t);
+    pthread_join(th, NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        attempts("child-", in, out);
+        _exit(0);
+    }
+    int st;
+    waitpid(child, &st, 0);
+    say("child-exit", WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+    return 0;
+}
+
+static int split(void) {
+    int p[2];
+    if (pipe(p) < 0)
+        return 2;
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        say("child-enter", cap_enter());
+        say("child-mode", mode());
+        say("child-open-abs", open("/etc/passwd", O_RDONLY));
+        write(p[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(p[1]);
+    char c;
+    if (read(p[0], &c, 1) != 1)
+        return 2;
+    /* The parent never entered: the mode is the child's, not the sandbox's. */
+    say("parent-mode", mode());
+    say("parent-open-abs", open("/etc/passwd", O_RDONLY));
+    say("parent-open-canary", open(canary, O_RDONLY));
+    say("parent-socket-unix", socket(AF_UNIX, SOCK_STREAM, 0));
+    say("parent-kill-child", kill(child, SIGKILL));
+    int st;
+    waitpid(child, &st, 0);
+    say("child-killed", WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 5 && strcmp(argv[1], "gunzip") == 0) {
+        canary = argv[4];
+        return gunzip(argv[2], argv[3]);
+    }
+    if (argc == 3 && strcmp(argv[1], "split") == 0) {
+        canary = argv[2];
+        return split();
+    }
+    fprintf(stderr, "usage: cap_self gunzip IN.gz OUT CANARY | cap_self split CANARY\n");
+    return 2;
+}
