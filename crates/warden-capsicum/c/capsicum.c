@@ -2,13 +2,19 @@
 #define _GNU_SOURCE
 #include "capsicum.h"
 
+#include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* One request to warden's agent; the kernel's own answer (no agent) is ENOSYS. */
@@ -97,6 +103,132 @@ int cap_rights_get(int fd, cap_rights_t *rights) {
         return -1;
     rights->cr_rights = (uint64_t)r;
     return 0;
+}
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+int pdfork(int *fdp, int flags) {
+    int sv[2];
+    if (flags & ~PD_CLOEXEC) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return -1;
+    int pidfd = -1;
+    /* x86_64's clone(flags, stack, parent_tid, child_tid, tls); CLONE_PIDFD puts the pidfd at
+     * parent_tid. No exit signal in the flags' low byte: no SIGCHLD. */
+    long pid = syscall(SYS_clone, (unsigned long)CLONE_PIDFD, NULL, &pidfd, NULL, NULL);
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        errno = e;
+        return -1;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        /* The child's end: kept across exec, and SIGKILL to this process when the last copy
+         * of the process descriptor closes. */
+        struct f_owner_ex self = {.type = F_OWNER_PID, .pid = getpid()};
+        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(sv[1], F_SETOWN_EX, &self) < 0 ||
+            fcntl(sv[1], F_SETSIG, SIGKILL) < 0 ||
+            fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_ASYNC) < 0)
+            _exit(127);
+        /* Closed before the above took hold: no signal came, so act on it now. */
+        struct pollfd p = {.fd = sv[1], .events = POLLIN};
+        if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP))
+            kill(getpid(), SIGKILL);
+        return 0;
+    }
+    /* The parent's end holds the pidfd and the pid in its own queue, sent from the other end:
+     * pdkill and pdwait peek at it. */
+    int child = (int)pid;
+    char control[CMSG_SPACE(sizeof(int))] = {0};
+    struct iovec iov = {.iov_base = &child, .iov_len = sizeof child};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                         .msg_controllen = sizeof control};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
+    long sent = sendmsg(sv[1], &msg, MSG_NOSIGNAL);
+    int e = errno;
+    close(pidfd);
+    close(sv[1]);
+    if (sent != sizeof child) {
+        kill(child, SIGKILL);
+        close(sv[0]);
+        errno = sent < 0 ? e : EIO;
+        return -1;
+    }
+    if (!(flags & PD_CLOEXEC))
+        fcntl(sv[0], F_SETFD, 0);
+    *fdp = sv[0];
+    return child;
+}
+
+/* The pidfd and pid a process descriptor holds (a new descriptor: close it). */
+static int peek(int fd, int *pid) {
+    char control[CMSG_SPACE(sizeof(int))] = {0};
+    struct iovec iov = {.iov_base = pid, .iov_len = sizeof *pid};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                         .msg_controllen = sizeof control};
+    long n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    if (n != sizeof *pid || !c || c->cmsg_type != SCM_RIGHTS) {
+        errno = n < 0 && errno != EAGAIN ? errno : EBADF;
+        return -1;
+    }
+    int pidfd;
+    memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
+    return pidfd;
+}
+
+int pdgetpid(int fd, int *pidp) {
+    int pidfd = peek(fd, pidp);
+    if (pidfd < 0)
+        return -1;
+    close(pidfd);
+    return 0;
+}
+
+int pdkill(int fd, int signum) {
+    int pid;
+    int pidfd = peek(fd, &pid);
+    if (pidfd < 0)
+        return -1;
+    long r = syscall(SYS_pidfd_send_signal, pidfd, signum, NULL, 0);
+    int e = errno;
+    close(pidfd);
+    errno = e;
+    return r < 0 ? -1 : 0;
+}
+
+int pdwait(int fd, int *status, int options) {
+    int pid;
+    int pidfd = peek(fd, &pid);
+    if (pidfd < 0)
+        return -1;
+    siginfo_t info = {0};
+    long r = syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED | __WALL | (options & WNOHANG),
+                     NULL);
+    int e = errno;
+    close(pidfd);
+    if (r < 0) {
+        errno = e;
+        return -1;
+    }
+    if (info.si_pid == 0)
+        return 0;
+    if (status)
+        *status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+                                              : (info.si_status & 0x7f) |
+                                                    (info.si_code == CLD_DUMPED ? 0x80 : 0);
+    return info.si_pid;
 }
 
 int fdlist_lookup(const char *name) {

@@ -65,6 +65,30 @@ int cap_getmode(unsigned int *mode);
 int cap_rights_limit(int fd, const cap_rights_t *rights);
 int cap_rights_get(int fd, cap_rights_t *rights);
 
+/* Process descriptors (FreeBSD's pdfork, pdkill, pdwait, pdgetpid), on pidfds. They need no
+ * warden and work in capability mode, where kill(2) of another pid does not.
+ *
+ * pdfork returns 0 in the child and the child's pid in the parent, and puts the process
+ * descriptor in *fdp. The child is made with clone(CLONE_PIDFD) and no exit signal: its parent
+ * gets no SIGCHLD. The descriptor is one end of a unix socket pair whose queue holds the
+ * child's pidfd (and pid); the child keeps the other end, across exec, with O_ASYNC and
+ * F_SETSIG(SIGKILL) and itself as owner, so when the last copy of the process descriptor is
+ * closed the kernel sends the child SIGKILL. When the child exits its end closes, and poll
+ * reports POLLHUP on the process descriptor (poll for POLLHUP, as on FreeBSD: POLLIN means
+ * nothing). Limits, documented in docs/design.md section 9: a child that closes its end (or
+ * forks before exiting, so a grandchild holds it) is not killed by the close, and the exit shows
+ * only when every holder is gone; an exited child stays a zombie until pdwait or the parent's
+ * own exit (Linux does not reap a child without an exit signal).
+ *
+ * flags: PD_CLOEXEC makes the process descriptor close-on-exec. */
+#define PD_CLOEXEC 0x1
+int pdfork(int *fdp, int flags);
+int pdkill(int fd, int signum);
+/* Waits for the process (options: WNOHANG); *status as waitpid's; returns its pid (0: still
+ * running under WNOHANG). */
+int pdwait(int fd, int *status, int options);
+int pdgetpid(int fd, int *pidp);
+
 /* libcapsicum's fdlist_lookup: the descriptor warden's --fd named NAME (WARDEN_FDLIST). */
 int fdlist_lookup(const char *name);
 

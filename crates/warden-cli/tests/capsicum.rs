@@ -419,33 +419,37 @@ fn compartmentalised_decompressor_refuses_what_its_input_tries() {
 
 // ---- the program side: cap_enter, cap_getmode, cap_rights_limit, cap_rights_get ----------------
 
-/// tests/c/cap_self.c, built with warden's C library (crates/warden-capsicum/c) and zlib.
-fn cap_self() -> PathBuf {
+/// tests/c/NAME.c, built with warden's C library (crates/warden-capsicum/c) and zlib.
+fn with_library(name: &str) -> PathBuf {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let bin = common::workdir().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     common::chmod(&bin, 0o755);
-    let out = bin.join("cap_self");
+    let out = bin.join(name);
     if !out.exists() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let lib = root.join("crates/warden-capsicum/c");
-        let tmp = bin.join(format!("cap_self.tmp{}", std::process::id()));
+        let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
         let st = std::process::Command::new("cc")
             .args(["-O1", "-Wall", "-Werror", "-I"])
             .arg(&lib)
             .arg("-o")
             .arg(&tmp)
-            .arg(root.join("tests/c/cap_self.c"))
+            .arg(root.join(format!("tests/c/{name}.c")))
             .arg(lib.join("capsicum.c"))
             .args(["-lz", "-lpthread"])
             .status()
             .expect("cc runs");
-        assert!(st.success(), "compiling cap_self failed");
+        assert!(st.success(), "compiling {name} failed");
         std::fs::rename(&tmp, &out).unwrap();
         common::chmod(&out, 0o755);
     }
     out
+}
+
+fn cap_self() -> PathBuf {
+    with_library("cap_self")
 }
 
 /// Runs `cap_self ARGS` under `warden run -v --capsicum`, reading and writing `dir`.
@@ -716,4 +720,65 @@ fn rust_api_inside_warden() {
     let child = std::process::Command::new("/bin/true").status();
     assert_eq!(child.map_err(errno).unwrap_err(), Some(libc::EPERM));
     println!("rust-api: all held");
+}
+
+// ---- process descriptors ------------------------------------------------------------------------
+
+fn process_descriptors(who: As) {
+    let prog = with_library("cap_pd");
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let dir = common::fresh_dir(&format!("capsicum-pd-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let o = run_warden(
+        who,
+        &dir,
+        &[
+            "run",
+            "-v",
+            "--capsicum",
+            "--exec",
+            &bin,
+            "--",
+            prog.to_str().unwrap(),
+        ],
+    );
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let l: HashMap<String, String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    for (name, want) in [
+        ("getpid-matches", "ok 1"),
+        // SIGKILL when the last descriptor closes, across the child's exec, not before.
+        ("close-kills-exec", "ok 9"),
+        ("enter", "ok 0"),
+        ("dup-keeps-alive", "ok 1"),
+        ("close-kills", "ok 9"),
+        ("pdwait-pid-matches", "ok 1"),
+        ("pdwait-exit", "ok 7"),
+        // No SIGCHLD from a pdfork child; a fork child's comes (the counter can count).
+        ("sigchld-after-pdfork", "ok 0"),
+        ("sigchld-after-fork", "ok 1"),
+        ("poll-running", "ok 0"),
+        ("poll-exit", "ok 1"),
+        ("poll-exit-status", "ok 3"),
+        // In capability mode a pid names nothing; the descriptor does.
+        ("kill-by-pid", EPERM),
+        ("pdkill", "ok 0"),
+        ("pdkill-status", "ok 15"),
+        ("pdwait-not-pd", "errno="),
+    ] {
+        expect(&l, name, want, &err);
+    }
+    assert!(err.contains("capability-mode:other-process"), "{err}");
+}
+
+#[test]
+fn process_descriptors_kill_on_close_send_no_sigchld_and_poll_for_exit() {
+    each_user(
+        "process_descriptors_kill_on_close_send_no_sigchld_and_poll_for_exit",
+        process_descriptors,
+    );
 }
