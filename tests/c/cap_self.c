@@ -8,6 +8,9 @@
  *                                      attempt: "NAME ok ..." or "NAME errno=N"
  *   cap_self split CANARY              a child enters capability mode, its parent does not:
  *                                      the mode is the process's
+ *   cap_self widen SECRET              entering gains nothing: SECRET (absolute, outside the
+ *                                      policy) is opened through a descriptor of "/" before
+ *                                      and after cap_enter
  *
  * Built with crates/warden-capsicum/c/capsicum.c and -lz -lpthread. */
 #define _GNU_SOURCE
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -168,12 +172,38 @@ static int split(void) {
     return 0;
 }
 
+/* Capability mode only takes away: a walk beneath a directory capability is still held to
+ * the policy. */
+static int widen(const char *secret) {
+    int root = open("/", O_RDONLY | O_DIRECTORY);
+    say("root", root);
+    say("before-secret", openat(root, secret + 1, O_RDONLY));
+    say("before-shadow", openat(root, "etc/shadow", O_RDONLY));
+    say("before-passwd", openat(root, "etc/passwd", O_RDONLY));
+    say("before-create", openat(root, "etc/warden-made", O_WRONLY | O_CREAT, 0644));
+    cap_rights_t r;
+    say("limit-none", cap_rights_limit(0, cap_rights_init(&r, CAP_FSTAT)));
+    say("enter", cap_enter());
+    say("after-secret", openat(root, secret + 1, O_RDONLY));
+    say("after-shadow", openat(root, "etc/shadow", O_RDONLY));
+    say("after-passwd", openat(root, "etc/passwd", O_RDONLY));
+    say("after-create", openat(root, "etc/warden-made", O_WRONLY | O_CREAT, 0644));
+    say("after-trunc", openat(root, secret + 1, O_WRONLY | O_TRUNC));
+    say("after-mkdir", mkdirat(root, "etc/warden-dir", 0755));
+    say("after-unlink", unlinkat(root, secret + 1, 0));
+    struct stat st;
+    say("after-stat-secret", fstatat(root, secret + 1, &st, 0));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 5 && strcmp(argv[1], "gunzip") == 0) {
         canary = argv[4];
         return gunzip(argv[2], argv[3]);
     }
+    if (argc == 3 && strcmp(argv[1], "widen") == 0)
+        return widen(argv[2]);
     if (argc == 3 && strcmp(argv[1], "split") == 0) {
         canary = argv[2];
         return split();

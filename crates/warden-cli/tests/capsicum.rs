@@ -600,6 +600,76 @@ fn capability_mode_entered_by_a_child_is_the_childs_alone() {
     );
 }
 
+fn entering_gains_nothing(who: As) {
+    // The secret is outside everything the run's policy allows, in a directory of its own.
+    let dir = common::fresh_dir(&format!("capsicum-widen-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let secret_dir = common::fresh_dir(&format!("capsicum-widen-secret-{}", common::who_tag(who)));
+    common::chmod(&secret_dir, 0o777);
+    let secret = secret_dir.join("secret");
+    common::write_file(&secret, "secret\n", 0o666);
+    let prog = cap_self();
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let o = run_warden(
+        who,
+        &dir,
+        &[
+            "run",
+            "-v",
+            "--capsicum",
+            "--exec",
+            &bin,
+            "--",
+            prog.to_str().unwrap(),
+            "widen",
+            secret.to_str().unwrap(),
+        ],
+    );
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let l: HashMap<String, String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    expect(&l, "root", "ok", &err);
+    expect(&l, "enter", "ok 0", &err);
+    // Whatever the policy refused before, a walk beneath "/" refuses after (as root, the agent
+    // could otherwise open, create, truncate and remove anything).
+    for name in ["secret", "shadow", "create"] {
+        expect(&l, &format!("before-{name}"), EACCES, &err);
+        expect(&l, &format!("after-{name}"), EACCES, &err);
+    }
+    for name in [
+        "after-trunc",
+        "after-mkdir",
+        "after-unlink",
+        "after-stat-secret",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    // What it allowed, it still allows.
+    expect(&l, "before-passwd", "ok", &err);
+    expect(&l, "after-passwd", "ok", &err);
+    // A limit that would leave neither read nor write cannot be handed over: refused.
+    expect(&l, "limit-none", EACCES, &err);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret\n");
+    for made in ["/etc/warden-made", "/etc/warden-dir"] {
+        let there = Path::new(made).exists();
+        let _ = std::fs::remove_file(made);
+        let _ = std::fs::remove_dir(made);
+        assert!(!there, "{made} was made through a capability of /");
+    }
+}
+
+#[test]
+fn entering_capability_mode_gains_nothing_the_policy_refuses() {
+    each_user(
+        "entering_capability_mode_gains_nothing_the_policy_refuses",
+        entering_gains_nothing,
+    );
+}
+
 #[test]
 fn without_capsicum_the_program_side_says_enosys() {
     // Under warden without --capsicum (and outside it, see warden-capsicum's unit tests) no

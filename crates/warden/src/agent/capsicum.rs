@@ -25,6 +25,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use warden_capsicum::held::Limit;
 use warden_capsicum::request::Request;
 use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
+use warden_policy::Access;
 
 /// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`):
 /// `None` when the caller is not in capability mode and the call is the policy's to decide.
@@ -158,6 +159,15 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
         reads && rights.has(Right::Read),
         writes && rights.has(Right::Write),
     );
+    if keep == (false, false) && (reads || writes) {
+        // An O_PATH descriptor cannot be handed over (ADDFD takes only open files).
+        return Err(refuse(
+            c,
+            &target,
+            Rule::Rights,
+            " (Linux cannot hand over a descriptor that neither reads nor writes: keep one)",
+        ));
+    }
     let narrower = if keep != (reads, writes) {
         Some(reopen(&fd, &st, keep).map_err(|e| {
             refuse(
@@ -334,6 +344,46 @@ fn cstring(path: &[u8]) -> Result<CString, i32> {
     CString::new(path).map_err(|_| libc::EINVAL)
 }
 
+/// The path of the object behind the agent's descriptor `fd`, as the kernel names it.
+fn fd_path(fd: &impl AsFd) -> Result<String, i32> {
+    let link = rustix::fs::readlinkat(
+        rustix::fs::CWD,
+        format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&fd.as_fd())
+        ),
+        Vec::new(),
+    )
+    .map_err(errno)?;
+    Ok(String::from_utf8_lossy(link.as_bytes()).into_owned())
+}
+
+/// `name` in the directory behind the agent's descriptor `dir`, as a path.
+fn child_path(dir: &impl AsFd, name: &std::ffi::CStr) -> Result<String, i32> {
+    let d = fd_path(dir)?;
+    let name = String::from_utf8_lossy(name.to_bytes());
+    Ok(format!("{}/{name}", d.trim_end_matches('/')))
+}
+
+/// Under `--capsicum`, capability mode only takes away: what a walk beneath a directory
+/// capability reaches is checked against the policy by its path, as every other call of the
+/// sandbox is (a program must not gain by entering the mode). Under `--capability-mode` the
+/// operator named the directories with `--fd`, and their trees are the grant.
+fn policy(c: &Client, s: &Session, path: &str, access: Access) -> Result<(), i32> {
+    match s.entry {
+        Entry::Warden => Ok(()),
+        Entry::Program => c.decide(path, access),
+    }
+}
+
+/// [`policy`] for looking at `path`'s metadata (stat, access).
+fn policy_visible(c: &Client, s: &Session, path: &str) -> Result<(), i32> {
+    match s.entry {
+        Entry::Warden => Ok(()),
+        Entry::Program => c.decide_visible(path),
+    }
+}
+
 /// Records the rights of what a walk beneath a capability handed out.
 fn grant(s: &Session, fd: &OwnedFd, rights: Rights) -> Result<(), i32> {
     let st = rustix::fs::fstat(fd).map_err(errno)?;
@@ -381,7 +431,7 @@ fn open(c: &Client, s: &Session) -> Handled {
         && flags & !LOADER_FLAGS == libc::O_RDONLY
     {
         if let Some((dir, rest)) = warden_capsicum::library_path(&path) {
-            return library(c, &path, dir, rest, cloexec);
+            return library(c, s, &path, dir, rest, cloexec);
         }
     }
     let (dir, rights) = capability(c, s, dirfd, &path)?;
@@ -399,23 +449,98 @@ fn open(c: &Client, s: &Session) -> Handled {
         0
     };
     let resolve = ResolveFlags::from_bits_retain(resolve);
-    let fd = beneath::open(
-        &dir,
-        &cstring(&path)?,
-        flags & !libc::O_CLOEXEC,
-        mode,
-        resolve,
-    )
-    .map_err(|e| walk_error(c, &path, e))?;
+    let fd = if s.entry == Entry::Program {
+        checked_open(c, s, &dir, &path, flags & !libc::O_CLOEXEC, mode, resolve)?
+    } else {
+        beneath::open(
+            &dir,
+            &cstring(&path)?,
+            flags & !libc::O_CLOEXEC,
+            mode,
+            resolve,
+        )
+        .map_err(|e| walk_error(c, &path, e))?
+    };
     grant(s, &fd, derived)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
     c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0);
     Ok(Answer::Fd(fd, cloexec))
 }
 
+/// An open beneath `dir` under `--capsicum`, checked against the policy before it has any
+/// effect: an existing object is found first (`O_PATH`, beneath), checked by its path, and then
+/// opened through that very descriptor; a missing one is checked by its would-be path and
+/// created in the directory found, never through a symlink put there meanwhile.
+fn checked_open(
+    c: &Client,
+    s: &Session,
+    dir: &OwnedFd,
+    path: &[u8],
+    flags: i32,
+    mode: u32,
+    resolve: ResolveFlags,
+) -> Result<OwnedFd, i32> {
+    let accesses = |flags: i32| -> Vec<Access> {
+        if flags & libc::O_PATH != 0 {
+            return vec![Access::Read];
+        }
+        let mut a = Vec::new();
+        let acc = flags & libc::O_ACCMODE;
+        if acc != libc::O_WRONLY {
+            a.push(Access::Read);
+        }
+        if acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
+            a.push(Access::Write);
+        }
+        a
+    };
+    let follow = if flags & libc::O_NOFOLLOW != 0 {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
+    let found = beneath::open(
+        dir,
+        &cstring(path)?,
+        libc::O_PATH | follow | (flags & libc::O_DIRECTORY),
+        0,
+        resolve,
+    );
+    match found {
+        Ok(obj) => {
+            if flags & (libc::O_CREAT | libc::O_EXCL) == libc::O_CREAT | libc::O_EXCL {
+                return Err(libc::EEXIST);
+            }
+            let p = fd_path(&obj)?;
+            for a in accesses(flags) {
+                policy(c, s, &p, a)?;
+            }
+            if flags & libc::O_PATH != 0 {
+                return Ok(obj);
+            }
+            let of = OFlags::from_bits_retain(
+                (flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW)) as u32,
+            ) | OFlags::CLOEXEC;
+            rustix::fs::open(
+                format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&obj)),
+                of,
+                Mode::empty(),
+            )
+            .map_err(errno)
+        }
+        Err(rustix::io::Errno::NOENT) if flags & libc::O_CREAT != 0 => {
+            let (p, name) = parent(c, dir, path)?;
+            policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+            beneath::open(&p, &name, flags | libc::O_NOFOLLOW, mode, resolve)
+                .map_err(|e| walk_error(c, path, e))
+        }
+        Err(e) => Err(walk_error(c, path, e)),
+    }
+}
+
 /// The dynamic loader's read-only open of a library or of its cache (see `warden_capsicum`):
 /// strictly beneath the library directory, and only an ELF file there.
-fn library(c: &Client, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Handled {
+fn library(c: &Client, s: &Session, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Handled {
     let d = rustix::fs::open(
         dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -443,6 +568,7 @@ fn library(c: &Client, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Ha
             ));
         }
     }
+    policy(c, s, &fd_path(&fd)?, Access::Read)?;
     c.allow_by(&text(path), "capability-mode:library");
     Ok(Answer::Fd(fd, cloexec))
 }
@@ -487,6 +613,7 @@ fn stat(c: &Client, s: &Session) -> Handled {
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, &path, e))?;
+    policy_visible(c, s, &fd_path(&obj)?)?;
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | (flags & libc::AT_STATX_SYNC_TYPE);
     let map = c.id_map();
     if c.nr() == libc::SYS_statx {
@@ -526,6 +653,7 @@ fn access(c: &Client, s: &Session) -> Handled {
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, &path, e))?;
+    policy_visible(c, s, &fd_path(&obj)?)?;
     // What the descriptor's rights would allow, not only what the file's mode does.
     let wants = [
         (libc::R_OK, Right::Read),
@@ -574,6 +702,7 @@ fn mkdir(c: &Client, s: &Session) -> Handled {
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Mkdir)?;
     let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
     let umask = c.ids()?.umask;
     rustix::fs::mkdirat(&p, &name, Mode::from_raw_mode(mode & 0o1777 & !umask)).map_err(errno)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
@@ -592,6 +721,7 @@ fn unlink(c: &Client, s: &Session) -> Handled {
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Unlink)?;
     let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Unlink)?;
     rustix::fs::unlinkat(
         &p,
         &name,
@@ -635,6 +765,7 @@ fn fd_metadata(c: &Client, s: &Session) -> Handled {
     match c.nr() {
         libc::SYS_fchmod => {
             need(c, c.syscall().as_bytes(), rights, Right::Fchmod)?;
+            policy(c, s, &fd_path(&fd)?, Access::Write)?;
             // No set-id bits: a capability to change a mode is not one to grant privilege.
             let mode = c.arg(1) as u32 & 0o1777;
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(errno)?;
