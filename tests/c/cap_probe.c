@@ -15,7 +15,9 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,6 +159,74 @@ static void attempt(const char *a) {
         result("ro-reopen-rw", open(p, O_RDWR), NULL);
         int dup = fcntl(ro, F_DUPFD, 10);
         result("ro-dup-write", (int)write(dup, "x", 1), NULL);
+    } else if (!strcmp(a, "rights-routes")) {
+        /* Every call that reads or writes, on descriptors without the right: the kernel's
+         * access mode refuses each one (EBADF). "ro" has read, "wo" write. */
+        int ro = named("ro"), wo = named("wo");
+        char buf[8];
+        struct iovec iov = {buf, sizeof buf};
+        int pr[2];
+        pipe(pr);
+        int mem = memfd_create("m", 0);
+        write(mem, "data", 4);
+        result("wo-readv", (int)readv(wo, &iov, 1), NULL);
+        result("wo-preadv", (int)preadv(wo, &iov, 1, 0), NULL);
+        off_t off = 0;
+        result("wo-sendfile", (int)sendfile(pr[1], wo, &off, 4), NULL);
+        result("wo-splice", (int)splice(wo, &off, pr[1], NULL, 4, 0), NULL);
+        off = 0;
+        result("wo-copy-file-range", (int)copy_file_range(wo, &off, mem, NULL, 4, 0), NULL);
+        iov.iov_base = "x";
+        iov.iov_len = 1;
+        result("ro-writev", (int)writev(ro, &iov, 1), NULL);
+        result("ro-pwritev", (int)pwritev(ro, &iov, 1, 0), NULL);
+        result("ro-fallocate", fallocate(ro, 0, 0, 4096), NULL);
+        off = 0;
+        result("ro-sendfile", (int)sendfile(ro, mem, &off, 4), NULL);
+        write(pr[1], "data", 4);
+        result("ro-splice", (int)splice(pr[0], NULL, ro, NULL, 4, 0), NULL);
+        off = 0;
+        result("ro-copy-file-range", (int)copy_file_range(mem, &off, ro, NULL, 4, 0), NULL);
+        /* And the same routes with the rights work. */
+        off = 0;
+        result("ro-sendfile-out", (int)sendfile(pr[1], ro, &off, 4), NULL);
+        off = 0;
+        result("wo-sendfile-in", (int)sendfile(wo, mem, &off, 4), NULL);
+    } else if (!strcmp(a, "rights-passed")) {
+        /* "ro" inherited by a child, and passed to it over SCM_RIGHTS: the rights travel. */
+        int ro = named("ro");
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        pid_t p = fork();
+        if (p == 0) {
+            result("inherit-write", (int)write(ro, "x", 1), NULL);
+            result("inherit-fchmod", fchmod(ro, 0777), NULL);
+            char c, control[CMSG_SPACE(sizeof(int))];
+            struct iovec iov = {&c, 1};
+            struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                               .msg_controllen = sizeof control};
+            if (recvmsg(sv[1], &m, 0) != 1) { result("scm-recv", -1, NULL); _exit(0); }
+            int got;
+            memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof got);
+            result("scm-read", (int)pread(got, &c, 1, 0), NULL);
+            result("scm-write", (int)write(got, "x", 1), NULL);
+            result("scm-fchmod", fchmod(got, 0777), NULL);
+            int d = dup(got);
+            result("scm-dup-write", (int)write(d, "x", 1), NULL);
+            _exit(0);
+        }
+        char c = 'x', control[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {&c, 1};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                           .msg_controllen = sizeof control};
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &ro, sizeof ro);
+        result("scm-send", (int)sendmsg(sv[0], &m, 0), NULL);
+        int status;
+        waitpid(p, &status, 0);
     } else printf("%s unknown\n", a);
 }
 

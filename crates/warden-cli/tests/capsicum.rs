@@ -252,6 +252,63 @@ fn rights_narrow_what_descriptors_do(who: As) {
     assert!(cap.join("newdir").is_dir() && !cap.join("made").exists());
 }
 
+/// Every route to reading or writing, on descriptors without the right; and the rights of a
+/// descriptor inherited by a child and passed over SCM_RIGHTS.
+fn rights_hold_on_every_route_and_travel(who: As) {
+    let (base, cap) = tree("routes", who);
+    let ro = base.join("ro");
+    let wo = base.join("wo");
+    common::write_file(&ro, "read-only\n", 0o666);
+    common::write_file(&wo, "write-only\n", 0o666);
+    let rofd = format!("ro={}:read,seek", ro.display());
+    let wofd = format!("wo={}:write", wo.display());
+    let extra = ["--fd", rofd.as_str(), "--fd", wofd.as_str()];
+    let (l, err) = probe(
+        who,
+        &cap,
+        "read,lookup",
+        &extra,
+        &["rights-routes", "rights-passed"],
+    );
+    for name in [
+        "wo-readv",
+        "wo-preadv",
+        "wo-sendfile",
+        "wo-splice",
+        "wo-copy-file-range",
+        "ro-writev",
+        "ro-pwritev",
+        "ro-fallocate",
+        "ro-sendfile",
+        "ro-splice",
+        "ro-copy-file-range",
+        "inherit-write",
+        "scm-write",
+        "scm-dup-write",
+    ] {
+        expect(&l, name, EBADF, &err);
+    }
+    // The routes work where the right is there: the refusals are the rights'.
+    expect(&l, "ro-sendfile-out", "ok", &err);
+    expect(&l, "wo-sendfile-in", "ok", &err);
+    // Checked by the agent in the child: the object's rights, however the child got it.
+    expect(&l, "inherit-fchmod", EACCES, &err);
+    expect(&l, "scm-send", "ok", &err);
+    expect(&l, "scm-read", "ok", &err);
+    expect(&l, "scm-fchmod", EACCES, &err);
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "read-only\n");
+    // Only the route with the right wrote: "data" over the start.
+    assert_eq!(std::fs::read_to_string(&wo).unwrap(), "datae-only\n");
+}
+
+#[test]
+fn rights_hold_on_every_route_inherited_and_passed() {
+    each_user(
+        "rights_hold_on_every_route_inherited_and_passed",
+        rights_hold_on_every_route_and_travel,
+    );
+}
+
 /// A process outside keeps moving `cap/a/b` out of the capability and back while the program
 /// walks `a/b/../../secret`: every walk gives the capability's own secret or fails, never the
 /// secret beside it.
