@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -106,6 +107,25 @@ static void attempt(const char *a) {
     else if (!strcmp(a, "kill-all")) result(a, kill(-1, 0), NULL);
     else if (!strcmp(a, "pidfd-open")) result(a, (int)syscall(SYS_pidfd_open, getpid(), 0), NULL);
     else if (!strcmp(a, "shmget")) result(a, shmget(IPC_PRIVATE, 4096, 0600), NULL);
+    else if (!strcmp(a, "setown-parent")) {
+        /* A descriptor whose I/O would send SIGKILL to another process. */
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, fcntl(sv[0], F_SETOWN, getppid()), NULL);
+    } else if (!strcmp(a, "setown-ex")) {
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        struct f_owner_ex o = {F_OWNER_PID, getppid()};
+        result(a, fcntl(sv[0], F_SETOWN_EX, &o), NULL);
+    } else if (!strcmp(a, "fiosetown")) {
+        int sv[2], pid = getppid();
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, ioctl(sv[0], FIOSETOWN, &pid), NULL);
+    } else if (!strcmp(a, "setown-self")) {
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, fcntl(sv[0], F_SETOWN, getpid()), NULL);
+    } else if (!strcmp(a, "fcntl-getfl")) result(a, fcntl(d, F_GETFL), NULL);
     else if (!strcmp(a, "raise")) { signal(SIGUSR1, SIG_IGN); result(a, raise(SIGUSR1), NULL); }
     else if (!strncmp(a, "thread:", 7)) {
         pthread_t t;

@@ -132,8 +132,9 @@ int pdfork(int *fdp, int flags) {
         close(sv[0]);
         /* The child's end: kept across exec, and SIGKILL to this process when the last copy
          * of the process descriptor closes. */
-        struct f_owner_ex self = {.type = F_OWNER_PID, .pid = getpid()};
-        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(sv[1], F_SETOWN_EX, &self) < 0 ||
+        /* F_SETOWN with its own pid (a register: capability mode allows it; F_SETOWN_EX's
+         * pid is in memory, which it does not). */
+        if (fcntl(sv[1], F_SETFD, 0) < 0 || fcntl(sv[1], F_SETOWN, getpid()) < 0 ||
             fcntl(sv[1], F_SETSIG, SIGKILL) < 0 ||
             fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_ASYNC) < 0)
             _exit(127);

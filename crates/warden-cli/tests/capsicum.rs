@@ -101,6 +101,11 @@ fn global_namespaces_are_refused(who: As) {
         "shmget",
         "raise",
         "fstat",
+        "setown-parent",
+        "setown-ex",
+        "fiosetown",
+        "setown-self",
+        "fcntl-getfl",
     ];
     let (l, err) = probe(who, &cap, "read,lookup,fstat", &[], &attempts);
     expect(&l, "inside", "ok inside-f", &err);
@@ -118,10 +123,20 @@ fn global_namespaces_are_refused(who: As) {
         "kill-all",
         "pidfd-open",
         "shmget",
+        "setown-parent",
+        "setown-ex",
+        "fiosetown",
     ] {
         expect(&l, name, EPERM, &err);
     }
-    for name in ["socketpair", "kill-self", "raise", "fstat"] {
+    for name in [
+        "socketpair",
+        "kill-self",
+        "raise",
+        "fstat",
+        "setown-self",
+        "fcntl-getfl",
+    ] {
         expect(&l, name, "ok", &err);
     }
     // -v names the rule that refused each.

@@ -783,6 +783,12 @@ fn checked_call(c: &Client) -> Handled {
         None => Ok(Answer::Reply(Reply::Continue)),
         Some(rule) => {
             let target = match rule {
+                Rule::OtherProcess if c.nr() == libc::SYS_fcntl => {
+                    format!("owner of descriptor {} (pid {})", c.int(0), c.int(2))
+                }
+                Rule::OtherProcess if c.nr() == libc::SYS_ioctl => {
+                    format!("owner of descriptor {}", c.int(0))
+                }
                 Rule::OtherProcess => format!("pid {}", c.int(0)),
                 Rule::SocketAddress => format!("socket family {}", c.int(0)),
                 _ => c.syscall().to_owned(),
@@ -801,5 +807,16 @@ mod tests {
         rules.sort_unstable();
         filter.sort_unstable();
         assert_eq!(rules, filter);
+        assert_eq!(
+            crate::syscalls::Profile::OWNER_FCNTLS,
+            [
+                libc::F_SETOWN as u64,
+                warden_capsicum::mode::F_SETOWN_EX as u64
+            ]
+        );
+        assert_eq!(
+            crate::syscalls::Profile::OWNER_IOCTLS,
+            warden_capsicum::mode::OWNER_IOCTLS
+        );
     }
 }

@@ -456,7 +456,10 @@ fn delegated_family(
         return None;
     }
     let entry = syscalls::lookup(notif.nr as i64)?;
-    if capability_mode && syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr) {
+    if capability_mode
+        && (syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr)
+            || matches!(entry.nr, libc::SYS_fcntl | libc::SYS_ioctl))
+    {
         return Some((Family::CapabilityMode, entry.name()));
     }
     match entry.class_in(net) {
