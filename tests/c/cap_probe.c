@@ -107,7 +107,36 @@ static void attempt(const char *a) {
     else if (!strcmp(a, "kill-all")) result(a, kill(-1, 0), NULL);
     else if (!strcmp(a, "pidfd-open")) result(a, (int)syscall(SYS_pidfd_open, getpid(), 0), NULL);
     else if (!strcmp(a, "shmget")) result(a, shmget(IPC_PRIVATE, 4096, 0600), NULL);
-    else if (!strcmp(a, "setown-parent")) {
+    else if (!strncmp(a, "readlink-", 9)) {
+        /* readlink-in, readlink-abs (the link's own text), readlink-dotdot, readlink-cwd */
+        char buf[64] = {0};
+        const char *p = !strcmp(a, "readlink-in") ? "in" : !strcmp(a, "readlink-abs") ? "abs" : "../secret";
+        int dir = !strcmp(a, "readlink-cwd") ? AT_FDCWD : d;
+        if (dir == AT_FDCWD) p = "in";
+        ssize_t n = readlinkat(dir, p, buf, sizeof buf - 1);
+        result(a, (int)n, buf);
+    } else if (!strcmp(a, "rename-in")) {
+        close(openat(d, "r1", O_WRONLY | O_CREAT, 0644));
+        result(a, renameat(d, "r1", d, "sub/r2"), NULL);
+    } else if (!strcmp(a, "rename-out")) result(a, renameat(d, "f", d, "../stolen"), NULL);
+    else if (!strcmp(a, "rename-from-out")) result(a, renameat(d, "../secret", d, "got"), NULL);
+    else if (!strcmp(a, "rename-cwd")) result(a, rename("f", "g"), NULL);
+    else if (!strcmp(a, "link-in")) result(a, linkat(d, "f", d, "f-link", 0), NULL);
+    else if (!strcmp(a, "link-out")) result(a, linkat(d, "../secret", d, "got2", 0), NULL);
+    else if (!strcmp(a, "link-follow")) result(a, linkat(d, "esc", d, "got3", AT_SYMLINK_FOLLOW), NULL);
+    else if (!strcmp(a, "symlinkat-in")) result(a, symlinkat("/etc/passwd", d, "sl"), NULL);
+    else if (!strcmp(a, "symlinkat-read")) read_at(a, d, "sl");
+    else if (!strcmp(a, "chmod-in")) result(a, fchmodat(d, "f", 0600, 0), NULL);
+    else if (!strcmp(a, "chmod-setuid")) result(a, fchmodat(d, "sub/g", 04755, 0), NULL);
+    else if (!strcmp(a, "chmod-out")) result(a, fchmodat(d, "../secret", 0600, 0), NULL);
+    else if (!strcmp(a, "chmod-abs")) result(a, chmod("/tmp", 0777), NULL);
+    else if (!strcmp(a, "utimens-in")) {
+        struct timespec t[2] = {{1, 0}, {1, 0}};
+        result(a, utimensat(d, "f", t, 0), NULL);
+    } else if (!strcmp(a, "utimens-out")) {
+        struct timespec t[2] = {{1, 0}, {1, 0}};
+        result(a, utimensat(d, "../secret", t, 0), NULL);
+    } else if (!strcmp(a, "setown-parent")) {
         /* A descriptor whose I/O would send SIGKILL to another process. */
         int sv[2];
         socketpair(AF_UNIX, SOCK_STREAM, 0, sv);

@@ -16,7 +16,8 @@ use std::fmt;
 pub enum Right {
     /// read, pread, readv, preadv, sendfile/splice/copy_file_range from it, getdents.
     Read,
-    /// write, pwrite, writev, ftruncate, sendfile/splice/copy_file_range into it.
+    /// write, pwrite, writev, ftruncate, sendfile/splice/copy_file_range into it; utimensat
+    /// (FreeBSD's `CAP_FUTIMES`).
     Write,
     /// lseek (and the implicit offset of pread/pwrite on FreeBSD).
     Seek,
@@ -24,7 +25,7 @@ pub enum Right {
     Fstat,
     /// Lookups relative to the descriptor (`openat`, `fstatat`, ... with it as `dirfd`).
     Lookup,
-    /// Creating files beneath it (`O_CREAT`).
+    /// Creating names beneath it (`O_CREAT`, the target of `renameat` and `linkat`, `symlinkat`).
     Create,
     /// Creating directories beneath it (`mkdirat`).
     Mkdir,
@@ -123,7 +124,7 @@ pub const ENFORCEMENT: &[(Right, Enforcer, &str)] = &[
     (Right::Mkdir, Enforcer::Agent, "mkdirat beneath the directory, performed by the agent"),
     (Right::Unlink, Enforcer::Agent, "unlinkat beneath the directory, performed by the agent"),
     (Right::Mmap, Enforcer::Unenforced, "mmap is direct; the kernel lets a mapping do what the access mode allows (a write-only descriptor cannot be mapped at all), but a readable descriptor cannot be kept from being mapped"),
-    (Right::Fchmod, Enforcer::Agent, "fchmod is delegated; the agent looks the file's rights up and never sets set-id bits (fchmodat is refused in capability mode for now)"),
+    (Right::Fchmod, Enforcer::Agent, "fchmod and fchmodat are delegated; the agent looks the file's rights up (fchmodat also needs lookup on the directory) and never sets set-id bits"),
     (Right::Fchown, Enforcer::Agent, "fchown and fchownat are delegated; in capability mode the agent refuses them whatever the rights for now (it would have to map the ids)"),
     (Right::Ioctl, Enforcer::Unenforced, "ioctl is direct (only TIOCSTI, TIOCLINUX and inode-flag requests are refused, for every descriptor)"),
     (Right::Event, Enforcer::Unenforced, "poll, select and epoll are direct and take any descriptor"),

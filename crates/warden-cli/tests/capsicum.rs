@@ -267,6 +267,127 @@ fn rights_narrow_what_descriptors_do(who: As) {
     assert!(cap.join("newdir").is_dir() && !cap.join("made").exists());
 }
 
+const BENEATH: [&str; 17] = [
+    "readlink-in",
+    "readlink-abs",
+    "readlink-dotdot",
+    "readlink-cwd",
+    "rename-in",
+    "rename-out",
+    "rename-from-out",
+    "rename-cwd",
+    "link-in",
+    "link-out",
+    "link-follow",
+    "symlinkat-in",
+    "symlinkat-read",
+    "chmod-in",
+    "chmod-setuid",
+    "chmod-out",
+    "utimens-in",
+];
+
+/// readlinkat, renameat, linkat, symlinkat, fchmodat and utimensat beneath a directory
+/// capability: performed beneath it with its rights, never out of it, checked from outside.
+fn calls_beneath(who: As) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (base, cap) = tree("beneath", who);
+    // The files are the user's own, as a program's files would be: the kernel's own checks
+    // (owner for chmod and explicit times, protected_hardlinks) then pass, and what is left to
+    // refuse is the capability's.
+    if who == As::Nobody {
+        for e in [
+            "", "f", "secret", "sub", "sub/g", "a", "a/b", "abs", "esc", "in",
+        ] {
+            std::os::unix::fs::lchown(cap.join(e), Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let secret_mode = || std::fs::metadata(base.join("secret")).unwrap().mode() & 0o7777;
+    let before = secret_mode();
+    let mut attempts = BENEATH.to_vec();
+    attempts.extend(["utimens-out", "chmod-abs"]);
+    // Without the rights: every change refused, nothing changed.
+    let (l, err) = probe(who, &cap, "read,lookup", &[], &attempts);
+    expect(&l, "readlink-in", "ok sub/g", &err);
+    for name in [
+        "rename-in",
+        "link-in",
+        "symlinkat-in",
+        "chmod-in",
+        "chmod-setuid",
+        "utimens-in",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    assert!(!cap.join("f-link").exists() && cap.join("f").exists());
+    assert!(std::fs::symlink_metadata(cap.join("sl")).is_err());
+    // With them: inside works, out of the capability never.
+    let (l, err) = probe(
+        who,
+        &cap,
+        "read,write,lookup,create,unlink,fchmod",
+        &[],
+        &attempts,
+    );
+    for (name, want) in [
+        ("readlink-in", "ok sub/g"),
+        ("readlink-abs", "ok /etc/passwd"),
+        ("rename-in", "ok"),
+        ("link-in", "ok"),
+        ("symlinkat-in", "ok"),
+        ("chmod-in", "ok"),
+        ("chmod-setuid", "ok"),
+        ("utimens-in", "ok"),
+    ] {
+        expect(&l, name, want, &err);
+    }
+    for name in [
+        "readlink-dotdot",
+        "rename-out",
+        "rename-from-out",
+        "link-out",
+        "link-follow",
+        "symlinkat-read",
+        "chmod-out",
+        "utimens-out",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    for name in ["readlink-cwd", "rename-cwd", "chmod-abs"] {
+        expect(&l, name, EPERM, &err);
+    }
+    // From outside.
+    assert!(cap.join("sub/r2").exists() && !cap.join("r1").exists());
+    assert!(!base.join("stolen").exists() && base.join("secret").exists());
+    assert!(!cap.join("got").exists() && !cap.join("got2").exists() && !cap.join("got3").exists());
+    let f = std::fs::metadata(cap.join("f")).unwrap();
+    assert_eq!(
+        f.ino(),
+        std::fs::metadata(cap.join("f-link")).unwrap().ino()
+    );
+    assert_eq!(f.permissions().mode() & 0o7777, 0o600);
+    assert_eq!(f.mtime(), 1);
+    assert_eq!(
+        std::fs::read_link(cap.join("sl")).unwrap(),
+        Path::new("/etc/passwd")
+    );
+    // Set-id bits are never granted through a capability.
+    assert_eq!(
+        std::fs::metadata(cap.join("sub/g")).unwrap().mode() & 0o7777,
+        0o755
+    );
+    assert_eq!(secret_mode(), before);
+    assert_ne!(std::fs::metadata(base.join("secret")).unwrap().mtime(), 1);
+}
+
+#[test]
+fn readlink_rename_link_symlink_chmod_utimens_stay_beneath() {
+    each_user(
+        "readlink_rename_link_symlink_chmod_utimens_stay_beneath",
+        calls_beneath,
+    );
+}
+
 /// Every route to reading or writing, on descriptors without the right; and the rights of a
 /// descriptor inherited by a child and passed over SCM_RIGHTS.
 fn rights_hold_on_every_route_and_travel(who: As) {

@@ -269,14 +269,20 @@ pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
             let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
             Err(refuse(c, &text(&path), rule, ""))
         }
-        Family::Readlink
-        | Family::Mknod
-        | Family::Rename
-        | Family::Link
-        | Family::Symlink
-        | Family::Chmod
-        | Family::Chown
-        | Family::Utime => not_yet(c),
+        Family::Readlink => readlink(c, s),
+        Family::Rename => rename(c, s),
+        Family::Link => link(c, s),
+        Family::Symlink => symlink(c, s),
+        Family::Chmod => chmod(c, s),
+        Family::Utime if c.nr() == libc::SYS_utimensat => utimensat(c, s),
+        Family::Utime if c.nr() == libc::SYS_futimesat => not_yet(c),
+        Family::Utime => {
+            let path = c.path_arg(c.arg(0)).unwrap_or_default();
+            let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
+            Err(refuse(c, &text(&path), rule, ""))
+        }
+        // Device nodes and FIFOs, and owners (which would need the sandbox's id map).
+        Family::Mknod | Family::Chown => not_yet(c),
     }
 }
 
@@ -729,6 +735,297 @@ fn unlink(c: &Client, s: &Session) -> Handled {
     )
     .map_err(errno)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
+}
+
+// ---- readlink, rename, link, symlink, chmod, utimensat -----------------------------------------
+
+fn readlink(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, buf, size) = match c.nr() {
+        libc::SYS_readlink => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.int(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
+    };
+    if size <= 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, dirfd, &path)?;
+    need(c, &path, rights, Right::Lookup)?;
+    let obj = beneath::open(
+        &dir,
+        &cstring(&path)?,
+        libc::O_PATH | libc::O_NOFOLLOW,
+        0,
+        ResolveFlags::empty(),
+    )
+    .map_err(|e| walk_error(c, &path, e))?;
+    policy(c, s, &fd_path(&obj)?, Access::Read)?;
+    // readlinkat(fd, "") reads the symlink an O_PATH descriptor is; EINVAL for anything else.
+    let target = rustix::fs::readlinkat(&obj, c"", Vec::new()).map_err(errno)?;
+    let bytes = target.as_bytes();
+    let n = bytes.len().min(size as usize);
+    c.write(buf, &bytes[..n])?;
+    value(n as i64)
+}
+
+/// A name in a directory beneath a capability: the directory and the name.
+type Named = (OwnedFd, CString);
+
+/// Both ends of a two-path call (rename, link): each a directory capability and a name in a
+/// directory beneath it, with the rights each needs.
+fn two_ends(
+    c: &Client,
+    s: &Session,
+    (olddir, old): (i32, &[u8]),
+    (newdir, new): (i32, &[u8]),
+    (old_right, new_right): (Right, Right),
+) -> Result<(Named, Named), i32> {
+    let (od, orights) = capability(c, s, olddir, old)?;
+    let (nd, nrights) = capability(c, s, newdir, new)?;
+    need(c, old, orights, Right::Lookup)?;
+    need(c, old, orights, old_right)?;
+    need(c, new, nrights, Right::Lookup)?;
+    need(c, new, nrights, new_right)?;
+    Ok((parent(c, &od, old)?, parent(c, &nd, new)?))
+}
+
+fn rename(c: &Client, s: &Session) -> Handled {
+    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
+        libc::SYS_rename => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
+        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
+    };
+    let old = c.path_arg(old_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    // The name leaves the first directory (unlink) and appears in the second (create).
+    let ((p1, n1), (p2, n2)) = two_ends(
+        c,
+        s,
+        (olddir, &old),
+        (newdir, &new),
+        (Right::Unlink, Right::Create),
+    )?;
+    let (from, to) = (child_path(&p1, &n1)?, child_path(&p2, &n2)?);
+    policy(c, s, &from, Access::Unlink)?;
+    policy(c, s, &to, Access::Write)?;
+    if flags & libc::RENAME_EXCHANGE != 0 {
+        policy(c, s, &to, Access::Unlink)?;
+        policy(c, s, &from, Access::Write)?;
+    }
+    rustix::fs::renameat_with(
+        &p1,
+        &n1,
+        &p2,
+        &n2,
+        rustix::fs::RenameFlags::from_bits_retain(flags),
+    )
+    .map_err(errno)?;
+    c.allow_by(
+        &format!("{} -> {}", text(&old), text(&new)),
+        "capability-mode:beneath",
+    );
+    value(0)
+}
+
+fn link(c: &Client, s: &Session) -> Handled {
+    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
+        libc::SYS_link => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
+    };
+    let old = c.path_arg(old_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    if flags & !libc::AT_SYMLINK_FOLLOW != 0 {
+        return Err(libc::EINVAL);
+    }
+    if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+        // The kernel would follow the last component without RESOLVE_BENEATH.
+        return Err(refuse(
+            c,
+            &text(&old),
+            Rule::Escape,
+            " (AT_SYMLINK_FOLLOW is not followed beneath a capability)",
+        ));
+    }
+    let ((p1, n1), (p2, n2)) = two_ends(
+        c,
+        s,
+        (olddir, &old),
+        (newdir, &new),
+        (Right::Lookup, Right::Create),
+    )?;
+    policy(c, s, &child_path(&p1, &n1)?, Access::Read)?;
+    policy(c, s, &child_path(&p2, &n2)?, Access::Write)?;
+    rustix::fs::linkat(&p1, &n1, &p2, &n2, AtFlags::empty()).map_err(errno)?;
+    c.allow_by(
+        &format!("{} -> {}", text(&new), text(&old)),
+        "capability-mode:beneath",
+    );
+    value(0)
+}
+
+fn symlink(c: &Client, s: &Session) -> Handled {
+    let (target_addr, newdir, new_addr) = match c.nr() {
+        libc::SYS_symlink => (c.arg(0), libc::AT_FDCWD, c.arg(1)),
+        _ => (c.arg(0), c.int(1), c.arg(2)),
+    };
+    // The target is text: whatever it names, a walk beneath a capability never follows it out.
+    let target = c.path_arg(target_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, newdir, &new)?;
+    need(c, &new, rights, Right::Lookup)?;
+    need(c, &new, rights, Right::Create)?;
+    let (p, name) = parent(c, &dir, &new)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    rustix::fs::symlinkat(cstring(&target)?.as_c_str(), &p, &name).map_err(errno)?;
+    c.allow_by(&text(&new), "capability-mode:beneath");
+    value(0)
+}
+
+/// The object `path` names beneath the capability `dirfd` (not following a last symlink when
+/// `nofollow`), for a call that changes its metadata with `right`; or, for an empty path with
+/// `AT_EMPTY_PATH`, the object of `dirfd` itself.
+fn metadata_target(
+    c: &Client,
+    s: &Session,
+    dirfd: i32,
+    path: &[u8],
+    empty_path: bool,
+    nofollow: bool,
+    right: Right,
+) -> Result<OwnedFd, i32> {
+    if path.is_empty() && empty_path {
+        let fd = c.fd(dirfd)?;
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        need(
+            c,
+            b"(descriptor)",
+            s.held.rights(st.st_dev, st.st_ino),
+            right,
+        )?;
+        return Ok(fd);
+    }
+    let (dir, rights) = capability(c, s, dirfd, path)?;
+    need(c, path, rights, Right::Lookup)?;
+    need(c, path, rights, right)?;
+    beneath::open(
+        &dir,
+        &cstring(path)?,
+        libc::O_PATH | if nofollow { libc::O_NOFOLLOW } else { 0 },
+        0,
+        ResolveFlags::empty(),
+    )
+    .map_err(|e| walk_error(c, path, e))
+}
+
+/// The agent's own path to the object of `fd` (its `/proc/self/fd` entry), through which a
+/// path call acts on exactly that object.
+fn by_descriptor(fd: &OwnedFd) -> String {
+    format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd))
+}
+
+fn is_symlink(fd: &OwnedFd) -> Result<bool, i32> {
+    let st = rustix::fs::fstat(fd).map_err(errno)?;
+    Ok(rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
+}
+
+fn chmod(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, mode, flags) = match c.nr() {
+        libc::SYS_chmod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
+        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
+    };
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Fchmod,
+    )?;
+    if is_symlink(&obj)? {
+        // As Linux answers lchmod.
+        return Err(libc::EOPNOTSUPP);
+    }
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    // No set-id bits: a capability to change a mode is not one to grant privilege.
+    rustix::fs::chmod(by_descriptor(&obj), Mode::from_raw_mode(mode & 0o1777)).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
+}
+
+fn utimensat(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, times_addr, flags) = (c.int(0), c.arg(1), c.arg(2), c.int(3));
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let times = if times_addr == 0 {
+        let now = rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        };
+        rustix::fs::Timestamps {
+            last_access: now,
+            last_modification: now,
+        }
+    } else {
+        let mut raw = [0u8; 32];
+        c.read(times_addr, &mut raw)?;
+        let word = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
+        rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: word(0),
+                tv_nsec: word(1) as _,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: word(2),
+                tv_nsec: word(3) as _,
+            },
+        }
+    };
+    // futimens is utimensat(fd, NULL, ...): the descriptor itself.
+    let path = if path_addr == 0 {
+        Vec::new()
+    } else {
+        c.path_arg(path_addr)?
+    };
+    c.live()?;
+    // Changing times is writing the file's metadata: the write right (FreeBSD's CAP_FUTIMES).
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Write,
+    )?;
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    if is_symlink(&obj)? {
+        rustix::fs::utimensat(
+            &obj,
+            c"",
+            &times,
+            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        )
+    } else {
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            by_descriptor(&obj),
+            &times,
+            AtFlags::empty(),
+        )
+    }
+    .map_err(errno)?;
     value(0)
 }
 
