@@ -8,6 +8,9 @@
  *                                      attempt: "NAME ok ..." or "NAME errno=N"
  *   cap_self split CANARY              a child enters capability mode, its parent does not:
  *                                      the mode is the process's
+ *   cap_self hold FILE                 FILE on descriptor 7 limited to read,fstat, a child
+ *                                      forked outside capability mode, the process in it;
+ *                                      prints "ready" and waits (for warden inspect)
  *   cap_self widen SECRET              entering gains nothing: SECRET (absolute, outside the
  *                                      policy) is opened through a descriptor of "/" before
  *                                      and after cap_enter
@@ -196,12 +199,33 @@ static int widen(const char *secret) {
     return 0;
 }
 
+static int hold(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0 || dup2(fd, 7) < 0)
+        return 2;
+    cap_rights_t r;
+    if (cap_rights_limit(7, cap_rights_init(&r, CAP_READ, CAP_FSTAT)) < 0)
+        return 3;
+    if (fork() == 0) {
+        for (;;)
+            pause();
+    }
+    if (cap_enter() < 0)
+        return 4;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 5 && strcmp(argv[1], "gunzip") == 0) {
         canary = argv[4];
         return gunzip(argv[2], argv[3]);
     }
+    if (argc == 3 && strcmp(argv[1], "hold") == 0)
+        return hold(argv[2]);
     if (argc == 3 && strcmp(argv[1], "widen") == 0)
         return widen(argv[2]);
     if (argc == 3 && strcmp(argv[1], "split") == 0) {

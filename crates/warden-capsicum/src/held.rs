@@ -92,6 +92,19 @@ impl Held {
         }
     }
 
+    /// Every object the table holds rights to, with them (for `warden inspect`).
+    pub fn list(&self) -> Vec<((u64, u64), Rights)> {
+        match self.table.lock() {
+            Ok(t) => t.iter().map(|(k, v)| (*k, *v)).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// What an object the table has never seen holds.
+    pub fn default_rights(&self) -> Rights {
+        self.default
+    }
+
     /// How many objects are held.
     pub fn len(&self) -> usize {
         self.table.lock().map_or(0, |t| t.len())

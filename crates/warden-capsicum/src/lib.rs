@@ -153,13 +153,40 @@ impl Session {
     /// in capability mode. Unknown counts are in it once the program has started: the safe
     /// side.
     pub fn in_mode(&self, filters: Option<u32>) -> bool {
-        match self.entry {
-            Entry::Warden => true,
-            Entry::Program => match (self.base_filters.get(), filters) {
-                (None, _) => false,
-                (Some(base), Some(n)) => n > *base,
-                (Some(_), None) => true,
-            },
+        in_mode(self.entry, self.base_filters.get().copied(), filters)
+    }
+}
+
+/// Whether a process with `filters` seccomp filters is in capability mode, in a sandbox whose
+/// processes enter it by `entry` and whose program started with `base` filters (see
+/// [`Session::in_mode`]; `warden inspect` asks the same from outside).
+pub fn in_mode(entry: Entry, base: Option<u32>, filters: Option<u32>) -> bool {
+    match entry {
+        Entry::Warden => true,
+        Entry::Program => match (base, filters) {
+            (None, _) => false,
+            (Some(base), Some(n)) => n > base,
+            (Some(_), None) => true,
+        },
+    }
+}
+
+impl Entry {
+    /// The entry's name in `warden inspect` (`warden`: `--capability-mode`; `program`:
+    /// `--capsicum`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Entry::Warden => "warden",
+            Entry::Program => "program",
+        }
+    }
+
+    /// The entry named `name`.
+    pub fn from_name(name: &str) -> Option<Entry> {
+        match name {
+            "warden" => Some(Entry::Warden),
+            "program" => Some(Entry::Program),
+            _ => None,
         }
     }
 }

@@ -1045,3 +1045,110 @@ fn process_descriptors_kill_on_close_send_no_sigchld_and_poll_for_exit() {
         process_descriptors,
     );
 }
+
+// ---- warden inspect ------------------------------------------------------------------------------
+
+fn inspect_shows_mode_and_rights(who: As) {
+    use std::io::BufRead;
+    let dir = common::fresh_dir(&format!("capsicum-inspect-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let file = dir.join("held");
+    common::write_file(&file, "held\n", 0o666);
+    let prog = cap_self();
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let d = dir.to_str().unwrap();
+    let mut child = common::warden_cmd(who)
+        .args([
+            "run",
+            "--capsicum",
+            "--exec",
+            &bin,
+            "--read",
+            d,
+            "--write",
+            d,
+            "--",
+        ])
+        .arg(&prog)
+        .args(["hold", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("warden starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let out = child.stdout.take().unwrap();
+    let child = Kill(child);
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the program did not get ready");
+    let pid = child.0.id().to_string();
+    let inspect = |json: bool| {
+        let mut args = vec!["inspect", pid.as_str()];
+        if json {
+            args.push("--json");
+        }
+        // The registry is rewritten every half second: wait for the limit to show.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let o = run_warden(who, &dir, &args);
+            common::assert_ok(&o);
+            let text = stdout(&o);
+            if text.contains("read,fstat") || std::time::Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    let doc: serde_json::Value = serde_json::from_str(&inspect(true)).unwrap();
+    assert_eq!(doc["sandbox"]["capsicum"]["entry"], "program", "{doc:#}");
+    let procs = doc["processes"].as_array().unwrap();
+    let mine: Vec<_> = procs.iter().filter(|p| p["comm"] == "cap_self").collect();
+    assert_eq!(mine.len(), 2, "{doc:#}");
+    let inside: Vec<_> = mine
+        .iter()
+        .filter(|p| p["capability_mode"] == true)
+        .collect();
+    let outside: Vec<_> = mine
+        .iter()
+        .filter(|p| p["capability_mode"] == false)
+        .collect();
+    assert_eq!((inside.len(), outside.len()), (1, 1), "{doc:#}");
+    let fd7 = |p: &serde_json::Value| {
+        p["fds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["fd"] == 7)
+            .cloned()
+            .unwrap()
+    };
+    // Narrowed by cap_rights_limit: the rights, and the access mode the kernel enforces.
+    assert_eq!(fd7(inside[0])["rights"], "read,fstat", "{doc:#}");
+    assert_eq!(fd7(inside[0])["mode"], "r", "{doc:#}");
+    let text = inspect(false);
+    assert!(
+        text.contains("capability mode: processes that entered it"),
+        "{text}"
+    );
+    assert!(text.contains(", in capability mode"), "{text}");
+    assert!(text.contains(", not in capability mode"), "{text}");
+    assert!(
+        text.contains("RIGHTS") && text.contains("read,fstat"),
+        "{text}"
+    );
+    drop(child);
+}
+
+#[test]
+fn inspect_shows_capability_mode_and_rights() {
+    each_user(
+        "inspect_shows_capability_mode_and_rights",
+        inspect_shows_mode_and_rights,
+    );
+}
