@@ -11,6 +11,9 @@
  *   cap_self hold FILE                 FILE on descriptor 7 limited to read,fstat, a child
  *                                      forked outside capability mode, the process in it;
  *                                      prints "ready" and waits (for warden inspect)
+ *   cap_self trace                     under ptrace-allow inside: a child in capability mode
+ *                                      cannot trace its parent; the parent, outside, can trace
+ *                                      the child
  *   cap_self widen SECRET              entering gains nothing: SECRET (absolute, outside the
  *                                      policy) is opened through a descriptor of "/" before
  *                                      and after cap_enter
@@ -25,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -199,6 +204,38 @@ static int widen(const char *secret) {
     return 0;
 }
 
+static int traced_value = 42;
+
+static int trace(void) {
+    int p[2];
+    if (pipe(p) < 0)
+        return 2;
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        say("child-enter", cap_enter());
+        int v = 0;
+        struct iovec local = {&v, sizeof v}, remote = {&traced_value, sizeof v};
+        say("child-vm-read-parent", process_vm_readv(parent, &local, 1, &remote, 1, 0));
+        say("child-ptrace-parent", ptrace(PTRACE_ATTACH, parent, NULL, NULL));
+        write(p[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(p[1]);
+    char c;
+    if (read(p[0], &c, 1) != 1)
+        return 2;
+    int v = 0;
+    struct iovec local = {&v, sizeof v}, remote = {&traced_value, sizeof v};
+    long n = process_vm_readv(child, &local, 1, &remote, 1, 0);
+    say("parent-vm-read-child", n < 0 ? n : v);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    return 0;
+}
+
 static int hold(const char *path) {
     int fd = open(path, O_RDWR);
     if (fd < 0 || dup2(fd, 7) < 0)
@@ -224,6 +261,8 @@ int main(int argc, char **argv) {
         canary = argv[4];
         return gunzip(argv[2], argv[3]);
     }
+    if (argc == 2 && strcmp(argv[1], "trace") == 0)
+        return trace();
     if (argc == 3 && strcmp(argv[1], "hold") == 0)
         return hold(argv[2]);
     if (argc == 3 && strcmp(argv[1], "widen") == 0)

@@ -159,6 +159,13 @@ pub fn call_rule(nr: libc::c_long, args: &[u64; 6], own: u32) -> Option<Rule> {
             _ => None,
         };
     }
+    // Tracing (allowed inside the sandbox by `ptrace-allow inside`): another process, by pid.
+    if matches!(
+        nr,
+        libc::SYS_ptrace | libc::SYS_process_vm_readv | libc::SYS_process_vm_writev
+    ) {
+        return Some(Rule::OtherProcess);
+    }
     if nr == libc::SYS_ioctl {
         return OWNER_IOCTLS
             .contains(&(args[1] as u32 as u64))

@@ -785,6 +785,53 @@ fn mode_is_the_processs(who: As) {
     expect(&l, "child-killed", "ok 9", &err);
 }
 
+fn tracing_is_refused_in_capability_mode(who: As) {
+    let dir = common::fresh_dir(&format!("capsicum-trace-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let policy = dir.join("trace.policy");
+    common::write_file(&policy, "ptrace-allow inside\n", 0o644);
+    let prog = cap_self();
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let o = run_warden(
+        who,
+        &dir,
+        &[
+            "run",
+            "-v",
+            "--capsicum",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--exec",
+            &bin,
+            "--",
+            prog.to_str().unwrap(),
+            "trace",
+        ],
+    );
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let l: HashMap<String, String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    expect(&l, "child-enter", "ok 0", &err);
+    // In capability mode another process is no one to trace, parent or not.
+    expect(&l, "child-vm-read-parent", EPERM, &err);
+    expect(&l, "child-ptrace-parent", EPERM, &err);
+    // Outside it, the policy's ptrace-allow inside holds (and shows the test can pass).
+    expect(&l, "parent-vm-read-child", "ok 42", &err);
+    assert!(err.contains("capability-mode:other-process"), "{err}");
+}
+
+#[test]
+fn tracing_is_refused_in_capability_mode_even_with_ptrace_allow_inside() {
+    each_user(
+        "tracing_is_refused_in_capability_mode_even_with_ptrace_allow_inside",
+        tracing_is_refused_in_capability_mode,
+    );
+}
+
 #[test]
 fn capability_mode_entered_by_a_child_is_the_childs_alone() {
     each_user(

@@ -506,6 +506,13 @@ impl Profile {
     /// The `ioctl` requests that do the same (`FIOSETOWN`, `SIOCSPGRP`, asm-generic/sockios.h).
     pub const OWNER_IOCTLS: [u64; 2] = [0x8901, 0x8902];
 
+    /// The calls `ptrace-allow inside` lets through: capability mode sends them to the agent.
+    pub const TRACING: [c_long; 3] = [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+    ];
+
     /// The calls capability mode sends to the agent that are direct otherwise: they name a
     /// process by pid, a System V IPC key or a message queue, or make a socket
     /// (`warden_capsicum::mode::checked_calls`, which a test in `warden` compares).
@@ -554,12 +561,12 @@ impl Profile {
                 _ => {}
             }
         }
-        const TRACING: [c_long; 3] = [
-            libc::SYS_ptrace,
-            libc::SYS_process_vm_readv,
-            libc::SYS_process_vm_writev,
-        ];
-        if self.ptrace_inside && TRACING.contains(&entry.nr) {
+        if self.ptrace_inside && Self::TRACING.contains(&entry.nr) {
+            // Tracing names another process by pid: capability mode's agent refuses it to a
+            // process in the mode (which could otherwise take over one outside it).
+            if self.capability_mode {
+                return D(F::CapabilityMode);
+            }
             return Class::Direct;
         }
         if self.opens == Opens::View && Opens::VIEW_DIRECT.contains(&entry.nr) {
@@ -1132,7 +1139,14 @@ mod tests {
         };
         for e in TABLE {
             let checked = Profile::CAPABILITY_CHECKED.contains(&e.nr);
-            if e.nr == libc::SYS_fcntl {
+            let traced = Profile {
+                ptrace_inside: true,
+                ..cap
+            };
+            if Profile::TRACING.contains(&e.nr) {
+                assert_eq!(traced.class(e), D(F::CapabilityMode), "{}", e.name());
+                assert_eq!(cap.class(e), Profile::default().class(e), "{}", e.name());
+            } else if e.nr == libc::SYS_fcntl {
                 assert_eq!(cap.class(e), G(Guard::CapabilityFcntl));
             } else if e.nr == libc::SYS_ioctl {
                 assert_eq!(cap.class(e), G(Guard::CapabilityIoctl));

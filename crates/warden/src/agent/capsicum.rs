@@ -1086,6 +1086,7 @@ fn checked_call(c: &Client) -> Handled {
                 Rule::OtherProcess if c.nr() == libc::SYS_ioctl => {
                     format!("owner of descriptor {}", c.int(0))
                 }
+                Rule::OtherProcess if c.nr() == libc::SYS_ptrace => format!("pid {}", c.int(1)),
                 Rule::OtherProcess => format!("pid {}", c.int(0)),
                 Rule::SocketAddress => format!("socket family {}", c.int(0)),
                 _ => c.syscall().to_owned(),

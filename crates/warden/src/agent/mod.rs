@@ -458,7 +458,8 @@ fn delegated_family(
     let entry = syscalls::lookup(notif.nr as i64)?;
     if capability_mode
         && (syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr)
-            || matches!(entry.nr, libc::SYS_fcntl | libc::SYS_ioctl))
+            || matches!(entry.nr, libc::SYS_fcntl | libc::SYS_ioctl)
+            || syscalls::Profile::TRACING.contains(&entry.nr))
     {
         return Some((Family::CapabilityMode, entry.name()));
     }
