@@ -94,7 +94,22 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
+/* A thread started before cap_enter, released after it: TSYNC put it in the mode too. */
+static int early_pipe[2];
+static struct targs early_args;
+
+static void *early_main(void *p) {
+    (void)p;
+    char c;
+    if (read(early_pipe[0], &c, 1) == 1)
+        attempts("early-", early_args.in, early_args.out);
+    return NULL;
+}
+
 static int gunzip(const char *inpath, const char *outpath) {
+    pthread_t early;
+    pipe(early_pipe);
+    pthread_create(&early, NULL, early_main, NULL);
     say("mode-before", mode());
     /* Opened with more access than needed on purpose: the limits below take it away. */
     int in = open(inpath, O_RDWR);
@@ -135,6 +150,10 @@ static int gunzip(const char *inpath, const char *outpath) {
         return 0;
 
     attempts("", in, out);
+    early_args.in = in;
+    early_args.out = out;
+    write(early_pipe[1], "x", 1);
+    pthread_join(early, NULL);
     struct targs t = {in, out};
     pthread_t th;
     pthread_create(&th, NULL, thread_main, &t);

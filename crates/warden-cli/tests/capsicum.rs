@@ -713,8 +713,9 @@ fn self_compartmentalised(who: As) {
     expect(&l, "enter", "ok 0", &err);
     expect(&l, "mode-after", "ok 1", &err);
     expect(&l, "decompressed", &format!("ok {}", text.len()), &err);
-    // The exploited decompressor, in the process, a thread, and a child forked after entering.
-    for p in ["", "thread-", "child-"] {
+    // The exploited decompressor, in the process, a thread started before entering, one started
+    // after, and a child forked after.
+    for p in ["", "early-", "thread-", "child-"] {
         let e = |name: &str, want: &str| expect(&l, &format!("{p}{name}"), want, &err);
         for name in [
             "open-abs",
