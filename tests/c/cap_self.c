@@ -210,6 +210,12 @@ static int widen(const char *secret) {
     say("before-create", openat(root, "etc/warden-made", O_WRONLY | O_CREAT, 0644));
     cap_rights_t r;
     say("limit-none", cap_rights_limit(0, cap_rights_init(&r, CAP_FSTAT)));
+    /* A directory may be limited to lookups: its read-only open stays. (Another directory than
+     * "/": rights are the object's, and "/" is used below.) */
+    int dir = open("/usr", O_RDONLY | O_DIRECTORY);
+    say("limit-dir-lookup", cap_rights_limit(dir, cap_rights_init(&r, CAP_LOOKUP, CAP_FSTAT)));
+    cap_rights_t got = {0};
+    say("get-dir", cap_rights_get(dir, &got) < 0 ? -1 : (long)got.cr_rights);
     say("enter", cap_enter());
     say("after-secret", openat(root, secret + 1, O_RDONLY));
     say("after-shadow", openat(root, "etc/shadow", O_RDONLY));

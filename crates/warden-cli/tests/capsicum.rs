@@ -894,6 +894,8 @@ fn entering_gains_nothing(who: As) {
     expect(&l, "after-passwd", "ok", &err);
     // A limit that would leave neither read nor write cannot be handed over: refused.
     expect(&l, "limit-none", EACCES, &err);
+    expect(&l, "limit-dir-lookup", "ok 0", &err);
+    expect(&l, "get-dir", "ok 24", &err); // fstat|lookup
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret\n");
     for made in ["/etc/warden-made", "/etc/warden-dir"] {
         let there = Path::new(made).exists();

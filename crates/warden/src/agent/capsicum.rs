@@ -159,13 +159,21 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
         reads && rights.has(Right::Read),
         writes && rights.has(Right::Write),
     );
+    // An O_PATH descriptor cannot be handed over (ADDFD takes only open files). A directory
+    // keeps its read-only open (reading it lists names; what it names is the agent's, by
+    // lookup); a file limited to neither read nor write is refused, unchanged.
+    let dir = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+    let keep = if keep == (false, false) && dir && !writes {
+        (reads, writes)
+    } else {
+        keep
+    };
     if keep == (false, false) && (reads || writes) {
-        // An O_PATH descriptor cannot be handed over (ADDFD takes only open files).
         return Err(refuse(
             c,
             &target,
             Rule::Rights,
-            " (Linux cannot hand over a descriptor that neither reads nor writes: keep one)",
+            " (Linux cannot hand over a file that neither reads nor writes: keep one)",
         ));
     }
     let narrower = if keep != (reads, writes) {
