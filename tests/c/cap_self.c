@@ -14,6 +14,8 @@
  *   cap_self trace                     under ptrace-allow inside: a child in capability mode
  *                                      cannot trace its parent; the parent, outside, can trace
  *                                      the child
+ *   cap_self ownfilter                 a seccomp filter of the program's own is not capability
+ *                                      mode; cap_enter afterwards is
  *   cap_self widen SECRET              entering gains nothing: SECRET (absolute, outside the
  *                                      policy) is opened through a descriptor of "/" before
  *                                      and after cap_enter
@@ -28,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -229,6 +233,18 @@ static int widen(const char *secret) {
     return 0;
 }
 
+static int ownfilter(void) {
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {.len = 1, .filter = &allow};
+    say("own-filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
+    say("own-mode", mode());
+    say("own-open-abs", open("/etc/passwd", O_RDONLY));
+    say("enter", cap_enter());
+    say("mode", mode());
+    say("open-abs", open("/etc/passwd", O_RDONLY));
+    return 0;
+}
+
 static int traced_value = 42;
 
 static int trace(void) {
@@ -286,6 +302,8 @@ int main(int argc, char **argv) {
         canary = argv[4];
         return gunzip(argv[2], argv[3]);
     }
+    if (argc == 2 && strcmp(argv[1], "ownfilter") == 0)
+        return ownfilter();
     if (argc == 2 && strcmp(argv[1], "trace") == 0)
         return trace();
     if (argc == 3 && strcmp(argv[1], "hold") == 0)

@@ -131,6 +131,10 @@ pub struct Session {
     /// How many seccomp filters the program started with ([`Entry::Program`]): a process with
     /// more has entered capability mode (see [`program`]). Read at the program's own `execve`.
     pub base_filters: std::sync::OnceLock<u32>,
+    /// Whether any process has asked to enter ([`request::Request::Enter`]). Until one has,
+    /// no process is in capability mode whatever filters it installed for its own reasons, and
+    /// the agent reads no filter count.
+    pub entered: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -146,14 +150,21 @@ impl Session {
             }),
             started: std::sync::atomic::AtomicBool::new(false),
             base_filters: std::sync::OnceLock::new(),
+            entered: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the agent must look at a caller's filters to know if it is in capability mode:
+    /// under [`Entry::Program`] once a process has asked to enter.
+    pub fn any_entered(&self) -> bool {
+        self.entry == Entry::Warden || self.entered.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether a process with `filters` seccomp filters (`None`: the kernel does not say) is
     /// in capability mode. Unknown counts are in it once the program has started: the safe
     /// side.
     pub fn in_mode(&self, filters: Option<u32>) -> bool {
-        in_mode(self.entry, self.base_filters.get().copied(), filters)
+        self.any_entered() && in_mode(self.entry, self.base_filters.get().copied(), filters)
     }
 }
 
@@ -203,6 +214,11 @@ mod tests {
         // warden's own launcher, before the program's execve: not the program's.
         assert!(!program.in_mode(Some(5)));
         program.base_filters.set(1).unwrap();
+        // A filter of the program's own, before anyone asked to enter: not the mode.
+        assert!(!program.in_mode(Some(2)));
+        program
+            .entered
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         assert!(!program.in_mode(Some(1)));
         assert!(program.in_mode(Some(2)));
         assert!(program.in_mode(Some(7)));

@@ -17,8 +17,9 @@
 //! it across exec, and never lowers it: no call removes a filter. warden's agent reads the count
 //! of every caller and serves a caller with more filters than the program started with by the
 //! rules of capability mode. So the mode holds for the process, its threads, its children and
-//! whatever they execute, and there is no way back. A program that installs a filter of its
-//! own for another reason is held to capability mode too under `--capsicum` (the safe side).
+//! whatever they execute, and there is no way back. Until some process of the sandbox has
+//! asked to enter, a filter a program installs for its own reasons is not the mode; after
+//! that it is (the safe side).
 
 use crate::request::Request;
 use crate::rights::Rights;

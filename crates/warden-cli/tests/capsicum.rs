@@ -834,6 +834,24 @@ fn tracing_is_refused_in_capability_mode_even_with_ptrace_allow_inside() {
 }
 
 #[test]
+fn a_programs_own_seccomp_filter_is_not_capability_mode() {
+    each_user(
+        "a_programs_own_seccomp_filter_is_not_capability_mode",
+        |who| {
+            let dir = common::fresh_dir(&format!("capsicum-own-{}", common::who_tag(who)));
+            common::chmod(&dir, 0o777);
+            let (l, err) = self_run(who, &dir, &["ownfilter"]);
+            expect(&l, "own-filter", "ok 0", &err);
+            expect(&l, "own-mode", "ok 0", &err);
+            expect(&l, "own-open-abs", "ok", &err);
+            expect(&l, "enter", "ok 0", &err);
+            expect(&l, "mode", "ok 1", &err);
+            expect(&l, "open-abs", EPERM, &err);
+        },
+    );
+}
+
+#[test]
 fn capability_mode_entered_by_a_child_is_the_childs_alone() {
     each_user(
         "capability_mode_entered_by_a_child_is_the_childs_alone",

@@ -64,6 +64,9 @@ pub struct Capsicum {
     pub entry: String,
     /// The seccomp filters the program started with: a process with more has entered.
     pub base_filters: Option<u32>,
+    /// Whether any process has asked to enter (until then none is in the mode).
+    #[serde(default)]
+    pub entered: bool,
     /// What an object not in `rights` holds.
     pub default_rights: String,
     /// The rights of each object the agent knows of.
@@ -87,6 +90,7 @@ impl Capsicum {
         Capsicum {
             entry: session.entry.name().into(),
             base_filters: session.base_filters.get().copied(),
+            entered: session.any_entered(),
             default_rights: session.held.default_rights().to_string(),
             rights: session
                 .held
@@ -103,8 +107,10 @@ impl Capsicum {
 
     /// Whether a process with `filters` seccomp filters is in capability mode.
     fn in_mode(&self, filters: Option<u32>) -> bool {
-        warden_capsicum::Entry::from_name(&self.entry)
-            .is_none_or(|e| warden_capsicum::in_mode(e, self.base_filters, filters))
+        warden_capsicum::Entry::from_name(&self.entry).is_none_or(|e| {
+            (self.entered || e == warden_capsicum::Entry::Warden)
+                && warden_capsicum::in_mode(e, self.base_filters, filters)
+        })
     }
 }
 

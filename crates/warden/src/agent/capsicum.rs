@@ -66,6 +66,7 @@ fn in_mode(c: &Client, s: &Session) -> Result<bool, i32> {
         Entry::Warden => Ok(true),
         // The count is read from the caller's /proc/<tid>, checked live after opening: it is
         // the caller's, and it can only have grown since.
+        Entry::Program if !s.any_entered() => Ok(false),
         Entry::Program => Ok(s.in_mode(c.ids()?.filters)),
     }
 }
@@ -104,6 +105,8 @@ fn request(c: &Client, s: &Session, r: Request) -> Handled {
                 return Err(libc::ENOSYS);
             }
             c.live()?;
+            // From now on every caller's filters are looked at (before the mark goes on).
+            s.entered.store(true, std::sync::atomic::Ordering::SeqCst);
             c.allow_by("cap_enter", "capability-mode:enter");
             value(0)
         }
