@@ -10,7 +10,8 @@
 //! - [`fdlist`]: descriptors **by name** (libcapsicum's fdlist), `--fd NAME=PATH:RIGHTS`;
 //! - [`program`]: the **program side**, `cap_enter` and `cap_rights_limit` from inside a
 //!   program (`warden run --capsicum`), and [`request`], how its requests reach the agent. C
-//!   programs use `c/capsicum.h` and `c/capsicum.c`.
+//!   programs use `c/capsicum.h` and `c/capsicum.c`;
+//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`).
 //!
 //! # How capability mode is enforced (`warden run --capability-mode`)
 //!
@@ -68,13 +69,14 @@
 //! socket the program was given can still `sendmsg` to an address (BPF cannot read
 //! `msg_name`). Rights are kept per object, so two descriptors of one file hold the same
 //! rights in the agent's checks; read and write are the kernel's, per descriptor (see
-//! [`program::cap_rights_limit`]). Process descriptors (`pdfork`) are not built yet.
+//! [`program::cap_rights_limit`]). Process descriptors are [`process`]'s.
 #![deny(unsafe_code)]
 
 pub mod beneath;
 pub mod fdlist;
 pub mod held;
 pub mod mode;
+pub mod process;
 pub mod program;
 pub mod request;
 pub mod rights;

@@ -1017,6 +1017,9 @@ fn rust_api_inside_warden() {
     use warden_capsicum::{Right, Rights};
     let path = std::env::var("WARDEN_CAPSICUM_RUST_FILE").expect("run by the test above");
     assert!(!cap_getmode().unwrap());
+    // A process descriptor made before entering, used after it.
+    let pd = warden_capsicum::process::ProcessDescriptor::spawn(c"/bin/sleep", &[c"sleep", c"100"])
+        .unwrap();
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -1043,6 +1046,17 @@ fn rust_api_inside_warden() {
     assert_eq!(
         errno(cap_rights_limit(&f, Rights::of(&[Right::Read, Right::Write])).unwrap_err()),
         Some(libc::EACCES)
+    );
+    // The descriptor names the process; its pid does not, in capability mode.
+    let pid = rustix::process::Pid::from_raw(pd.pid().unwrap()).unwrap();
+    assert_eq!(
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM),
+        Err(rustix::io::Errno::PERM)
+    );
+    pd.kill(libc::SIGTERM).unwrap();
+    assert_eq!(
+        pd.wait().unwrap(),
+        warden_capsicum::process::Exit::Signal(libc::SIGTERM)
     );
     // A thread and a child are in it too.
     std::thread::spawn(|| assert!(cap_getmode().unwrap()))
