@@ -25,13 +25,19 @@
 #   reactive  a grader outside and a solution inside the sandbox, over pipes, one write+read per
 #             query (bench/grader.c, bench/solution.c; Merry): the solution's own user+sys CPU
 #             time, median and spread
+#   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively
+#             and under `warden run --capsicum`: cap_enter, a call with a rights check against
+#             without (pread on a limited descriptor, openat beneath a directory capability),
+#             pdfork against fork, sandbox creation + one RPC + destruction, and the
+#             compartmentalised decompressor's start-up penalty per file for 1 B .. 16 MB;
+#             the machine's load before and after is printed with them
 # and prints a table (or one JSON object with --json). Output of every program goes to files.
 #
 # Options:
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
-#                         reactive
+#                         reactive,capsicum
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --reps N              micro: interleaved runs (7; quick 5; at least 5)
 #   --iterations N        micro: iterations per call (20000; quick 5000)
@@ -52,7 +58,7 @@ set -eu
 started=$(date +%s.%N)
 json=0
 quick=0
-only=micro,startup,net,scaling,gzip,build,reactive
+only=micro,startup,net,scaling,gzip,build,reactive,capsicum
 warden=
 reps= iterations= startup_runs= scale_total= scale_reps= gzip_reps= build_reps= build_modules=
 build_jobs=1 queries= reactive_runs= reactive_cpus= connections=
@@ -123,8 +129,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|net|scaling|gzip|build|reactive) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive)" >&2
+        micro|startup|net|scaling|gzip|build|reactive|capsicum) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,capsicum)" >&2
            exit 2 ;;
     esac
 done
@@ -145,6 +151,8 @@ mkdir "$work/bin" "$work/allowed"
 for p in microbench netbench scale grader solution gentext landlock-run filter-floor; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
+cc -O2 -Wall -I crates/warden-capsicum/c -o "$work/bin/capbench" bench/capbench.c \
+    crates/warden-capsicum/c/capsicum.c -lz
 echo "allowed data" > "$work/allowed/data.txt"
 echo "not for the sandbox" > "$work/denied.txt"
 chmod 755 "$work/bin" "$work/bin"/* "$work/allowed"

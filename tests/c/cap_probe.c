@@ -10,12 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -104,6 +107,54 @@ static void attempt(const char *a) {
     else if (!strcmp(a, "kill-all")) result(a, kill(-1, 0), NULL);
     else if (!strcmp(a, "pidfd-open")) result(a, (int)syscall(SYS_pidfd_open, getpid(), 0), NULL);
     else if (!strcmp(a, "shmget")) result(a, shmget(IPC_PRIVATE, 4096, 0600), NULL);
+    else if (!strncmp(a, "readlink-", 9)) {
+        /* readlink-in, readlink-abs (the link's own text), readlink-dotdot, readlink-cwd */
+        char buf[64] = {0};
+        const char *p = !strcmp(a, "readlink-in") ? "in" : !strcmp(a, "readlink-abs") ? "abs" : "../secret";
+        int dir = !strcmp(a, "readlink-cwd") ? AT_FDCWD : d;
+        if (dir == AT_FDCWD) p = "in";
+        ssize_t n = readlinkat(dir, p, buf, sizeof buf - 1);
+        result(a, (int)n, buf);
+    } else if (!strcmp(a, "rename-in")) {
+        close(openat(d, "r1", O_WRONLY | O_CREAT, 0644));
+        result(a, renameat(d, "r1", d, "sub/r2"), NULL);
+    } else if (!strcmp(a, "rename-out")) result(a, renameat(d, "f", d, "../stolen"), NULL);
+    else if (!strcmp(a, "rename-from-out")) result(a, renameat(d, "../secret", d, "got"), NULL);
+    else if (!strcmp(a, "rename-cwd")) result(a, rename("f", "g"), NULL);
+    else if (!strcmp(a, "link-in")) result(a, linkat(d, "f", d, "f-link", 0), NULL);
+    else if (!strcmp(a, "link-out")) result(a, linkat(d, "../secret", d, "got2", 0), NULL);
+    else if (!strcmp(a, "link-follow")) result(a, linkat(d, "esc", d, "got3", AT_SYMLINK_FOLLOW), NULL);
+    else if (!strcmp(a, "symlinkat-in")) result(a, symlinkat("/etc/passwd", d, "sl"), NULL);
+    else if (!strcmp(a, "symlinkat-read")) read_at(a, d, "sl");
+    else if (!strcmp(a, "chmod-in")) result(a, fchmodat(d, "f", 0600, 0), NULL);
+    else if (!strcmp(a, "chmod-setuid")) result(a, fchmodat(d, "sub/g", 04755, 0), NULL);
+    else if (!strcmp(a, "chmod-out")) result(a, fchmodat(d, "../secret", 0600, 0), NULL);
+    else if (!strcmp(a, "chmod-abs")) result(a, chmod("/tmp", 0777), NULL);
+    else if (!strcmp(a, "utimens-in")) {
+        struct timespec t[2] = {{1, 0}, {1, 0}};
+        result(a, utimensat(d, "f", t, 0), NULL);
+    } else if (!strcmp(a, "utimens-out")) {
+        struct timespec t[2] = {{1, 0}, {1, 0}};
+        result(a, utimensat(d, "../secret", t, 0), NULL);
+    } else if (!strcmp(a, "setown-parent")) {
+        /* A descriptor whose I/O would send SIGKILL to another process. */
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, fcntl(sv[0], F_SETOWN, getppid()), NULL);
+    } else if (!strcmp(a, "setown-ex")) {
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        struct f_owner_ex o = {F_OWNER_PID, getppid()};
+        result(a, fcntl(sv[0], F_SETOWN_EX, &o), NULL);
+    } else if (!strcmp(a, "fiosetown")) {
+        int sv[2], pid = getppid();
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, ioctl(sv[0], FIOSETOWN, &pid), NULL);
+    } else if (!strcmp(a, "setown-self")) {
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        result(a, fcntl(sv[0], F_SETOWN, getpid()), NULL);
+    } else if (!strcmp(a, "fcntl-getfl")) result(a, fcntl(d, F_GETFL), NULL);
     else if (!strcmp(a, "raise")) { signal(SIGUSR1, SIG_IGN); result(a, raise(SIGUSR1), NULL); }
     else if (!strncmp(a, "thread:", 7)) {
         pthread_t t;
@@ -157,6 +208,74 @@ static void attempt(const char *a) {
         result("ro-reopen-rw", open(p, O_RDWR), NULL);
         int dup = fcntl(ro, F_DUPFD, 10);
         result("ro-dup-write", (int)write(dup, "x", 1), NULL);
+    } else if (!strcmp(a, "rights-routes")) {
+        /* Every call that reads or writes, on descriptors without the right: the kernel's
+         * access mode refuses each one (EBADF). "ro" has read, "wo" write. */
+        int ro = named("ro"), wo = named("wo");
+        char buf[8];
+        struct iovec iov = {buf, sizeof buf};
+        int pr[2];
+        pipe(pr);
+        int mem = memfd_create("m", 0);
+        write(mem, "data", 4);
+        result("wo-readv", (int)readv(wo, &iov, 1), NULL);
+        result("wo-preadv", (int)preadv(wo, &iov, 1, 0), NULL);
+        off_t off = 0;
+        result("wo-sendfile", (int)sendfile(pr[1], wo, &off, 4), NULL);
+        result("wo-splice", (int)splice(wo, &off, pr[1], NULL, 4, 0), NULL);
+        off = 0;
+        result("wo-copy-file-range", (int)copy_file_range(wo, &off, mem, NULL, 4, 0), NULL);
+        iov.iov_base = "x";
+        iov.iov_len = 1;
+        result("ro-writev", (int)writev(ro, &iov, 1), NULL);
+        result("ro-pwritev", (int)pwritev(ro, &iov, 1, 0), NULL);
+        result("ro-fallocate", fallocate(ro, 0, 0, 4096), NULL);
+        off = 0;
+        result("ro-sendfile", (int)sendfile(ro, mem, &off, 4), NULL);
+        write(pr[1], "data", 4);
+        result("ro-splice", (int)splice(pr[0], NULL, ro, NULL, 4, 0), NULL);
+        off = 0;
+        result("ro-copy-file-range", (int)copy_file_range(mem, &off, ro, NULL, 4, 0), NULL);
+        /* And the same routes with the rights work. */
+        off = 0;
+        result("ro-sendfile-out", (int)sendfile(pr[1], ro, &off, 4), NULL);
+        off = 0;
+        result("wo-sendfile-in", (int)sendfile(wo, mem, &off, 4), NULL);
+    } else if (!strcmp(a, "rights-passed")) {
+        /* "ro" inherited by a child, and passed to it over SCM_RIGHTS: the rights travel. */
+        int ro = named("ro");
+        int sv[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        pid_t p = fork();
+        if (p == 0) {
+            result("inherit-write", (int)write(ro, "x", 1), NULL);
+            result("inherit-fchmod", fchmod(ro, 0777), NULL);
+            char c, control[CMSG_SPACE(sizeof(int))];
+            struct iovec iov = {&c, 1};
+            struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                               .msg_controllen = sizeof control};
+            if (recvmsg(sv[1], &m, 0) != 1) { result("scm-recv", -1, NULL); _exit(0); }
+            int got;
+            memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof got);
+            result("scm-read", (int)pread(got, &c, 1, 0), NULL);
+            result("scm-write", (int)write(got, "x", 1), NULL);
+            result("scm-fchmod", fchmod(got, 0777), NULL);
+            int d = dup(got);
+            result("scm-dup-write", (int)write(d, "x", 1), NULL);
+            _exit(0);
+        }
+        char c = 'x', control[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {&c, 1};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                           .msg_controllen = sizeof control};
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &ro, sizeof ro);
+        result("scm-send", (int)sendmsg(sv[0], &m, 0), NULL);
+        int status;
+        waitpid(p, &status, 0);
     } else printf("%s unknown\n", a);
 }
 

@@ -7,7 +7,11 @@
 //! - [`rights`]: **descriptor rights** (`cap_rights_t`), and who enforces each one;
 //! - [`beneath`]: **directory capabilities**, lookups strictly beneath a directory descriptor;
 //! - [`held`]: the rights of what a sandbox holds, kept by the agent;
-//! - [`fdlist`]: descriptors **by name** (libcapsicum's fdlist), `--fd NAME=PATH:RIGHTS`.
+//! - [`fdlist`]: descriptors **by name** (libcapsicum's fdlist), `--fd NAME=PATH:RIGHTS`;
+//! - [`program`]: the **program side**, `cap_enter` and `cap_rights_limit` from inside a
+//!   program (`warden run --capsicum`), and [`request`], how its requests reach the agent. C
+//!   programs use `c/capsicum.h` and `c/capsicum.c`;
+//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`).
 //!
 //! # How capability mode is enforced (`warden run --capability-mode`)
 //!
@@ -64,13 +68,17 @@
 //! per descriptor (the calls are direct, and Linux has no way to narrow them). A datagram
 //! socket the program was given can still `sendmsg` to an address (BPF cannot read
 //! `msg_name`). Rights are kept per object, so two descriptors of one file hold the same
-//! rights. Process descriptors (`pdfork`) and `cap_rights_limit` from inside are not built yet.
+//! rights in the agent's checks; read and write are the kernel's, per descriptor (see
+//! [`program::cap_rights_limit`]). Process descriptors are [`process`]'s.
 #![deny(unsafe_code)]
 
 pub mod beneath;
 pub mod fdlist;
 pub mod held;
 pub mod mode;
+pub mod process;
+pub mod program;
+pub mod request;
 pub mod rights;
 
 pub use held::Held;
@@ -101,20 +109,125 @@ pub fn library_path(path: &[u8]) -> Option<(&'static str, &[u8])> {
     })
 }
 
-/// What `warden run --capability-mode` gives the agent: the objects the program starts with
-/// and their rights.
-#[derive(Debug, Default)]
+/// How a sandbox's processes come to be in capability mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// `warden run --capability-mode`: every process, from the program's first instruction.
+    Warden,
+    /// `warden run --capsicum`: a process that calls [`program::cap_enter`], and everything it
+    /// starts afterwards.
+    Program,
+}
+
+/// What `warden run --capability-mode` or `--capsicum` gives the agent: how processes enter
+/// capability mode, and the objects the program holds and their rights.
+#[derive(Debug)]
 pub struct Session {
+    /// How processes enter capability mode.
+    pub entry: Entry,
     /// The rights of the objects the sandbox holds.
     pub held: Held,
     /// Whether the program's own `execve` (made by warden's launcher, before capability mode
     /// starts) has been answered: every later `execve` by path is refused.
     pub started: std::sync::atomic::AtomicBool,
+    /// How many seccomp filters the program started with ([`Entry::Program`]): a process with
+    /// more has entered capability mode (see [`program`]). Read at the program's own `execve`.
+    pub base_filters: std::sync::OnceLock<u32>,
+    /// Whether any process has asked to enter ([`request::Request::Enter`]). Until one has,
+    /// no process is in capability mode whatever filters it installed for its own reasons, and
+    /// the agent reads no filter count.
+    pub entered: std::sync::atomic::AtomicBool,
+}
+
+impl Session {
+    /// A session whose processes enter capability mode by `entry`. Under [`Entry::Warden`]
+    /// only what warden hands out holds rights; under [`Entry::Program`] what a process held
+    /// before it entered keeps every right until it limits it (as on FreeBSD).
+    pub fn new(entry: Entry) -> Session {
+        Session {
+            entry,
+            held: Held::with_default(match entry {
+                Entry::Warden => Rights::NONE,
+                Entry::Program => Rights::all(),
+            }),
+            started: std::sync::atomic::AtomicBool::new(false),
+            base_filters: std::sync::OnceLock::new(),
+            entered: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the agent must look at a caller's filters to know if it is in capability mode:
+    /// under [`Entry::Program`] once a process has asked to enter.
+    pub fn any_entered(&self) -> bool {
+        self.entry == Entry::Warden || self.entered.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a process with `filters` seccomp filters (`None`: the kernel does not say) is
+    /// in capability mode. Unknown counts are in it once the program has started: the safe
+    /// side.
+    pub fn in_mode(&self, filters: Option<u32>) -> bool {
+        self.any_entered() && in_mode(self.entry, self.base_filters.get().copied(), filters)
+    }
+}
+
+/// Whether a process with `filters` seccomp filters is in capability mode, in a sandbox whose
+/// processes enter it by `entry` and whose program started with `base` filters (see
+/// [`Session::in_mode`]; `warden inspect` asks the same from outside).
+pub fn in_mode(entry: Entry, base: Option<u32>, filters: Option<u32>) -> bool {
+    match entry {
+        Entry::Warden => true,
+        Entry::Program => match (base, filters) {
+            (None, _) => false,
+            (Some(base), Some(n)) => n > base,
+            (Some(_), None) => true,
+        },
+    }
+}
+
+impl Entry {
+    /// The entry's name in `warden inspect` (`warden`: `--capability-mode`; `program`:
+    /// `--capsicum`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Entry::Warden => "warden",
+            Entry::Program => "program",
+        }
+    }
+
+    /// The entry named `name`.
+    pub fn from_name(name: &str) -> Option<Entry> {
+        match name {
+            "warden" => Some(Entry::Warden),
+            "program" => Some(Entry::Program),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_in_capability_mode_by_its_filters_once_the_program_started() {
+        let warden = Session::new(Entry::Warden);
+        assert!(warden.in_mode(None) && warden.in_mode(Some(0)));
+        let program = Session::new(Entry::Program);
+        // warden's own launcher, before the program's execve: not the program's.
+        assert!(!program.in_mode(Some(5)));
+        program.base_filters.set(1).unwrap();
+        // A filter of the program's own, before anyone asked to enter: not the mode.
+        assert!(!program.in_mode(Some(2)));
+        program
+            .entered
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(!program.in_mode(Some(1)));
+        assert!(program.in_mode(Some(2)));
+        assert!(program.in_mode(Some(7)));
+        assert!(program.in_mode(None));
+        assert_eq!(program.held.rights(1, 1), Rights::all());
+        assert_eq!(warden.held.rights(1, 1), Rights::NONE);
+    }
 
     #[test]
     fn only_library_directories_and_the_cache_are_the_loaders() {

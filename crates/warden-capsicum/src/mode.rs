@@ -85,6 +85,12 @@ pub fn path_rule(dirfd: i32, path: &[u8]) -> Option<Rule> {
     }
 }
 
+/// `fcntl`'s `F_SETOWN_EX` (include/uapi/asm-generic/fcntl.h).
+pub const F_SETOWN_EX: i32 = 15;
+/// `ioctl`'s `FIOSETOWN` and `SIOCSPGRP` (include/uapi/asm-generic/sockios.h): `F_SETOWN` by
+/// another name.
+pub const OWNER_IOCTLS: [u64; 2] = [0x8901, 0x8902];
+
 /// Calls that name a process by pid, and which argument is the pid (`None`: every use is
 /// refused). In capability mode they are allowed only on the caller itself (pid 0 or its own).
 pub const BY_PID: &[(libc::c_long, Option<usize>)] = &[
@@ -143,6 +149,28 @@ pub fn checked_calls() -> impl Iterator<Item = libc::c_long> {
 /// The verdict on a call of [`checked_calls`] by the process whose pid (in its own namespace)
 /// is `own`: `None` lets it run, `Some(rule)` refuses it.
 pub fn call_rule(nr: libc::c_long, args: &[u64; 6], own: u32) -> Option<Rule> {
+    // A descriptor's owner is the process its I/O signals (with F_SETSIG, any signal): only
+    // the caller itself may be named, and only by a register value (F_SETOWN_EX, FIOSETOWN and
+    // SIOCSPGRP pass it in memory, which could change after the check).
+    if nr == libc::SYS_fcntl {
+        return match args[1] as u32 as i32 {
+            libc::F_SETOWN if args[2] as u32 as i32 == own as i32 => None,
+            libc::F_SETOWN | F_SETOWN_EX => Some(Rule::OtherProcess),
+            _ => None,
+        };
+    }
+    // Tracing (allowed inside the sandbox by `ptrace-allow inside`): another process, by pid.
+    if matches!(
+        nr,
+        libc::SYS_ptrace | libc::SYS_process_vm_readv | libc::SYS_process_vm_writev
+    ) {
+        return Some(Rule::OtherProcess);
+    }
+    if nr == libc::SYS_ioctl {
+        return OWNER_IOCTLS
+            .contains(&(args[1] as u32 as u64))
+            .then_some(Rule::OtherProcess);
+    }
     if IPC.contains(&nr) {
         return Some(Rule::Ipc);
     }
@@ -183,6 +211,22 @@ mod tests {
         );
         assert_eq!(path_rule(3, b"a/../b"), None);
         assert_eq!(path_rule(3, b""), None);
+    }
+
+    #[test]
+    fn a_descriptor_may_signal_only_its_own_process() {
+        let fcntl = |cmd: i32, pid: i64| {
+            call_rule(libc::SYS_fcntl, &[3, cmd as u64, pid as u64, 0, 0, 0], 7)
+        };
+        assert_eq!(fcntl(libc::F_SETOWN, 7), None);
+        assert_eq!(fcntl(libc::F_SETOWN, 8), Some(Rule::OtherProcess));
+        assert_eq!(fcntl(libc::F_SETOWN, -7), Some(Rule::OtherProcess));
+        assert_eq!(fcntl(F_SETOWN_EX, 0), Some(Rule::OtherProcess));
+        assert_eq!(fcntl(libc::F_GETFL, 0), None);
+        let ioctl = |req: u64| call_rule(libc::SYS_ioctl, &[3, req, 0, 0, 0, 0], 7);
+        assert_eq!(ioctl(0x8901), Some(Rule::OtherProcess));
+        assert_eq!(ioctl(0x8902), Some(Rule::OtherProcess));
+        assert_eq!(ioctl(libc::FIONREAD), None);
     }
 
     #[test]

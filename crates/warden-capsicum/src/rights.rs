@@ -16,7 +16,8 @@ use std::fmt;
 pub enum Right {
     /// read, pread, readv, preadv, sendfile/splice/copy_file_range from it, getdents.
     Read,
-    /// write, pwrite, writev, ftruncate, sendfile/splice/copy_file_range into it.
+    /// write, pwrite, writev, ftruncate, sendfile/splice/copy_file_range into it; utimensat
+    /// (FreeBSD's `CAP_FUTIMES`).
     Write,
     /// lseek (and the implicit offset of pread/pwrite on FreeBSD).
     Seek,
@@ -24,7 +25,7 @@ pub enum Right {
     Fstat,
     /// Lookups relative to the descriptor (`openat`, `fstatat`, ... with it as `dirfd`).
     Lookup,
-    /// Creating files beneath it (`O_CREAT`).
+    /// Creating names beneath it (`O_CREAT`, the target of `renameat` and `linkat`, `symlinkat`).
     Create,
     /// Creating directories beneath it (`mkdirat`).
     Mkdir,
@@ -114,8 +115,8 @@ impl Right {
 /// Who enforces each right, and how (or why nobody can). The documentation of record: the
 /// crate docs and `docs/design.md` quote it, and a test checks every right has a row.
 pub const ENFORCEMENT: &[(Right, Enforcer, &str)] = &[
-    (Right::Read, Enforcer::Kernel, "the descriptor is opened O_WRONLY or O_PATH without it: read, pread, readv, preadv2, getdents, mmap, sendfile, splice and copy_file_range from it fail with EBADF"),
-    (Right::Write, Enforcer::Kernel, "the descriptor is opened O_RDONLY or O_PATH without it: write, pwrite, writev, ftruncate, fallocate, and sendfile, splice and copy_file_range into it fail with EBADF; a shared writable mapping fails with EACCES"),
+    (Right::Read, Enforcer::Kernel, "the descriptor is opened O_WRONLY or O_PATH without it (cap_rights_limit re-opens it so; a socket cannot be, and its limit fails): read, pread, readv, preadv2, getdents, mmap, sendfile, splice and copy_file_range from it fail with EBADF"),
+    (Right::Write, Enforcer::Kernel, "the descriptor is opened O_RDONLY or O_PATH without it (cap_rights_limit re-opens it so; a socket cannot be, and its limit fails): write, pwrite, writev, ftruncate, fallocate, and sendfile, splice and copy_file_range into it fail with EBADF; a shared writable mapping fails with EACCES"),
     (Right::Seek, Enforcer::Unenforced, "lseek is a direct call on any descriptor and Linux cannot make a regular file unseekable"),
     (Right::Fstat, Enforcer::Unenforced, "fstat is a direct call; Linux has no descriptor that cannot be fstat'ed"),
     (Right::Lookup, Enforcer::Agent, "every *at call is delegated in capability mode; the agent refuses a dirfd without lookup, and resolves with openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) from the descriptor itself"),
@@ -123,7 +124,7 @@ pub const ENFORCEMENT: &[(Right, Enforcer, &str)] = &[
     (Right::Mkdir, Enforcer::Agent, "mkdirat beneath the directory, performed by the agent"),
     (Right::Unlink, Enforcer::Agent, "unlinkat beneath the directory, performed by the agent"),
     (Right::Mmap, Enforcer::Unenforced, "mmap is direct; the kernel lets a mapping do what the access mode allows (a write-only descriptor cannot be mapped at all), but a readable descriptor cannot be kept from being mapped"),
-    (Right::Fchmod, Enforcer::Agent, "fchmod is delegated; the agent looks the file's rights up and never sets set-id bits (fchmodat is refused in capability mode for now)"),
+    (Right::Fchmod, Enforcer::Agent, "fchmod and fchmodat are delegated; the agent looks the file's rights up (fchmodat also needs lookup on the directory) and never sets set-id bits"),
     (Right::Fchown, Enforcer::Agent, "fchown and fchownat are delegated; in capability mode the agent refuses them whatever the rights for now (it would have to map the ids)"),
     (Right::Ioctl, Enforcer::Unenforced, "ioctl is direct (only TIOCSTI, TIOCLINUX and inode-flag requests are refused, for every descriptor)"),
     (Right::Event, Enforcer::Unenforced, "poll, select and epoll are direct and take any descriptor"),
@@ -161,6 +162,11 @@ impl Rights {
         Rights(self.0 & other.0)
     }
 
+    /// The set without `right`.
+    pub fn without(self, right: Right) -> Rights {
+        Rights(self.0 & !right.bit())
+    }
+
     /// The rights in either set.
     pub fn union(self, other: Rights) -> Rights {
         Rights(self.0 | other.0)
@@ -169,6 +175,18 @@ impl Rights {
     /// Whether every right of `self` is in `other`.
     pub fn within(self, other: Rights) -> bool {
         self.0 & !other.0 == 0
+    }
+
+    /// The set as the bits of the program-side API (`CAP_READ` is bit 0, in the order of
+    /// [`Right::ALL`]; `c/capsicum.h` repeats them).
+    pub fn bits(self) -> u64 {
+        u64::from(self.0)
+    }
+
+    /// The set whose bits are `bits`; `None` when a bit names no right.
+    pub fn from_bits(bits: u64) -> Option<Rights> {
+        let known = u64::from(Rights::all().0);
+        (bits & !known == 0).then_some(Rights(bits as u32))
     }
 
     /// The rights in the set, in bit order.
@@ -307,6 +325,18 @@ mod tests {
         assert_eq!(w.open_through(libc::O_RDONLY), Err(Right::Read));
         let none = Rights::parse("read").unwrap();
         assert_eq!(none.open_through(libc::O_RDONLY), Err(Right::Lookup));
+    }
+
+    #[test]
+    fn bits_round_trip_and_unknown_bits_are_refused() {
+        for r in Right::ALL {
+            let one = Rights::of(&[r]);
+            assert_eq!(one.bits(), 1 << (r as u32));
+            assert_eq!(Rights::from_bits(one.bits()), Some(one));
+        }
+        assert_eq!(Rights::from_bits(Rights::all().bits()), Some(Rights::all()));
+        assert_eq!(Rights::from_bits(1 << 17), None);
+        assert_eq!(Rights::from_bits(1 << 40), None);
     }
 
     #[test]

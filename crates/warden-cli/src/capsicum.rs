@@ -5,7 +5,7 @@
 use std::os::fd::IntoRawFd;
 use std::sync::Arc;
 use warden_capsicum::fdlist::{self, FdSpec};
-use warden_capsicum::{Right, Session};
+use warden_capsicum::{Entry, Right, Session};
 
 /// What the run gets: descriptors to pass, the fdlist variable, and the agent's session.
 pub struct Opened {
@@ -14,11 +14,11 @@ pub struct Opened {
     pub session: Arc<Session>,
 }
 
-/// Opens every `--fd`. A file given `write` that does not exist is created (mode 0666 less the
+/// Opens every `--fd`, for a sandbox whose processes enter capability mode by `entry`. A file given `write` that does not exist is created (mode 0666 less the
 /// umask), never truncated; a directory is opened for reading when it has `read`, else
 /// `O_PATH`.
-pub fn open(specs: &[FdSpec]) -> Result<Opened, String> {
-    let session = Session::default();
+pub fn open(specs: &[FdSpec], entry: Entry) -> Result<Opened, String> {
+    let session = Session::new(entry);
     let mut named = Vec::new();
     for spec in specs {
         if named.iter().any(|(n, _): &(String, i32)| *n == spec.name) {
@@ -45,7 +45,10 @@ pub fn open(specs: &[FdSpec]) -> Result<Opened, String> {
         )
         .map_err(|e| format!("--fd {}: cannot open {shown}: {e}", spec.name))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| format!("--fd {}: {e}", spec.name))?;
+        // Under --capsicum, where an object never seen holds every right, the table must
+        // still hold exactly the rights given.
         session.held.grant(st.st_dev, st.st_ino, spec.rights);
+        session.held.limit(st.st_dev, st.st_ino, spec.rights);
         named.push((spec.name.clone(), fd.into_raw_fd()));
     }
     let list = fdlist::encode(named.iter().map(|(n, fd)| (n.as_str(), *fd)));

@@ -104,27 +104,46 @@ pub fn inspect(args: InspectArgs) -> i32 {
         "  {} delegated calls, {} denied",
         entry.delegated, entry.denied
     );
+    if let Some(c) = &entry.capsicum {
+        let how = match c.entry.as_str() {
+            "warden" => "every process (--capability-mode)",
+            _ => "processes that entered it (--capsicum)",
+        };
+        println!("  capability mode: {how}");
+    }
     for p in procs {
         println!();
+        let mode = match p.capability_mode {
+            Some(true) => ", in capability mode",
+            Some(false) => ", not in capability mode",
+            None => "",
+        };
         println!(
-            "  pid {} ({}) cwd {}",
+            "  pid {} ({}) cwd {}{mode}",
             p.pid,
             escape(&p.comm),
             escape(&p.cwd_bytes)
         );
+        let rights = p.capability_mode.is_some();
         println!(
-            "    {:>4} {:<6} {:<3} {:<22} {:<40} RULE",
-            "FD", "TYPE", "MODE", "DEV:INODE", "OBJECT"
+            "    {:>4} {:<6} {:<3} {:<22} {:<40} RULE{}",
+            "FD",
+            "TYPE",
+            "MODE",
+            "DEV:INODE",
+            "OBJECT",
+            if rights { "  RIGHTS" } else { "" }
         );
         for d in p.fds {
             println!(
-                "    {:>4} {:<6} {:<4} {:<22} {:<40} {}",
+                "    {:>4} {:<6} {:<4} {:<22} {:<40} {}{}",
                 d.fd,
                 escape(&d.kind),
                 escape(&d.mode),
                 format!("{}:{}", d.dev, d.ino),
                 escape(&d.target_bytes),
-                escape(d.rule.as_deref().unwrap_or("-"))
+                escape(d.rule.as_deref().unwrap_or("-")),
+                d.rights.map(|r| format!("  {r}")).unwrap_or_default()
             );
         }
     }

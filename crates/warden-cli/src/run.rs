@@ -60,11 +60,21 @@ pub struct RunArgs {
     /// no absolute path, no path from the current directory, no socket by address, no other
     /// process by pid, no System V IPC; only lookups strictly beneath the directories given
     /// with --fd. Refusals are EPERM (ECAPMODE) and EACCES (ENOTCAPABLE); -v names the rule.
-    #[arg(long = "capability-mode", help_heading = "Capability mode")]
+    #[arg(
+        long = "capability-mode",
+        help_heading = "Capability mode",
+        conflicts_with = "capsicum"
+    )]
     capability_mode: bool,
+    /// Let the program enter capability mode itself (Capsicum's cap_enter, from the Rust crate
+    /// warden-capsicum or the C library in crates/warden-capsicum/c): a process that calls it,
+    /// its threads and every process it starts afterwards are held to capability mode's rules,
+    /// with no way back; cap_rights_limit narrows what a descriptor may do.
+    #[arg(long = "capsicum", help_heading = "Capability mode")]
+    capsicum: bool,
     /// Start the program holding PATH as the descriptor named NAME, with RIGHTS (comma-separated:
     /// read, write, seek, fstat, lookup, create, mkdir, unlink, mmap, fchmod, fexecve, ...).
-    /// The program finds it in WARDEN_FDLIST=NAME=N,...; needs --capability-mode.
+    /// The program finds it in WARDEN_FDLIST=NAME=N,...; needs --capability-mode or --capsicum.
     #[arg(long = "fd", value_name = "NAME=PATH:RIGHTS", help_heading = "Capability mode", value_parser = FdSpec::parse)]
     fd: Vec<FdSpec>,
     /// Whether the sandbox sees a file system of its own, built from the policy: a mount
@@ -178,13 +188,18 @@ pub fn main(args: RunArgs) -> i32 {
     };
     let mut env = args.env;
     let mut pass_fds = args.pass_fd;
-    let capsicum = match (args.capability_mode, args.fd.is_empty()) {
-        (false, false) => {
-            eprintln!("warden: --fd gives descriptors to a program in capability mode: add --capability-mode");
+    let entry = match (args.capability_mode, args.capsicum) {
+        (true, _) => Some(warden_capsicum::Entry::Warden),
+        (false, true) => Some(warden_capsicum::Entry::Program),
+        (false, false) => None,
+    };
+    let capsicum = match (entry, args.fd.is_empty()) {
+        (None, false) => {
+            eprintln!("warden: --fd gives descriptors to a program in capability mode: add --capability-mode (or --capsicum)");
             return EXIT_WARDEN;
         }
-        (false, true) => None,
-        (true, _) => match crate::capsicum::open(&args.fd) {
+        (None, true) => None,
+        (Some(entry), _) => match crate::capsicum::open(&args.fd, entry) {
             Ok(opened) => {
                 env.push(opened.env);
                 pass_fds.extend(opened.pass_fds);

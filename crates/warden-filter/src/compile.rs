@@ -252,6 +252,31 @@ fn guard(
                 ctx.add_rule_conditional(allow, sys, &[cmp])?;
             }
         }
+        Guard::CapabilityFcntl => {
+            let owners = Profile::OWNER_FCNTLS;
+            for cmd in owners {
+                ctx.add_rule_conditional(ScmpAction::Notify, sys, &[eq32(1, cmd)])?;
+            }
+            for cmp in all_but32(1, &owners) {
+                ctx.add_rule_conditional(allow, sys, &[cmp])?;
+            }
+        }
+        Guard::CapabilityIoctl => {
+            let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+            let owners = Profile::OWNER_IOCTLS;
+            for req in refused {
+                ctx.add_rule_conditional(eperm, sys, &[eq32(1, req)])?;
+            }
+            for req in owners {
+                ctx.add_rule_conditional(ScmpAction::Notify, sys, &[eq32(1, req)])?;
+            }
+            // The owner requests match some of these allow rules too; libseccomp orders a
+            // call's rules by their comparisons, and the exact-value rules above come first (a
+            // test runs the program on each value).
+            for cmp in all_but32(1, &refused) {
+                ctx.add_rule_conditional(allow, sys, &[cmp])?;
+            }
+        }
         Guard::Seccomp => {
             let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
             ctx.add_rule_conditional(allow, sys, &[Cmp::new(1, Op::MaskedEqual(listener), 0)])?;
@@ -402,6 +427,51 @@ mod tests {
             network,
             ..Profile::default()
         }
+    }
+
+    #[test]
+    fn capability_mode_sends_descriptor_owners_to_the_agent_and_nothing_else() {
+        let prog = compile(Profile {
+            capability_mode: true,
+            ..Profile::default()
+        })
+        .unwrap();
+        let call = |nr: i64, arg1: u64| run_bpf(&prog, nr as u32, [3, arg1, 0, 0, 0, 0]).0;
+        for cmd in Profile::OWNER_FCNTLS {
+            assert_eq!(call(libc::SYS_fcntl, cmd), NOTIFY, "fcntl {cmd}");
+            // The kernel reads an int: garbage above it changes nothing.
+            assert_eq!(call(libc::SYS_fcntl, cmd | 0xdead_0000_0000), NOTIFY);
+        }
+        for cmd in [
+            libc::F_GETFL,
+            libc::F_SETFL,
+            libc::F_GETOWN,
+            10, // F_SETSIG
+            0,
+            9,
+            16,
+        ] {
+            assert_eq!(call(libc::SYS_fcntl, cmd as u64), ALLOW, "fcntl {cmd}");
+        }
+        for req in Profile::OWNER_IOCTLS {
+            assert_eq!(call(libc::SYS_ioctl, req), NOTIFY, "ioctl {req:#x}");
+        }
+        for req in [libc::TIOCSTI, libc::TIOCLINUX] {
+            assert_eq!(call(libc::SYS_ioctl, req), ERRNO | libc::EPERM as u32);
+        }
+        for req in [libc::FIONREAD, libc::TCGETS, 0x8903, 0x8900, libc::FIONBIO] {
+            assert_eq!(call(libc::SYS_ioctl, req), ALLOW, "ioctl {req:#x}");
+        }
+        // Without capability mode they are the table's as ever.
+        let plain = compile(Profile::default()).unwrap();
+        for req in Profile::OWNER_IOCTLS {
+            assert_eq!(
+                run_bpf(&plain, libc::SYS_ioctl as u32, [3, req, 0, 0, 0, 0]).0,
+                ALLOW
+            );
+        }
+        let setown = [3, libc::F_SETOWN as u64, 0, 0, 0, 0];
+        assert_eq!(run_bpf(&plain, libc::SYS_fcntl as u32, setown).0, ALLOW);
     }
 
     #[test]

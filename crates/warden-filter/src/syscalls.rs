@@ -170,6 +170,13 @@ pub enum Guard {
     Socket,
     /// socketpair: unix stream and seqpacket only.
     Socketpair,
+    /// fcntl in capability mode: `F_SETOWN` and `F_SETOWN_EX` (argument `.1`), which name the
+    /// process a descriptor signals, go to the agent ([`Family::CapabilityMode`]); everything
+    /// else is direct.
+    CapabilityFcntl,
+    /// ioctl in capability mode: as [`Guard::Ioctl`], and `FIOSETOWN` and `SIOCSPGRP` (the
+    /// ioctl forms of `F_SETOWN`) go to the agent ([`Family::CapabilityMode`]).
+    CapabilityIoctl,
     /// open and openat on the fast path: direct (Landlock decides), except `O_PATH` opens, which
     /// Landlock does not check, and `O_TMPFILE` ones, which the agent names: those are delegated
     /// ([`Family::Open`]). The flags are argument `.0`.
@@ -493,6 +500,19 @@ impl Opens {
 }
 
 impl Profile {
+    /// The `fcntl` commands that set the process a descriptor signals (`F_SETOWN`,
+    /// `F_SETOWN_EX`): capability mode's agent sees them ([`Guard::CapabilityFcntl`]).
+    pub const OWNER_FCNTLS: [u64; 2] = [libc::F_SETOWN as u64, 15];
+    /// The `ioctl` requests that do the same (`FIOSETOWN`, `SIOCSPGRP`, asm-generic/sockios.h).
+    pub const OWNER_IOCTLS: [u64; 2] = [0x8901, 0x8902];
+
+    /// The calls `ptrace-allow inside` lets through: capability mode sends them to the agent.
+    pub const TRACING: [c_long; 3] = [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+    ];
+
     /// The calls capability mode sends to the agent that are direct otherwise: they name a
     /// process by pid, a System V IPC key or a message queue, or make a socket
     /// (`warden_capsicum::mode::checked_calls`, which a test in `warden` compares).
@@ -532,12 +552,21 @@ impl Profile {
         if self.capability_mode && Self::CAPABILITY_CHECKED.contains(&entry.nr) {
             return D(F::CapabilityMode);
         }
-        const TRACING: [c_long; 3] = [
-            libc::SYS_ptrace,
-            libc::SYS_process_vm_readv,
-            libc::SYS_process_vm_writev,
-        ];
-        if self.ptrace_inside && TRACING.contains(&entry.nr) {
+        // A descriptor's owner is a process it signals (F_SETSIG can make that SIGKILL): a pid,
+        // which capability mode does not let a process name.
+        if self.capability_mode {
+            match entry.nr {
+                libc::SYS_fcntl => return G(Guard::CapabilityFcntl),
+                libc::SYS_ioctl => return G(Guard::CapabilityIoctl),
+                _ => {}
+            }
+        }
+        if self.ptrace_inside && Self::TRACING.contains(&entry.nr) {
+            // Tracing names another process by pid: capability mode's agent refuses it to a
+            // process in the mode (which could otherwise take over one outside it).
+            if self.capability_mode {
+                return D(F::CapabilityMode);
+            }
             return Class::Direct;
         }
         if self.opens == Opens::View && Opens::VIEW_DIRECT.contains(&entry.nr) {
@@ -1110,7 +1139,18 @@ mod tests {
         };
         for e in TABLE {
             let checked = Profile::CAPABILITY_CHECKED.contains(&e.nr);
-            if checked {
+            let traced = Profile {
+                ptrace_inside: true,
+                ..cap
+            };
+            if Profile::TRACING.contains(&e.nr) {
+                assert_eq!(traced.class(e), D(F::CapabilityMode), "{}", e.name());
+                assert_eq!(cap.class(e), Profile::default().class(e), "{}", e.name());
+            } else if e.nr == libc::SYS_fcntl {
+                assert_eq!(cap.class(e), G(Guard::CapabilityFcntl));
+            } else if e.nr == libc::SYS_ioctl {
+                assert_eq!(cap.class(e), G(Guard::CapabilityIoctl));
+            } else if checked {
                 assert_eq!(cap.class(e), D(F::CapabilityMode), "{}", e.name());
                 // Otherwise direct or guarded: capability mode is what sends them.
                 assert!(!matches!(Profile::default().class(e), D(_)), "{}", e.name());

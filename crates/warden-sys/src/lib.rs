@@ -14,7 +14,9 @@
 //! Covered here because no crate wraps them: the seccomp user-notification ioctls
 //! (`seccomp_unotify(2)`), installing a raw BPF program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
 //! `mount_setattr(2)` for the view's mount flags, and `process_vm_readv(2)`/`process_vm_writev(2)` for the
-//! bounded copy of a client's arguments and results.
+//! bounded copy of a client's arguments and results; for Capsicum, `SECCOMP_ADDFD_FLAG_SETFD` (a
+//! descriptor replaced in place by `cap_rights_limit`) and the `clone(CLONE_PIDFD)` without an
+//! exit signal behind process descriptors (`process::spawn_descriptor`).
 //!
 //! Why some calls rustix also wraps are here: the agent hands the client the kernel's own bytes
 //! (`struct stat`, `statx`, `statfs` for the stat family, the raw `sockaddr` of `accept`,

@@ -386,3 +386,76 @@ pub fn pass_fds(cmd: &mut std::process::Command, pairs: &[(RawFd, RawFd)]) {
         });
     }
 }
+
+/// The kernel half of a process descriptor (Capsicum's `pdfork`, `warden_capsicum::program`):
+/// `clone(CLONE_PIDFD)` with no exit signal (no `SIGCHLD` to the parent), the child executing
+/// `path` with `argv` and `envp` (NULL-terminated arrays of pointers into strings the caller
+/// keeps alive). Before it executes, the child closes `parent_end` and sets `child_end` (kept
+/// across exec) to send it `SIGKILL` when its peer hangs up (`O_ASYNC`, `F_SETSIG`, itself as
+/// owner), so closing the last copy of `parent_end` kills it. Returns the child's pid and
+/// pidfd.
+///
+/// Safe in a multithreaded process: the child runs only async-signal-safe system calls on
+/// values prepared before the clone, then executes or exits.
+pub fn spawn_descriptor(
+    path: &std::ffi::CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    child_end: RawFd,
+    parent_end: RawFd,
+) -> io::Result<(i32, OwnedFd)> {
+    if !(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null())) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut pidfd: RawFd = -1;
+    // SAFETY: x86_64 clone(flags, stack, parent_tid, child_tid, tls), fork-like (null stack:
+    // the child runs on a copy of ours). With CLONE_PIDFD the kernel writes an int to
+    // parent_tid, which points at `pidfd`, live across the call. No exit signal: the low byte
+    // of the flags is 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::CLONE_PIDFD as u64,
+            std::ptr::null_mut::<libc::c_void>(),
+            &mut pidfd as *mut RawFd,
+            std::ptr::null_mut::<libc::c_void>(),
+            0usize,
+        )
+    };
+    match rc {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            // The child: only raw, async-signal-safe calls from here to execve or _exit.
+            // SAFETY: close, fcntl, getpid, poll, kill, execve and _exit take plain values and
+            // pointers prepared before the clone (`path`, `argv`, `envp`, the local `pfd`); none
+            // allocates or takes a lock another thread of the parent could have held.
+            unsafe {
+                libc::close(parent_end);
+                let ok = libc::fcntl(child_end, libc::F_SETFD, 0) == 0
+                    && libc::fcntl(child_end, libc::F_SETOWN, libc::getpid()) == 0
+                    && libc::fcntl(child_end, 10 /* F_SETSIG */, libc::SIGKILL) == 0
+                    && libc::fcntl(
+                        child_end,
+                        libc::F_SETFL,
+                        libc::fcntl(child_end, libc::F_GETFL) | libc::O_ASYNC,
+                    ) == 0;
+                if !ok {
+                    libc::_exit(127);
+                }
+                // Hung up before the above took hold: no signal came, so act on it now.
+                let mut pfd = libc::pollfd {
+                    fd: child_end,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut pfd, 1, 0) == 1 && pfd.revents & libc::POLLHUP != 0 {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+                libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127)
+            }
+        }
+        // SAFETY: CLONE_PIDFD succeeded, so `pidfd` is a new descriptor nobody else owns.
+        pid => Ok((pid as i32, unsafe { OwnedFd::from_raw_fd(pidfd) })),
+    }
+}

@@ -166,6 +166,27 @@ pub fn addfd(
     addfd_with(listener, id, fd, cloexec, 0)
 }
 
+/// `SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SETFD`: puts `fd` in the caller at the
+/// number `at`, closing what was there (as `dup2` would); the caller keeps waiting for its
+/// answer. Capsicum's `cap_rights_limit` replaces a descriptor with a narrower one this way.
+pub fn addfd_at(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    at: RawFd,
+    cloexec: bool,
+) -> io::Result<RawFd> {
+    let at = u32::try_from(at).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    addfd_full(
+        listener,
+        id,
+        fd,
+        cloexec,
+        libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        at,
+    )
+}
+
 fn addfd_with(
     listener: BorrowedFd<'_>,
     id: u64,
@@ -173,11 +194,22 @@ fn addfd_with(
     cloexec: bool,
     flags: u32,
 ) -> io::Result<RawFd> {
+    addfd_full(listener, id, fd, cloexec, flags, 0)
+}
+
+fn addfd_full(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+    flags: u32,
+    newfd: u32,
+) -> io::Result<RawFd> {
     let addfd = libc::seccomp_notif_addfd {
         id,
         flags,
         srcfd: fd.as_raw_fd() as u32,
-        newfd: 0,
+        newfd,
         newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
     };
     // SAFETY: NOTIF_ADDFD reads one `struct seccomp_notif_addfd`; `addfd` is one and lives

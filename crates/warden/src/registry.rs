@@ -50,6 +50,68 @@ pub struct Entry {
     pub denied: u64,
     /// Descriptors the agent handed out, with the rule that allowed each.
     pub grants: Vec<Grant>,
+    /// Capability mode (`--capability-mode`, `--capsicum`): how processes enter it and the
+    /// rights of what the sandbox holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capsicum: Option<Capsicum>,
+}
+
+/// A sandbox's capability mode, as registered.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Capsicum {
+    /// `warden` (every process, `--capability-mode`) or `program` (a process that entered,
+    /// `--capsicum`).
+    pub entry: String,
+    /// The seccomp filters the program started with: a process with more has entered.
+    pub base_filters: Option<u32>,
+    /// Whether any process has asked to enter (until then none is in the mode).
+    #[serde(default)]
+    pub entered: bool,
+    /// What an object not in `rights` holds.
+    pub default_rights: String,
+    /// The rights of each object the agent knows of.
+    pub rights: Vec<HeldRights>,
+}
+
+/// The rights the sandbox holds to one object.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HeldRights {
+    /// The object's device.
+    pub dev: u64,
+    /// The object's inode.
+    pub ino: u64,
+    /// The rights (`read,seek`).
+    pub rights: String,
+}
+
+impl Capsicum {
+    /// The state of `session` now.
+    pub fn of(session: &warden_capsicum::Session) -> Capsicum {
+        Capsicum {
+            entry: session.entry.name().into(),
+            base_filters: session.base_filters.get().copied(),
+            entered: session.any_entered(),
+            default_rights: session.held.default_rights().to_string(),
+            rights: session
+                .held
+                .list()
+                .into_iter()
+                .map(|((dev, ino), r)| HeldRights {
+                    dev,
+                    ino,
+                    rights: r.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a process with `filters` seccomp filters is in capability mode.
+    fn in_mode(&self, filters: Option<u32>) -> bool {
+        warden_capsicum::Entry::from_name(&self.entry).is_none_or(|e| {
+            (self.entered || e == warden_capsicum::Entry::Warden)
+                && warden_capsicum::in_mode(e, self.base_filters, filters)
+        })
+    }
 }
 
 /// A descriptor the agent opened for the sandbox.
@@ -244,6 +306,7 @@ impl Registration {
         dir: &Path,
         entry: Entry,
         grants: Arc<Grants>,
+        capsicum: Option<Arc<warden_capsicum::Session>>,
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
         remove_stale(dir);
@@ -255,6 +318,7 @@ impl Registration {
             entry.delegated = delegated;
             entry.denied = denied;
             entry.grants = grants.list();
+            entry.capsicum = capsicum.as_deref().map(Capsicum::of);
             if let Ok(text) = serde_json::to_vec(entry) {
                 let tmp = p.with_extension("tmp");
                 if std::fs::write(&tmp, text).is_ok() {
@@ -301,6 +365,9 @@ pub struct Process {
     pub cwd_bytes: Vec<u8>,
     /// Its descriptors.
     pub fds: Vec<Descriptor>,
+    /// Whether it is in capability mode (`None`: the sandbox has no capability mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capability_mode: Option<bool>,
 }
 
 /// One descriptor of a sandboxed process.
@@ -323,6 +390,9 @@ pub struct Descriptor {
     pub ino: u64,
     /// The rule that allowed it, when the agent opened it.
     pub rule: Option<String>,
+    /// Its rights, in a sandbox with capability mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rights: Option<String>,
 }
 
 /// The processes of `entry`'s sandbox (every process in its PID namespace) and what they hold.
@@ -331,6 +401,12 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
     let ns = std::fs::read_link(format!("/proc/{}/ns/pid", entry.init_pid))?;
     let grants: HashMap<(u64, u64), &Grant> =
         entry.grants.iter().map(|g| ((g.dev, g.ino), g)).collect();
+    let rights: HashMap<(u64, u64), &str> = entry
+        .capsicum
+        .iter()
+        .flat_map(|c| &c.rights)
+        .map(|r| ((r.dev, r.ino), r.rights.as_str()))
+        .collect();
     // Socket endpoints, by inode: the sandbox's own namespace and warden's (where the agent
     // makes the sockets of a policy with network rules).
     let mut endpoints = sockets(entry.warden_pid);
@@ -400,19 +476,54 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
                 dev,
                 ino,
                 rule: grants.get(&(dev, ino)).map(|g| g.rule.clone()),
+                rights: entry.capsicum.as_ref().map(|c| {
+                    let held = rights
+                        .get(&(dev, ino))
+                        .copied()
+                        .unwrap_or(c.default_rights.as_str());
+                    descriptor_rights(held, mode)
+                }),
             });
         }
         fds.sort_by_key(|d| d.fd);
+        let filters = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("Seccomp_filters:"))
+                    .and_then(|v| v.trim().parse().ok())
+            });
         out.push(Process {
             pid,
             comm,
             cwd,
             cwd_bytes,
             fds,
+            capability_mode: entry.capsicum.as_ref().map(|c| c.in_mode(filters)),
         });
     }
     out.sort_by_key(|p| p.pid);
     Ok(out)
+}
+
+/// What a descriptor may do: the rights its object holds, with read and write as its access
+/// mode says (the kernel's, per descriptor: a duplicate made before a limit keeps its mode).
+fn descriptor_rights(held: &str, mode: &str) -> String {
+    use warden_capsicum::{Right, Rights};
+    // "none" (no right) is what Rights displays for the empty set.
+    let mut r = Rights::parse(held).unwrap_or(Rights::NONE);
+    for (right, letter) in [(Right::Read, 'r'), (Right::Write, 'w')] {
+        r = if mode.contains(letter) {
+            r.union(Rights::of(&[right]))
+        } else {
+            r.without(right)
+        };
+    }
+    if r == Rights::all() {
+        "all".into()
+    } else {
+        r.to_string()
+    }
 }
 
 /// Socket inode → endpoint text (`tcp 127.0.0.1:8000 -> 10.0.0.1:443`, `unix /run/x.sock`),
@@ -532,6 +643,16 @@ mod tests {
             bytes,
             "the count of bytes is exact"
         );
+    }
+
+    #[test]
+    fn a_descriptors_rights_read_and_write_are_its_access_modes() {
+        assert_eq!(descriptor_rights("read,fstat", "r"), "read,fstat");
+        // Opened for writing before the limit: the kernel still lets it write.
+        assert_eq!(descriptor_rights("read,fstat", "rw"), "read,write,fstat");
+        assert_eq!(descriptor_rights("read,write,seek", "w"), "write,seek");
+        assert_eq!(descriptor_rights("all", "rw"), "all");
+        assert_eq!(descriptor_rights("none", "r"), "read");
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //! libraries. A path relative to a directory descriptor is walked by the kernel strictly beneath
 //! the agent's duplicate of that descriptor (`openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)`),
 //! with the rights the descriptor's object holds. Every refusal is logged with its rule.
+//!
+//! Under `--capsicum` a process is in capability mode once it has entered it itself
+//! (`warden_capsicum::program::cap_enter`): [`serve`] tells by the caller's seccomp filter count,
+//! which the kernel keeps and only raises, and hands a caller outside the mode back to the
+//! policy's handlers. The program's requests (`cap_getmode`, `cap_rights_limit`, ...) arrive as
+//! `socket` calls of a family no kernel has (`warden_capsicum::request`), served by [`request`].
 
 use super::{value, Answer, Client, Handled};
 use crate::sys::fs as sysfs;
@@ -16,9 +22,238 @@ use crate::syscalls::Family;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
-use warden_capsicum::{beneath, mode, Right, Rights, Rule, Session};
+use warden_capsicum::held::Limit;
+use warden_capsicum::request::Request;
+use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
+use warden_policy::Access;
 
-/// Serves one call of a sandbox in capability mode.
+/// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`):
+/// `None` when the caller is not in capability mode and the call is the policy's to decide.
+pub fn serve(c: &Client, family: Family, s: &Session) -> Option<Handled> {
+    if family == Family::CapabilityMode && c.nr() == libc::SYS_socket {
+        let args = [0, 1, 2, 3, 4, 5].map(|i| c.arg(i));
+        if let Some(r) = Request::decode(&args) {
+            return Some(r.and_then(|r| request(c, s, r)));
+        }
+    }
+    if family == Family::Exec && !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // The program's own execve, made by warden's launcher before the program ran a single
+        // instruction: checked by the policy as without capability mode. The filters the
+        // launcher installed are the program's starting count.
+        if s.entry == Entry::Program {
+            match c.ids() {
+                Ok(ids) => {
+                    if let Some(n) = ids.filters {
+                        let _ = s.base_filters.set(n);
+                    }
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        return Some(policy_decides(c, Family::Exec));
+    }
+    match in_mode(c, s) {
+        Err(e) => Some(Err(e)),
+        Ok(true) => Some(dispatch(c, family, s)),
+        Ok(false) if family == Family::CapabilityMode => Some(as_without(c)),
+        Ok(false) => None,
+    }
+}
+
+/// Whether the caller is in capability mode.
+fn in_mode(c: &Client, s: &Session) -> Result<bool, i32> {
+    match s.entry {
+        Entry::Warden => Ok(true),
+        // The count is read from the caller's /proc/<tid>, checked live after opening: it is
+        // the caller's, and it can only have grown since.
+        Entry::Program if !s.any_entered() => Ok(false),
+        Entry::Program => Ok(s.in_mode(c.ids()?.filters)),
+    }
+}
+
+/// A call only capability mode's profile sends to the agent, from a process not in
+/// capability mode: answered as the profile without capability mode would (every such call is
+/// direct there but `socket`, which is guarded: see `warden_filter::compile`'s `Guard::Socket`).
+fn as_without(c: &Client) -> Handled {
+    let continue_it = Ok(Answer::Reply(Reply::Continue));
+    if c.nr() != libc::SYS_socket {
+        return continue_it;
+    }
+    let (domain, kind) = (c.int(0), c.int(1) & 0xf);
+    match domain {
+        libc::AF_UNIX if kind == libc::SOCK_STREAM || kind == libc::SOCK_SEQPACKET => continue_it,
+        libc::AF_UNIX if kind == libc::SOCK_DGRAM => Err(libc::EACCES),
+        libc::AF_NETLINK => continue_it,
+        libc::AF_INET | libc::AF_INET6 => match c.net().mode {
+            crate::syscalls::Network::Private => continue_it,
+            crate::syscalls::Network::Host { .. } => super::net::socket(c),
+        },
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+// ---- the program's requests ------------------------------------------------------------------
+
+/// Serves a request of the program side (`warden_capsicum::program`, `c/capsicum.h`).
+fn request(c: &Client, s: &Session, r: Request) -> Handled {
+    match r {
+        Request::GetMode => value(i64::from(in_mode(c, s)?)),
+        Request::Enter => {
+            // The program installs its mark next; the agent can see it only where the kernel
+            // counts filters and the program's starting count is known.
+            if s.entry == Entry::Program && s.base_filters.get().is_none() {
+                return Err(libc::ENOSYS);
+            }
+            c.live()?;
+            // From now on every caller's filters are looked at (before the mark goes on).
+            s.entered.store(true, std::sync::atomic::Ordering::SeqCst);
+            c.allow_by("cap_enter", "capability-mode:enter");
+            value(0)
+        }
+        Request::Get { fd } => {
+            let f = c.fd(fd)?;
+            let st = rustix::fs::fstat(&f).map_err(errno)?;
+            let (reads, writes) = access_mode(&f)?;
+            let mut held = s.held.rights(st.st_dev, st.st_ino);
+            // What the access mode refuses, the descriptor cannot do, whatever the table says.
+            if !reads {
+                held = held.without(Right::Read);
+            }
+            if !writes {
+                held = held.without(Right::Write);
+            }
+            value(held.bits() as i64)
+        }
+        Request::Limit { fd, rights } => limit(c, s, fd, rights),
+    }
+}
+
+/// Whether a descriptor reads and writes, by its access mode.
+fn access_mode(f: &OwnedFd) -> Result<(bool, bool), i32> {
+    let fl = rustix::fs::fcntl_getfl(f).map_err(errno)?;
+    if fl.contains(OFlags::PATH) {
+        return Ok((false, false));
+    }
+    Ok(match fl & OFlags::RWMODE {
+        m if m == OFlags::WRONLY => (false, true),
+        m if m == OFlags::RDWR => (true, true),
+        _ => (true, false),
+    })
+}
+
+/// `cap_rights_limit(n, rights)`: the object's rights narrowed in the table; if read or write
+/// goes, the descriptor re-opened with the narrower access mode and put at the same number,
+/// so the kernel itself refuses what was taken away.
+fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
+    let target = format!("descriptor {n}");
+    let fd = c.fd(n)?;
+    let st = rustix::fs::fstat(&fd).map_err(errno)?;
+    let held = s.held.rights(st.st_dev, st.st_ino);
+    if !rights.within(held) {
+        return Err(refuse(
+            c,
+            &target,
+            Rule::Rights,
+            &format!(" (it has {held}; a limit narrows, never widens)"),
+        ));
+    }
+    let (reads, writes) = access_mode(&fd)?;
+    let keep = (
+        reads && rights.has(Right::Read),
+        writes && rights.has(Right::Write),
+    );
+    // An O_PATH descriptor cannot be handed over (ADDFD takes only open files). A directory
+    // keeps its read-only open (reading it lists names; what it names is the agent's, by
+    // lookup); a file limited to neither read nor write is refused, unchanged.
+    let dir = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+    let keep = if keep == (false, false) && dir && !writes {
+        (reads, writes)
+    } else {
+        keep
+    };
+    if keep == (false, false) && (reads || writes) {
+        return Err(refuse(
+            c,
+            &target,
+            Rule::Rights,
+            " (Linux cannot hand over a file that neither reads nor writes: keep one)",
+        ));
+    }
+    let narrower = if keep != (reads, writes) {
+        Some(reopen(&fd, &st, keep).map_err(|e| {
+            refuse(
+                c,
+                &target,
+                Rule::Rights,
+                &format!(" (the kernel cannot take read or write away from it: {e})"),
+            )
+        })?)
+    } else {
+        None
+    };
+    c.live()?;
+    match s.held.limit(st.st_dev, st.st_ino, rights) {
+        Limit::Narrowed => {}
+        Limit::Widens(held) => {
+            return Err(refuse(
+                c,
+                &target,
+                Rule::Rights,
+                &format!(" (it has {held}; a limit narrows, never widens)"),
+            ))
+        }
+        Limit::Full => return Err(libc::ENFILE),
+    }
+    if let Some(new) = narrower {
+        let cloexec = c.fd_cloexec(n)?;
+        c.replace_fd(new.as_fd(), n, cloexec)?;
+    }
+    c.allow_by(&format!("{target} to {rights}"), "capability-mode:limit");
+    value(0)
+}
+
+/// The object of `fd` opened again through the agent's own `/proc/self/fd`, reading and
+/// writing only as `keep` says, with `fd`'s status flags and offset. A socket cannot be opened
+/// again (`EOPNOTSUPP`).
+fn reopen(fd: &OwnedFd, st: &rustix::fs::Stat, keep: (bool, bool)) -> Result<OwnedFd, String> {
+    use rustix::fs::FileType;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if kind == FileType::Socket {
+        return Err("a socket cannot be opened again with fewer rights".into());
+    }
+    let old = rustix::fs::fcntl_getfl(fd).map_err(|e| e.to_string())?;
+    let mode = match keep {
+        (true, true) => OFlags::RDWR,
+        (true, false) => OFlags::RDONLY,
+        (false, true) => OFlags::WRONLY,
+        (false, false) => OFlags::PATH,
+    };
+    let kept = old
+        & (OFlags::APPEND
+            | OFlags::NONBLOCK
+            | OFlags::DIRECT
+            | OFlags::NOATIME
+            | OFlags::SYNC
+            | OFlags::DSYNC);
+    // Non-blocking for the open itself: a FIFO would otherwise wait for its other end.
+    let new = rustix::fs::open(
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd)),
+        mode | kept | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| e.to_string())?;
+    if mode != OFlags::PATH {
+        rustix::fs::fcntl_setfl(&new, kept).map_err(|e| e.to_string())?;
+    }
+    if matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
+        let pos =
+            rustix::fs::seek(fd, rustix::fs::SeekFrom::Current(0)).map_err(|e| e.to_string())?;
+        rustix::fs::seek(&new, rustix::fs::SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
+    }
+    Ok(new)
+}
+
+/// Serves one call of a process in capability mode.
 pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
     match family {
         Family::Open => open(c, s),
@@ -45,14 +280,20 @@ pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
             let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
             Err(refuse(c, &text(&path), rule, ""))
         }
-        Family::Readlink
-        | Family::Mknod
-        | Family::Rename
-        | Family::Link
-        | Family::Symlink
-        | Family::Chmod
-        | Family::Chown
-        | Family::Utime => not_yet(c),
+        Family::Readlink => readlink(c, s),
+        Family::Rename => rename(c, s),
+        Family::Link => link(c, s),
+        Family::Symlink => symlink(c, s),
+        Family::Chmod => chmod(c, s),
+        Family::Utime if c.nr() == libc::SYS_utimensat => utimensat(c, s),
+        Family::Utime if c.nr() == libc::SYS_futimesat => not_yet(c),
+        Family::Utime => {
+            let path = c.path_arg(c.arg(0)).unwrap_or_default();
+            let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
+            Err(refuse(c, &text(&path), rule, ""))
+        }
+        // Device nodes and FIFOs, and owners (which would need the sandbox's id map).
+        Family::Mknod | Family::Chown => not_yet(c),
     }
 }
 
@@ -120,6 +361,46 @@ fn cstring(path: &[u8]) -> Result<CString, i32> {
     CString::new(path).map_err(|_| libc::EINVAL)
 }
 
+/// The path of the object behind the agent's descriptor `fd`, as the kernel names it.
+fn fd_path(fd: &impl AsFd) -> Result<String, i32> {
+    let link = rustix::fs::readlinkat(
+        rustix::fs::CWD,
+        format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&fd.as_fd())
+        ),
+        Vec::new(),
+    )
+    .map_err(errno)?;
+    Ok(String::from_utf8_lossy(link.as_bytes()).into_owned())
+}
+
+/// `name` in the directory behind the agent's descriptor `dir`, as a path.
+fn child_path(dir: &impl AsFd, name: &std::ffi::CStr) -> Result<String, i32> {
+    let d = fd_path(dir)?;
+    let name = String::from_utf8_lossy(name.to_bytes());
+    Ok(format!("{}/{name}", d.trim_end_matches('/')))
+}
+
+/// Under `--capsicum`, capability mode only takes away: what a walk beneath a directory
+/// capability reaches is checked against the policy by its path, as every other call of the
+/// sandbox is (a program must not gain by entering the mode). Under `--capability-mode` the
+/// operator named the directories with `--fd`, and their trees are the grant.
+fn policy(c: &Client, s: &Session, path: &str, access: Access) -> Result<(), i32> {
+    match s.entry {
+        Entry::Warden => Ok(()),
+        Entry::Program => c.decide(path, access),
+    }
+}
+
+/// [`policy`] for looking at `path`'s metadata (stat, access).
+fn policy_visible(c: &Client, s: &Session, path: &str) -> Result<(), i32> {
+    match s.entry {
+        Entry::Warden => Ok(()),
+        Entry::Program => c.decide_visible(path),
+    }
+}
+
 /// Records the rights of what a walk beneath a capability handed out.
 fn grant(s: &Session, fd: &OwnedFd, rights: Rights) -> Result<(), i32> {
     let st = rustix::fs::fstat(fd).map_err(errno)?;
@@ -167,7 +448,7 @@ fn open(c: &Client, s: &Session) -> Handled {
         && flags & !LOADER_FLAGS == libc::O_RDONLY
     {
         if let Some((dir, rest)) = warden_capsicum::library_path(&path) {
-            return library(c, &path, dir, rest, cloexec);
+            return library(c, s, &path, dir, rest, cloexec);
         }
     }
     let (dir, rights) = capability(c, s, dirfd, &path)?;
@@ -185,23 +466,98 @@ fn open(c: &Client, s: &Session) -> Handled {
         0
     };
     let resolve = ResolveFlags::from_bits_retain(resolve);
-    let fd = beneath::open(
-        &dir,
-        &cstring(&path)?,
-        flags & !libc::O_CLOEXEC,
-        mode,
-        resolve,
-    )
-    .map_err(|e| walk_error(c, &path, e))?;
+    let fd = if s.entry == Entry::Program {
+        checked_open(c, s, &dir, &path, flags & !libc::O_CLOEXEC, mode, resolve)?
+    } else {
+        beneath::open(
+            &dir,
+            &cstring(&path)?,
+            flags & !libc::O_CLOEXEC,
+            mode,
+            resolve,
+        )
+        .map_err(|e| walk_error(c, &path, e))?
+    };
     grant(s, &fd, derived)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
     c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0);
     Ok(Answer::Fd(fd, cloexec))
 }
 
+/// An open beneath `dir` under `--capsicum`, checked against the policy before it has any
+/// effect: an existing object is found first (`O_PATH`, beneath), checked by its path, and then
+/// opened through that very descriptor; a missing one is checked by its would-be path and
+/// created in the directory found, never through a symlink put there meanwhile.
+fn checked_open(
+    c: &Client,
+    s: &Session,
+    dir: &OwnedFd,
+    path: &[u8],
+    flags: i32,
+    mode: u32,
+    resolve: ResolveFlags,
+) -> Result<OwnedFd, i32> {
+    let accesses = |flags: i32| -> Vec<Access> {
+        if flags & libc::O_PATH != 0 {
+            return vec![Access::Read];
+        }
+        let mut a = Vec::new();
+        let acc = flags & libc::O_ACCMODE;
+        if acc != libc::O_WRONLY {
+            a.push(Access::Read);
+        }
+        if acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
+            a.push(Access::Write);
+        }
+        a
+    };
+    let follow = if flags & libc::O_NOFOLLOW != 0 {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
+    let found = beneath::open(
+        dir,
+        &cstring(path)?,
+        libc::O_PATH | follow | (flags & libc::O_DIRECTORY),
+        0,
+        resolve,
+    );
+    match found {
+        Ok(obj) => {
+            if flags & (libc::O_CREAT | libc::O_EXCL) == libc::O_CREAT | libc::O_EXCL {
+                return Err(libc::EEXIST);
+            }
+            let p = fd_path(&obj)?;
+            for a in accesses(flags) {
+                policy(c, s, &p, a)?;
+            }
+            if flags & libc::O_PATH != 0 {
+                return Ok(obj);
+            }
+            let of = OFlags::from_bits_retain(
+                (flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW)) as u32,
+            ) | OFlags::CLOEXEC;
+            rustix::fs::open(
+                format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&obj)),
+                of,
+                Mode::empty(),
+            )
+            .map_err(errno)
+        }
+        Err(rustix::io::Errno::NOENT) if flags & libc::O_CREAT != 0 => {
+            let (p, name) = parent(c, dir, path)?;
+            policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+            beneath::open(&p, &name, flags | libc::O_NOFOLLOW, mode, resolve)
+                .map_err(|e| walk_error(c, path, e))
+        }
+        Err(e) => Err(walk_error(c, path, e)),
+    }
+}
+
 /// The dynamic loader's read-only open of a library or of its cache (see `warden_capsicum`):
 /// strictly beneath the library directory, and only an ELF file there.
-fn library(c: &Client, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Handled {
+fn library(c: &Client, s: &Session, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Handled {
     let d = rustix::fs::open(
         dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -229,6 +585,7 @@ fn library(c: &Client, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Ha
             ));
         }
     }
+    policy(c, s, &fd_path(&fd)?, Access::Read)?;
     c.allow_by(&text(path), "capability-mode:library");
     Ok(Answer::Fd(fd, cloexec))
 }
@@ -273,6 +630,7 @@ fn stat(c: &Client, s: &Session) -> Handled {
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, &path, e))?;
+    policy_visible(c, s, &fd_path(&obj)?)?;
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | (flags & libc::AT_STATX_SYNC_TYPE);
     let map = c.id_map();
     if c.nr() == libc::SYS_statx {
@@ -312,6 +670,7 @@ fn access(c: &Client, s: &Session) -> Handled {
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, &path, e))?;
+    policy_visible(c, s, &fd_path(&obj)?)?;
     // What the descriptor's rights would allow, not only what the file's mode does.
     let wants = [
         (libc::R_OK, Right::Read),
@@ -360,6 +719,7 @@ fn mkdir(c: &Client, s: &Session) -> Handled {
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Mkdir)?;
     let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
     let umask = c.ids()?.umask;
     rustix::fs::mkdirat(&p, &name, Mode::from_raw_mode(mode & 0o1777 & !umask)).map_err(errno)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
@@ -378,6 +738,7 @@ fn unlink(c: &Client, s: &Session) -> Handled {
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Unlink)?;
     let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Unlink)?;
     rustix::fs::unlinkat(
         &p,
         &name,
@@ -388,14 +749,301 @@ fn unlink(c: &Client, s: &Session) -> Handled {
     value(0)
 }
 
+// ---- readlink, rename, link, symlink, chmod, utimensat -----------------------------------------
+
+fn readlink(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, buf, size) = match c.nr() {
+        libc::SYS_readlink => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.int(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
+    };
+    if size <= 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, dirfd, &path)?;
+    need(c, &path, rights, Right::Lookup)?;
+    let obj = beneath::open(
+        &dir,
+        &cstring(&path)?,
+        libc::O_PATH | libc::O_NOFOLLOW,
+        0,
+        ResolveFlags::empty(),
+    )
+    .map_err(|e| walk_error(c, &path, e))?;
+    policy(c, s, &fd_path(&obj)?, Access::Read)?;
+    // readlinkat(fd, "") reads the symlink an O_PATH descriptor is; EINVAL for anything else.
+    let target = rustix::fs::readlinkat(&obj, c"", Vec::new()).map_err(errno)?;
+    let bytes = target.as_bytes();
+    let n = bytes.len().min(size as usize);
+    c.write(buf, &bytes[..n])?;
+    value(n as i64)
+}
+
+/// A name in a directory beneath a capability: the directory and the name.
+type Named = (OwnedFd, CString);
+
+/// Both ends of a two-path call (rename, link): each a directory capability and a name in a
+/// directory beneath it, with the rights each needs.
+fn two_ends(
+    c: &Client,
+    s: &Session,
+    (olddir, old): (i32, &[u8]),
+    (newdir, new): (i32, &[u8]),
+    (old_right, new_right): (Right, Right),
+) -> Result<(Named, Named), i32> {
+    let (od, orights) = capability(c, s, olddir, old)?;
+    let (nd, nrights) = capability(c, s, newdir, new)?;
+    need(c, old, orights, Right::Lookup)?;
+    need(c, old, orights, old_right)?;
+    need(c, new, nrights, Right::Lookup)?;
+    need(c, new, nrights, new_right)?;
+    Ok((parent(c, &od, old)?, parent(c, &nd, new)?))
+}
+
+fn rename(c: &Client, s: &Session) -> Handled {
+    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
+        libc::SYS_rename => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
+        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
+    };
+    let old = c.path_arg(old_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    // The name leaves the first directory (unlink) and appears in the second (create).
+    let ((p1, n1), (p2, n2)) = two_ends(
+        c,
+        s,
+        (olddir, &old),
+        (newdir, &new),
+        (Right::Unlink, Right::Create),
+    )?;
+    let (from, to) = (child_path(&p1, &n1)?, child_path(&p2, &n2)?);
+    policy(c, s, &from, Access::Unlink)?;
+    policy(c, s, &to, Access::Write)?;
+    if flags & libc::RENAME_EXCHANGE != 0 {
+        policy(c, s, &to, Access::Unlink)?;
+        policy(c, s, &from, Access::Write)?;
+    }
+    rustix::fs::renameat_with(
+        &p1,
+        &n1,
+        &p2,
+        &n2,
+        rustix::fs::RenameFlags::from_bits_retain(flags),
+    )
+    .map_err(errno)?;
+    c.allow_by(
+        &format!("{} -> {}", text(&old), text(&new)),
+        "capability-mode:beneath",
+    );
+    value(0)
+}
+
+fn link(c: &Client, s: &Session) -> Handled {
+    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
+        libc::SYS_link => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
+        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
+    };
+    let old = c.path_arg(old_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    if flags & !libc::AT_SYMLINK_FOLLOW != 0 {
+        return Err(libc::EINVAL);
+    }
+    if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+        // The kernel would follow the last component without RESOLVE_BENEATH.
+        return Err(refuse(
+            c,
+            &text(&old),
+            Rule::Escape,
+            " (AT_SYMLINK_FOLLOW is not followed beneath a capability)",
+        ));
+    }
+    let ((p1, n1), (p2, n2)) = two_ends(
+        c,
+        s,
+        (olddir, &old),
+        (newdir, &new),
+        (Right::Lookup, Right::Create),
+    )?;
+    policy(c, s, &child_path(&p1, &n1)?, Access::Read)?;
+    policy(c, s, &child_path(&p2, &n2)?, Access::Write)?;
+    rustix::fs::linkat(&p1, &n1, &p2, &n2, AtFlags::empty()).map_err(errno)?;
+    c.allow_by(
+        &format!("{} -> {}", text(&new), text(&old)),
+        "capability-mode:beneath",
+    );
+    value(0)
+}
+
+fn symlink(c: &Client, s: &Session) -> Handled {
+    let (target_addr, newdir, new_addr) = match c.nr() {
+        libc::SYS_symlink => (c.arg(0), libc::AT_FDCWD, c.arg(1)),
+        _ => (c.arg(0), c.int(1), c.arg(2)),
+    };
+    // The target is text: whatever it names, a walk beneath a capability never follows it out.
+    let target = c.path_arg(target_addr)?;
+    let new = c.path_arg(new_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, newdir, &new)?;
+    need(c, &new, rights, Right::Lookup)?;
+    need(c, &new, rights, Right::Create)?;
+    let (p, name) = parent(c, &dir, &new)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    rustix::fs::symlinkat(cstring(&target)?.as_c_str(), &p, &name).map_err(errno)?;
+    c.allow_by(&text(&new), "capability-mode:beneath");
+    value(0)
+}
+
+/// The object `path` names beneath the capability `dirfd` (not following a last symlink when
+/// `nofollow`), for a call that changes its metadata with `right`; or, for an empty path with
+/// `AT_EMPTY_PATH`, the object of `dirfd` itself.
+fn metadata_target(
+    c: &Client,
+    s: &Session,
+    dirfd: i32,
+    path: &[u8],
+    empty_path: bool,
+    nofollow: bool,
+    right: Right,
+) -> Result<OwnedFd, i32> {
+    if path.is_empty() && empty_path {
+        let fd = c.fd(dirfd)?;
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        need(
+            c,
+            b"(descriptor)",
+            s.held.rights(st.st_dev, st.st_ino),
+            right,
+        )?;
+        return Ok(fd);
+    }
+    let (dir, rights) = capability(c, s, dirfd, path)?;
+    need(c, path, rights, Right::Lookup)?;
+    need(c, path, rights, right)?;
+    beneath::open(
+        &dir,
+        &cstring(path)?,
+        libc::O_PATH | if nofollow { libc::O_NOFOLLOW } else { 0 },
+        0,
+        ResolveFlags::empty(),
+    )
+    .map_err(|e| walk_error(c, path, e))
+}
+
+/// The agent's own path to the object of `fd` (its `/proc/self/fd` entry), through which a
+/// path call acts on exactly that object.
+fn by_descriptor(fd: &OwnedFd) -> String {
+    format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd))
+}
+
+fn is_symlink(fd: &OwnedFd) -> Result<bool, i32> {
+    let st = rustix::fs::fstat(fd).map_err(errno)?;
+    Ok(rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
+}
+
+fn chmod(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, mode, flags) = match c.nr() {
+        libc::SYS_chmod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
+        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
+    };
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Fchmod,
+    )?;
+    if is_symlink(&obj)? {
+        // As Linux answers lchmod.
+        return Err(libc::EOPNOTSUPP);
+    }
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    // No set-id bits: a capability to change a mode is not one to grant privilege.
+    rustix::fs::chmod(by_descriptor(&obj), Mode::from_raw_mode(mode & 0o1777)).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
+}
+
+fn utimensat(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, times_addr, flags) = (c.int(0), c.arg(1), c.arg(2), c.int(3));
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let times = if times_addr == 0 {
+        let now = rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        };
+        rustix::fs::Timestamps {
+            last_access: now,
+            last_modification: now,
+        }
+    } else {
+        let mut raw = [0u8; 32];
+        c.read(times_addr, &mut raw)?;
+        let word = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
+        rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: word(0),
+                tv_nsec: word(1) as _,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: word(2),
+                tv_nsec: word(3) as _,
+            },
+        }
+    };
+    // futimens is utimensat(fd, NULL, ...): the descriptor itself.
+    let path = if path_addr == 0 {
+        Vec::new()
+    } else {
+        c.path_arg(path_addr)?
+    };
+    c.live()?;
+    // Changing times is writing the file's metadata: the write right (FreeBSD's CAP_FUTIMES).
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Write,
+    )?;
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    if is_symlink(&obj)? {
+        rustix::fs::utimensat(
+            &obj,
+            c"",
+            &times,
+            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        )
+    } else {
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            by_descriptor(&obj),
+            &times,
+            AtFlags::empty(),
+        )
+    }
+    .map_err(errno)?;
+    value(0)
+}
+
 // ---- exec, metadata through descriptors, calls by pid --------------------------------------------
 
 fn exec(c: &Client, s: &Session) -> Handled {
-    // The program's own execve, made by warden's launcher before the program ran a single
-    // instruction: checked by the policy as without capability mode.
-    if !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        return policy_decides(c, Family::Exec);
-    }
+    // (The program's own execve never comes here: `serve` answers it.)
     let (dirfd, path_addr, flags) = match c.nr() {
         libc::SYS_execve => (libc::AT_FDCWD, c.arg(0), 0),
         _ => (c.int(0), c.arg(1), c.int(4)),
@@ -425,6 +1073,7 @@ fn fd_metadata(c: &Client, s: &Session) -> Handled {
     match c.nr() {
         libc::SYS_fchmod => {
             need(c, c.syscall().as_bytes(), rights, Right::Fchmod)?;
+            policy(c, s, &fd_path(&fd)?, Access::Write)?;
             // No set-id bits: a capability to change a mode is not one to grant privilege.
             let mode = c.arg(1) as u32 & 0o1777;
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(errno)?;
@@ -442,6 +1091,13 @@ fn checked_call(c: &Client) -> Handled {
         None => Ok(Answer::Reply(Reply::Continue)),
         Some(rule) => {
             let target = match rule {
+                Rule::OtherProcess if c.nr() == libc::SYS_fcntl => {
+                    format!("owner of descriptor {} (pid {})", c.int(0), c.int(2))
+                }
+                Rule::OtherProcess if c.nr() == libc::SYS_ioctl => {
+                    format!("owner of descriptor {}", c.int(0))
+                }
+                Rule::OtherProcess if c.nr() == libc::SYS_ptrace => format!("pid {}", c.int(1)),
                 Rule::OtherProcess => format!("pid {}", c.int(0)),
                 Rule::SocketAddress => format!("socket family {}", c.int(0)),
                 _ => c.syscall().to_owned(),
@@ -466,5 +1122,16 @@ mod tests {
         rules.sort_unstable();
         filter.sort_unstable();
         assert_eq!(rules, filter);
+        assert_eq!(
+            crate::syscalls::Profile::OWNER_FCNTLS,
+            [
+                libc::F_SETOWN as u64,
+                warden_capsicum::mode::F_SETOWN_EX as u64
+            ]
+        );
+        assert_eq!(
+            crate::syscalls::Profile::OWNER_IOCTLS,
+            warden_capsicum::mode::OWNER_IOCTLS
+        );
     }
 }

@@ -405,7 +405,9 @@ impl Agent {
 
     fn dispatch(&self, client: &Client<'_>, family: Family) -> Handled {
         if let Some(session) = &self.capsicum {
-            return capsicum::dispatch(client, family, session);
+            if let Some(handled) = capsicum::serve(client, family, session) {
+                return handled;
+            }
         }
         dispatch_typed(client, family).map_err(|e| e.raw_os_error())
     }
@@ -530,7 +532,11 @@ fn delegated_family(
         return None;
     }
     let entry = syscalls::lookup(notif.nr as i64)?;
-    if capability_mode && syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr) {
+    if capability_mode
+        && (syscalls::Profile::CAPABILITY_CHECKED.contains(&entry.nr)
+            || matches!(entry.nr, libc::SYS_fcntl | libc::SYS_ioctl)
+            || syscalls::Profile::TRACING.contains(&entry.nr))
+    {
         return Some((Family::CapabilityMode, entry.name()));
     }
     match entry.class_in(net) {
@@ -551,6 +557,9 @@ pub struct Ids {
     pub ns_tgid: u32,
     /// The caller's umask.
     pub umask: u32,
+    /// How many seccomp filters the caller has (`Seccomp_filters`, Linux 5.9), which only
+    /// grows: capability mode entered by the program is one more ([`capsicum`]).
+    pub filters: Option<u32>,
 }
 
 /// One request being served: the notification plus lazily fetched facts about its caller.
@@ -727,11 +736,45 @@ impl Client<'_> {
         let umask = field("Umask:")
             .and_then(|v| u32::from_str_radix(v, 8).ok())
             .unwrap_or(0o022);
+        let filters = field("Seccomp_filters:").and_then(|v| v.parse().ok());
         Ok(*self.ids.get_or_init(|| Ids {
             tgid,
             ns_tgid,
             umask,
+            filters,
         }))
+    }
+
+    /// Puts `fd` in the caller at the number `at`, replacing what is there (the caller is still
+    /// waiting for its answer; see [`unotify::addfd_at`]).
+    pub fn replace_fd(&self, fd: BorrowedFd<'_>, at: i32, cloexec: bool) -> Result<(), i32> {
+        unotify::addfd_at(self.agent.listener.as_fd(), self.notif.id, fd, at, cloexec)
+            .map(drop)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// Whether the caller's descriptor `fd` is close-on-exec (its `/proc/<tid>/fdinfo`).
+    pub fn fd_cloexec(&self, fd: i32) -> Result<bool, i32> {
+        use std::io::Read;
+        let name = std::ffi::CString::new(format!("fdinfo/{fd}")).map_err(|_| libc::EBADF)?;
+        let f = rustix::fs::openat(
+            self.proc_dir()?,
+            &name,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|_| libc::EBADF)?;
+        let mut text = String::new();
+        std::fs::File::from(f)
+            .take(4096)
+            .read_to_string(&mut text)
+            .map_err(|_| libc::EBADF)?;
+        let flags = text
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            .ok_or(libc::EBADF)?;
+        Ok(flags & libc::O_CLOEXEC as u32 != 0)
     }
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.

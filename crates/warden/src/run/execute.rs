@@ -254,6 +254,7 @@ fn register(
         &dir,
         entry,
         Arc::clone(&agent.grants),
+        cfg.capsicum.clone(),
         move || {
             let s = a.stats.snapshot();
             (s.total, s.denied)

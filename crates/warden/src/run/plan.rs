@@ -225,6 +225,18 @@ fn choose_opens(
     if fast_path == FastPath::Never {
         return Ok(Opens::Agent);
     }
+    // Capability mode is the agent's: an open the kernel answered alone would not be held to
+    // it (an absolute path, a lookup from the current directory).
+    if cfg.capsicum.is_some() {
+        if cfg.fast_path == FastPath::Always {
+            return Err(failure(
+                EXIT_WARDEN,
+                "--fast-path=always: in capability mode every open is the agent's (it refuses \
+                 absolute paths and walks beneath directory capabilities); drop --fast-path",
+            ));
+        }
+        return Ok(Opens::Agent);
+    }
     let logged = cfg.log.is_some() || cfg.observations.is_some();
     // The cheap reasons first: the plan looks at every rule's path on disk.
     let why_not: Option<String> = if logged && fast_path == FastPath::Auto {
@@ -665,6 +677,24 @@ mod tests {
             }
             Ok(p) => panic!("planned opens {:?} for the default policy", p.opens),
         }
+    }
+
+    #[test]
+    fn capability_mode_keeps_every_open_with_the_agent() {
+        let session = || {
+            Some(std::sync::Arc::new(warden_capsicum::Session::new(
+                warden_capsicum::Entry::Program,
+            )))
+        };
+        let mut cfg = config("true", &[]);
+        cfg.capsicum = session();
+        cfg.fast_path = FastPath::Auto;
+        let p = decide(&cfg, None).unwrap();
+        assert_eq!(p.opens, Opens::Agent);
+        assert!(p.profile.capability_mode);
+        cfg.fast_path = FastPath::Always;
+        let f = decide(&cfg, None).err().expect("no plan");
+        assert!(f.message.contains("capability mode"), "{}", f.message);
     }
 
     #[test]
