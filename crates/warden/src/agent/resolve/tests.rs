@@ -83,6 +83,7 @@ impl Caller for Me<'_> {
             tgid: pid,
             ns_tgid: pid,
             umask: 0o022,
+            filters: None,
         })
     }
 
