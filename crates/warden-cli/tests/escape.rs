@@ -520,23 +520,30 @@ fn race_control() {
     for mode in ["symlink", "pathbuf"] {
         let fx = Fixture::new(&format!("race-control-{mode}"), As::Me);
         let ino = snapshot(&fx.secret).ino.to_string();
-        let r = run_native(
-            "escape_race",
-            &fx.scratch,
-            &[
-                mode,
-                Fixture::s(&fx.secret),
-                Fixture::s(&fx.allowed.join("data")),
-                &ino,
-                "300",
-            ],
-        );
-        r.finished();
-        let a = r.get(&format!("race_{mode}"));
+        // On a loaded machine one run's flipper may only ever be seen on one side; the control
+        // shows the race exists natively when any of a few runs reads both.
+        let mut dumps = Vec::new();
+        let both = (0..5).any(|_| {
+            let r = run_native(
+                "escape_race",
+                &fx.scratch,
+                &[
+                    mode,
+                    Fixture::s(&fx.secret),
+                    Fixture::s(&fx.allowed.join("data")),
+                    &ino,
+                    "300",
+                ],
+            );
+            r.finished();
+            let a = r.get(&format!("race_{mode}"));
+            dumps.push(r.dump());
+            a.num("secret") > 0 && a.num("allowed") > 0
+        });
         assert!(
-            a.num("secret") > 0 && a.num("allowed") > 0,
+            both,
             "natively both sides should be read\n{}",
-            r.dump()
+            dumps.join("\n")
         );
     }
 }

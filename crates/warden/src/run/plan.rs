@@ -354,13 +354,16 @@ fn environment(
             );
         }
     }
-    put(
-        &mut vars,
-        OsStr::new("PWD"),
-        Some(cwd.as_os_str().to_owned()),
-    );
-    // A shell looks at OLDPWD when it starts: warden's previous directory is not the program's.
-    put(&mut vars, OsStr::new("OLDPWD"), None);
+    if !cfg.clear {
+        // warden's own PWD and OLDPWD would name its directories, which a shell looks at first
+        // when it starts; a cleared environment has neither, and the shell finds its own.
+        put(
+            &mut vars,
+            OsStr::new("PWD"),
+            Some(cwd.as_os_str().to_owned()),
+        );
+        put(&mut vars, OsStr::new("OLDPWD"), None);
+    }
     for (name, value) in &cfg.set {
         let value = match value {
             Some(v) => Some(OsString::from(v)),
