@@ -327,6 +327,19 @@ fn here_builds_the_project_standing_in() {
         );
         common::assert_ok(&o);
         assert!(!project.join("out.txt").exists());
+        // Not from / nor from the home directory itself: that is not a project.
+        let o = common::run_warden(who, Path::new("/"), &["run", "--here", "--", "true"]);
+        assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+        let mut cmd = common::warden_cmd(who);
+        cmd.current_dir(&project)
+            .env("HOME", &project)
+            .args(["run", "--here", "--", "true"]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        assert!(
+            common::stderr(&o).contains("cd into the project"),
+            "{}",
+            common::stderr(&o)
+        );
         let _ = std::fs::remove_dir_all(&top);
     });
 }
