@@ -44,11 +44,14 @@ fn sandboxed(script: &str, flags: &[&str]) -> (Option<i32>, String, String) {
 fn installed(test: &str, needs: &[&str]) -> bool {
     for p in needs {
         if !Path::new(p).exists() {
-            common::skip(
-                test,
-                common::Lack::Program,
-                &format!("{p} is not installed (scripts/setup.sh installs it)"),
-            );
+            let (lack, how) = match *p {
+                "/usr/bin/javac" | "/usr/bin/java" => (
+                    common::Lack::Jdk,
+                    "a JDK, e.g. apt-get install default-jdk-headless",
+                ),
+                _ => (common::Lack::Program, "scripts/setup.sh installs it"),
+            };
+            common::skip(test, lack, &format!("{p} is not installed ({how})"));
             return false;
         }
     }
