@@ -712,9 +712,10 @@ fn run_in(
 }
 
 /// The program's environment: warden's own (or a minimal one), `TMPDIR` pointing at the
-/// scratch directory, `PWD` at the directory the program starts in (never warden's own, which
-/// a shell would otherwise look at first), `HOME` at the scratch directory when the policy does
-/// not let the program write in warden's `HOME`, then the `--env` settings in order.
+/// scratch directory, `PWD` at the directory the program starts in and no `OLDPWD` (never
+/// warden's own, which a shell would otherwise look at first; a minimal environment has
+/// neither), `HOME` at the scratch directory when the policy does not let the program write in
+/// warden's `HOME`, then the `--env` settings in order.
 fn environment(
     cfg: &EnvConfig,
     scratch: Option<&Scratch>,
@@ -752,13 +753,16 @@ fn environment(
             put(&mut vars, OsStr::new("HOME"), Some(s.path.clone().into()));
         }
     }
-    put(
-        &mut vars,
-        OsStr::new("PWD"),
-        Some(cwd.as_os_str().to_owned()),
-    );
-    // A shell looks at OLDPWD when it starts: warden's previous directory is not the program's.
-    put(&mut vars, OsStr::new("OLDPWD"), None);
+    if !cfg.clear {
+        // warden's own PWD and OLDPWD (a shell looks at both when it starts) are not the
+        // program's; a minimal environment has neither.
+        put(
+            &mut vars,
+            OsStr::new("PWD"),
+            Some(cwd.as_os_str().to_owned()),
+        );
+        put(&mut vars, OsStr::new("OLDPWD"), None);
+    }
     for (name, value) in &cfg.set {
         let value = match value {
             Some(v) => Some(OsString::from(v)),
