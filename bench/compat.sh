@@ -4,7 +4,7 @@
 # alternates), from a fresh empty directory (natively) or the scratch directory (warden). Prints
 # the median wall time of each and the ratio, and the load average before and after.
 #
-#   bash bench/compat.sh [--reps N] [--warden PATH] [--view on|off]
+#   bash bench/compat.sh [--reps N] [--warden PATH] [--view on|off] [--fast-path auto|always|never]
 #
 # Needs a release build (cargo build --release) unless --warden is given. Workloads whose
 # programs are missing are left out and named.
@@ -13,11 +13,13 @@ cd "$(dirname "$0")/.."
 reps=5
 warden=target/release/warden
 view=off
+fast=never
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) reps=$2; shift 2 ;;
         --warden) warden=$2; shift 2 ;;
         --view) view=$2; shift 2 ;;
+        --fast-path) fast=$2; shift 2 ;;
         *) echo "compat.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -46,7 +48,7 @@ with f.ThreadPoolExecutor(4) as e: list(e.map(lambda i: subprocess.run([\"true\"
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "warden run --view $view --fast-path $fast; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-32s %12s %12s %8s\n' workload "native ms" "warden ms" ratio
 missing=()
 for w in "${workloads[@]}"; do
@@ -68,7 +70,7 @@ for w in "${workloads[@]}"; do
                 t0=$(now); (cd "$d" && HOME=$d bash -c "$script") > /dev/null 2>&1 || echo "compat.sh: $name failed natively" >&2
                 t1=$(now); rm -rf "$d"; nat+=($(( (t1 - t0) / 1000 )))
             else
-                t0=$(now); "$warden" run --view "$view" "${wflags[@]}" -- bash -c "export HOME=\$PWD; $script" > /dev/null 2>&1 || echo "compat.sh: $name failed under warden" >&2
+                t0=$(now); "$warden" run --view "$view" --fast-path "$fast" "${wflags[@]}" -- bash -c "export HOME=\$PWD; $script" > /dev/null 2>&1 || echo "compat.sh: $name failed under warden" >&2
                 t1=$(now); san+=($(( (t1 - t0) / 1000 )))
             fi
         done

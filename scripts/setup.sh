@@ -21,6 +21,8 @@ command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
 # A daemon that drops privileges to its workers (compat.rs: nginx serving a file to curl).
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+[ -x /usr/bin/node ] || need+=(nodejs)
+[ -x /usr/bin/uptime ] || need+=(procps)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2

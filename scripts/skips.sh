@@ -4,7 +4,7 @@
 #   bash scripts/skips.sh probe
 #       Prints, comma-separated, the keys of what this machine has among the only reasons a test
 #       may skip (`Lack` in crates/warden-cli/tests/common/mod.rs): root, nobody, i386, x32,
-#       io_uring, memory-cgroup, second-cpu, program. Each probe asks the machine the way the
+#       io_uring, memory-cgroup, second-cpu, program, jdk. Each probe asks the machine the way the
 #       tests do. test.sh passes the list to the tests as WARDEN_REQUIRE: a test that skips for
 #       lack of one of them fails.
 #
@@ -43,9 +43,11 @@ probe() {
   fi
   if [ "$(nproc)" -ge 2 ]; then have+=(second-cpu); fi
   if [ -x /usr/bin/python3 ] && [ -x /usr/bin/curl ] && [ -x /usr/bin/strace ] &&
-     [ -x /usr/bin/git ] && [ -x /usr/bin/xz ] && [ -x /usr/bin/sqlite3 ]; then
+     [ -x /usr/bin/git ] && [ -x /usr/bin/xz ] && [ -x /usr/bin/sqlite3 ] &&
+     [ -x /usr/sbin/nginx ] && [ -x /usr/bin/node ] && [ -x /usr/bin/uptime ]; then
     have+=(program)
   fi
+  if [ -x /usr/bin/javac ] && [ -x /usr/bin/java ]; then have+=(jdk); fi
   local IFS=,
   echo "${have[*]}"
 }

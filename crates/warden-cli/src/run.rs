@@ -312,7 +312,15 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
     }
     if args.here {
         // `--here`: the starting directory as a project the program builds.
-        match std::env::current_dir() {
+        let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+        match std::env::current_dir().and_then(std::fs::canonicalize) {
+            Ok(dir) if dir == Path::new("/") || Some(&dir) == home.as_ref() => {
+                errors.push(format!(
+                "warden: --here in {}: that would open everything beneath it (your whole home, \
+                 or the whole machine) to the program; cd into the project first",
+                warden_policy::escape::escape(dir.as_os_str().as_encoded_bytes())
+            ))
+            }
             Ok(dir) => match flag_patterns(&dir.to_string_lossy()) {
                 Ok(patterns) => {
                     for access in [Access::Read, Access::Write, Access::Unlink, Access::Exec] {

@@ -57,11 +57,14 @@ fn sandboxed(script: &str, flags: &[&str]) -> (Option<i32>, String, String) {
 fn installed(test: &str, needs: &[&str]) -> bool {
     for p in needs {
         if !Path::new(p).exists() {
-            common::skip(
-                test,
-                common::Lack::Program,
-                &format!("{p} is not installed (scripts/setup.sh installs it)"),
-            );
+            let (lack, how) = match *p {
+                "/usr/bin/javac" | "/usr/bin/java" => (
+                    common::Lack::Jdk,
+                    "a JDK, e.g. apt-get install default-jdk-headless",
+                ),
+                _ => (common::Lack::Program, "scripts/setup.sh installs it"),
+            };
+            common::skip(test, lack, &format!("{p} is not installed ({how})"));
             return false;
         }
     }
@@ -209,10 +212,11 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "metadata_heavy_walks",
-        why: "The survey's metadata-heavy walks: ls -laR /usr/share/doc and find /usr, as natively.",
+        why: "The survey's metadata-heavy walks: ls -laR /usr/share/doc and find /usr, as natively \
+              (without __pycache__, where a Python run as root elsewhere may add a file meanwhile).",
         needs: &[],
         flags: &[],
-        script: "ls -laR /usr/share/doc 2>&1 | md5sum; find /usr 2>&1 | md5sum; \
+        script: "ls -laR /usr/share/doc 2>&1 | md5sum; find /usr -name __pycache__ -prune -o -print 2>&1 | md5sum; \
          find /usr -name '*.so*' | wc -l",
     },
     Case {
@@ -340,6 +344,19 @@ fn here_builds_the_project_standing_in() {
         );
         common::assert_ok(&o);
         assert!(!project.join("out.txt").exists());
+        // Not from / nor from the home directory itself: that is not a project.
+        let o = common::run_warden(who, Path::new("/"), &["run", "--here", "--", "true"]);
+        assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+        let mut cmd = common::warden_cmd(who);
+        cmd.current_dir(&project)
+            .env("HOME", &project)
+            .args(["run", "--here", "--", "true"]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        assert!(
+            common::stderr(&o).contains("cd into the project"),
+            "{}",
+            common::stderr(&o)
+        );
         let _ = std::fs::remove_dir_all(&top);
     });
 }

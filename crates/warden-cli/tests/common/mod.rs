@@ -145,6 +145,8 @@ pub enum Lack {
     SecondCpu,
     /// A program the test drives is not installed (scripts/setup.sh installs them all).
     Program,
+    /// No JDK (`javac`, `java`): large, so scripts/setup.sh does not install one.
+    Jdk,
 }
 
 impl Lack {
@@ -159,6 +161,7 @@ impl Lack {
             Lack::MemoryCgroup => "memory-cgroup",
             Lack::SecondCpu => "second-cpu",
             Lack::Program => "program",
+            Lack::Jdk => "jdk",
         }
     }
 }
