@@ -615,22 +615,7 @@ fn stat(c: &Client, s: &Session) -> Handled {
         return policy_decides(c, Family::Stat);
     }
     c.live()?;
-    let (dir, rights) = capability(c, s, dirfd, &path)?;
-    need(c, &path, rights, Right::Lookup)?;
-    let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
-        libc::O_NOFOLLOW
-    } else {
-        0
-    };
-    let obj = beneath::open(
-        &dir,
-        &cstring(&path)?,
-        libc::O_PATH | nofollow,
-        0,
-        ResolveFlags::empty(),
-    )
-    .map_err(|e| walk_error(c, &path, e))?;
-    policy_visible(c, s, &fd_path(&obj)?)?;
+    let (obj, _) = look_up(c, s, dirfd, &path, flags)?;
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | (flags & libc::AT_STATX_SYNC_TYPE);
     let map = c.id_map();
     if c.nr() == libc::SYS_statx {
@@ -647,6 +632,35 @@ fn stat(c: &Client, s: &Session) -> Handled {
     value(0)
 }
 
+/// The object `path` names beneath the directory capability `dirfd` (the `lookup` right
+/// needed), found `O_PATH` without following a last symlink when `flags` says
+/// `AT_SYMLINK_NOFOLLOW`, and visible under the policy; with the capability's rights.
+fn look_up(
+    c: &Client,
+    s: &Session,
+    dirfd: i32,
+    path: &[u8],
+    flags: i32,
+) -> Result<(OwnedFd, Rights), i32> {
+    let (dir, rights) = capability(c, s, dirfd, path)?;
+    need(c, path, rights, Right::Lookup)?;
+    let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
+    let obj = beneath::open(
+        &dir,
+        &cstring(path)?,
+        libc::O_PATH | nofollow,
+        0,
+        ResolveFlags::empty(),
+    )
+    .map_err(|e| walk_error(c, path, e))?;
+    policy_visible(c, s, &fd_path(&obj)?)?;
+    Ok((obj, rights))
+}
+
 fn access(c: &Client, s: &Session) -> Handled {
     let (dirfd, path_addr, amode, flags) = match c.nr() {
         libc::SYS_access => (libc::AT_FDCWD, c.arg(0), c.int(1), 0),
@@ -655,22 +669,7 @@ fn access(c: &Client, s: &Session) -> Handled {
     };
     let path = c.path_arg(path_addr)?;
     c.live()?;
-    let (dir, rights) = capability(c, s, dirfd, &path)?;
-    need(c, &path, rights, Right::Lookup)?;
-    let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
-        libc::O_NOFOLLOW
-    } else {
-        0
-    };
-    let obj = beneath::open(
-        &dir,
-        &cstring(&path)?,
-        libc::O_PATH | nofollow,
-        0,
-        ResolveFlags::empty(),
-    )
-    .map_err(|e| walk_error(c, &path, e))?;
-    policy_visible(c, s, &fd_path(&obj)?)?;
+    let (obj, rights) = look_up(c, s, dirfd, &path, flags)?;
     // What the descriptor's rights would allow, not only what the file's mode does.
     let wants = [
         (libc::R_OK, Right::Read),
