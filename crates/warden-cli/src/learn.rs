@@ -116,10 +116,9 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // The kernel opens a script's interpreter and a program's dynamic loader itself: the agent
     // never sees them, and the policy needs them.
     let interpreted: Vec<String> = observations
-        .counted()
         .iter()
-        .filter(|(o, _)| o.allowed && o.access == Some(Access::Exec))
-        .flat_map(|(o, _)| interpreters(&o.target, &head))
+        .filter(|o| o.allowed && o.access == Some(Access::Exec))
+        .flat_map(|o| interpreters(&o.target, &head))
         .collect();
     for target in interpreted {
         observations.record("execve (interpreter)", &target, Some(Access::Exec), true);
@@ -128,12 +127,10 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // agent does not see; in the sandbox's own view (the default of `warden run`) a file mapped
     // executable needs `exec` (its mount is `noexec` otherwise).
     let libraries: Vec<String> = observations
-        .counted()
-        .into_iter()
-        .map(|(o, _)| o)
+        .iter()
         .filter(|o| o.allowed && o.access == Some(Access::Read) && o.syscall.starts_with("open"))
         .filter(|o| head(&o.target).is_some_and(|h| is_shared_object(&h)))
-        .map(|o| o.target)
+        .map(|o| o.target.clone())
         .collect();
     for target in libraries {
         observations.record("mmap (shared library)", &target, Some(Access::Exec), true);

@@ -112,6 +112,12 @@ impl Observations {
         self.dropped
     }
 
+    /// Each distinct observation, in no particular order (no copy; [`Observations::counted`]
+    /// for a sorted list with the counts).
+    pub fn iter(&self) -> impl Iterator<Item = &Observation> {
+        self.seen.keys()
+    }
+
     /// Each distinct observation with how many times it was made, in a stable order.
     pub fn counted(&self) -> Vec<(Observation, u64)> {
         let mut all: Vec<(Observation, u64)> =
