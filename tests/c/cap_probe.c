@@ -75,6 +75,9 @@ static void attempt(const char *a) {
     } else if (!strcmp(a, "absolute")) read_at(a, AT_FDCWD, "/etc/passwd");
     else if (!strcmp(a, "absolute-at")) read_at(a, d, "/etc/passwd");
     else if (!strcmp(a, "cwd")) read_at(a, AT_FDCWD, "f");
+    /* With d = /etc: a file the policy's path-deny carves out of it, and one it does not. */
+    else if (!strcmp(a, "etc-shadow")) read_at(a, d, "shadow");
+    else if (!strcmp(a, "etc-passwd")) read_at(a, d, "passwd");
     else if (!strcmp(a, "dotdot")) read_at(a, d, "../secret");
     else if (!strcmp(a, "dotdot-inside")) read_at(a, d, "sub/../f");
     else if (!strcmp(a, "symlink-abs")) read_at(a, d, "abs");

@@ -1243,3 +1243,22 @@ fn inspect_shows_capability_mode_and_rights() {
         inspect_shows_mode_and_rights,
     );
 }
+
+/// A directory named with `--fd` grants beyond the policy's allow rules, never past its
+/// `path-deny` ones: with `/etc` as the capability, `/etc/shadow` (carved out by the default
+/// policy) stays refused while `/etc/passwd` opens (the agent walks as root for a root run, so
+/// only the policy stands between the program and the file).
+#[test]
+fn a_directory_capability_keeps_the_policys_denials() {
+    each_user("a_directory_capability_keeps_the_policys_denials", |who| {
+        let (l, err) = probe(
+            who,
+            Path::new("/etc"),
+            "read,lookup",
+            &[],
+            &["etc-shadow", "etc-passwd"],
+        );
+        expect(&l, "etc-shadow", EACCES, &err);
+        expect(&l, "etc-passwd", "ok", &err);
+    });
+}

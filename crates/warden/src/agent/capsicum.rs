@@ -25,7 +25,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use warden_capsicum::held::Limit;
 use warden_capsicum::request::Request;
 use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
-use warden_policy::Access;
+use warden_policy::{Access, Denial, Verdict};
 
 /// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`):
 /// `None` when the caller is not in capability mode and the call is the policy's to decide.
@@ -385,19 +385,30 @@ fn child_path(dir: &impl AsFd, name: &std::ffi::CStr) -> Result<String, i32> {
 /// Under `--capsicum`, capability mode only takes away: what a walk beneath a directory
 /// capability reaches is checked against the policy by its path, as every other call of the
 /// sandbox is (a program must not gain by entering the mode). Under `--capability-mode` the
-/// operator named the directories with `--fd`, and their trees are the grant.
+/// operator named the directories with `--fd`, and their trees are the grant beyond the
+/// policy's allow rules, never past its `path-deny` ones (a `--fd` of `/etc` does not open
+/// `/etc/shadow`, as `--read /etc` would not).
 fn policy(c: &Client, s: &Session, path: &str, access: Access) -> Result<(), i32> {
     match s.entry {
-        Entry::Warden => Ok(()),
-        Entry::Program => c.decide(path, access),
+        Entry::Warden if !denied_by_a_rule(c, path, access) => Ok(()),
+        _ => c.decide(path, access),
     }
+}
+
+/// Whether a `path-deny` rule of the policy refuses `access` to `path`.
+fn denied_by_a_rule(c: &Client, path: &str, access: Access) -> bool {
+    matches!(
+        c.policy().check(path, access),
+        Verdict::Denied(Denial::DeniedBy(_))
+    )
 }
 
 /// [`policy`] for looking at `path`'s metadata (stat, access).
 fn policy_visible(c: &Client, s: &Session, path: &str) -> Result<(), i32> {
     match s.entry {
-        Entry::Warden => Ok(()),
-        Entry::Program => c.decide_visible(path),
+        // As [`policy`]: beneath a `--fd` directory only `path-deny` rules hold.
+        Entry::Warden if !denied_by_a_rule(c, path, Access::Read) => Ok(()),
+        _ => c.decide_visible(path),
     }
 }
 
@@ -466,26 +477,15 @@ fn open(c: &Client, s: &Session) -> Handled {
         0
     };
     let resolve = ResolveFlags::from_bits_retain(resolve);
-    let fd = if s.entry == Entry::Program {
-        checked_open(c, s, &dir, &path, flags & !libc::O_CLOEXEC, mode, resolve)?
-    } else {
-        beneath::open(
-            &dir,
-            &cstring(&path)?,
-            flags & !libc::O_CLOEXEC,
-            mode,
-            resolve,
-        )
-        .map_err(|e| walk_error(c, &path, e))?
-    };
+    let fd = checked_open(c, s, &dir, &path, flags & !libc::O_CLOEXEC, mode, resolve)?;
     grant(s, &fd, derived)?;
     c.allow_by(&text(&path), "capability-mode:beneath");
     c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0);
     Ok(Answer::Fd(fd, cloexec))
 }
 
-/// An open beneath `dir` under `--capsicum`, checked against the policy before it has any
-/// effect: an existing object is found first (`O_PATH`, beneath), checked by its path, and then
+/// An open beneath `dir`, checked against the policy ([`policy`]: all of it under
+/// `--capsicum`, its `path-deny` rules under `--capability-mode`) before it has any effect: an existing object is found first (`O_PATH`, beneath), checked by its path, and then
 /// opened through that very descriptor; a missing one is checked by its would-be path and
 /// created in the directory found, never through a symlink put there meanwhile.
 fn checked_open(
