@@ -191,6 +191,16 @@ const CASES: &[Case] = &[
          text=True).stdout.strip(), range(8))))'",
     },
     Case {
+        name: "python_pool",
+        why: "Item 9: Python's multiprocessing.Pool, whose semaphores live in /dev/shm (the \
+              sandbox's own).",
+        needs: &["/usr/bin/python3"],
+        flags: &[],
+        script: "python3 -c 'import multiprocessing as m\n\
+         with m.Pool(3) as p:\n    print(sum(p.map(abs, range(-50, 50))))\n\
+         q = m.Queue(); q.put(7); print(q.get())'",
+    },
+    Case {
         name: "cc_build_and_run",
         why: "Compiling and running a C program in the working directory (with an exec grant).",
         needs: &["/usr/bin/cc"],
@@ -269,6 +279,7 @@ compat!(
     git_repository,
     sqlite_database,
     python_subprocesses,
+    python_pool,
     cc_build_and_run,
     node_worker_threads,
     metadata_heavy_walks,

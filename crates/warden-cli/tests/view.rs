@@ -482,6 +482,64 @@ fn a_tmpfs_map_is_private_and_empty() {
     each_user("a_tmpfs_map_is_private_and_empty", tmpfs_map);
 }
 
+/// `/dev/shm` (POSIX shared memory and semaphores): in the default view it is the sandbox's own
+/// empty tmpfs; the host's, which every other program shares, is reachable by no route, and
+/// nothing the sandbox makes there reaches it. Without a view, `/dev/shm` is closed.
+fn dev_shm(who: As) {
+    let name = format!(
+        "warden-shm-test-{}-{}",
+        std::process::id(),
+        common::who_tag(who)
+    );
+    let host = Path::new("/dev/shm").join(&name);
+    let secret = format!("host-shm-secret-{name}");
+    common::write_file(&host, format!("{secret}\n"), 0o666);
+    let made = Path::new("/dev/shm").join(format!("made-{name}"));
+    let script = format!(
+        "echo entries $(ls -A /dev/shm | wc -l); \
+         for p in /dev/shm/{name} /proc/self/root/dev/shm/{name} /dev/../dev/shm/{name} \
+         /dev/shm/./{name}; do cat $p; done; ln -s /dev/shm/{name} l && cat l; \
+         echo hello > /dev/shm/{name}; echo mine > /dev/shm/made-{name} && \
+         cat /dev/shm/made-{name}; echo done"
+    );
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &["run", "--", "/bin/sh", "-c", &script],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(out.contains("entries 0\n"), "{out}\n{err}");
+    assert!(
+        out.contains("mine\n") && out.ends_with("done\n"),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains(&secret), "the host's /dev/shm leaked: {out}");
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &["run", "--view", "off", "--", "/bin/sh", "-c", &script],
+    );
+    let (off, err_off) = (stdout(&o), common::stderr(&o));
+    assert!(!off.contains(&secret), "--view off leaked: {off}");
+    assert!(!off.contains("mine"), "--view off wrote: {off}\n{err_off}");
+    assert!(err_off.contains("Permission denied"), "{off}\n{err_off}");
+    // From outside: the host's file is as it was, and nothing was made.
+    assert_eq!(
+        std::fs::read_to_string(&host).unwrap(),
+        format!("{secret}\n")
+    );
+    assert!(!made.exists(), "{} reached the host", made.display());
+    let _ = std::fs::remove_file(&host);
+}
+
+#[test]
+fn dev_shm_is_the_sandboxs_own_and_closed_without_a_view() {
+    each_user(
+        "dev_shm_is_the_sandboxs_own_and_closed_without_a_view",
+        dev_shm,
+    );
+}
+
 fn ro_and_rw_maps(who: As) {
     let tree = map_tree("rorw", who);
     let host = Fixture::s(&tree).to_owned();

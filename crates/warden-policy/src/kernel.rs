@@ -120,6 +120,7 @@ fn plan(policy: &Policy, find: &dyn Fn(&str) -> Found, view: bool) -> KernelPlan
                 None => deny_plan(policy, lit, r.pattern.is_prefix()),
                 Some(Access::Unlink) => Enforcer::Agent,
                 Some(_) if view && in_views_own(lit, r.pattern.is_prefix()) => Enforcer::Kernel,
+                Some(_) if view && in_private_tmpfs(policy, lit) => in_tmpfs(&r.pattern),
                 Some(access) if view => match find(lit) {
                     _ if r.pattern.is_prefix() => {
                         absent_is_narrower(allow_plan(judged, access, &r.pattern, find), lit)
@@ -158,6 +159,28 @@ fn absent_is_narrower(enforcer: Enforcer, lit: &str) -> Enforcer {
 
 /// In a view, `/proc/...` names the sandbox's own procfs (read under one Landlock rule on its
 /// root, with the rest masked), and an exact name in `/dev` is a device or link the view binds.
+/// `lit` lies at or beneath a `path-map tmpfs`: a place of the sandbox's own, holding only what
+/// the run makes there (no device: the tmpfs is `nodev`), whose rules Landlock gets on the
+/// view's own objects.
+fn in_private_tmpfs(policy: &Policy, lit: &str) -> bool {
+    policy.maps().iter().any(|m| {
+        m.source == crate::map::MapSource::Tmpfs
+            && crate::map::at_or_beneath(lit.trim_end_matches('/'), &m.sandbox)
+    })
+}
+
+/// Who enforces a rule inside a private tmpfs: the kernel, except for a name prefix, which
+/// Landlock cannot name.
+fn in_tmpfs(pattern: &crate::PathPattern) -> Enforcer {
+    if pattern.is_prefix() && !pattern.literal().ends_with('/') {
+        Enforcer::Blocks(format!(
+            "`{pattern}` matches names by how they start, which Landlock cannot name"
+        ))
+    } else {
+        Enforcer::Kernel
+    }
+}
+
 fn in_views_own(lit: &str, prefix: bool) -> bool {
     lit == "/proc" || lit.starts_with("/proc/") || (!prefix && lit.starts_with("/dev/"))
 }
@@ -383,6 +406,27 @@ mod tests {
         "/", "/usr", "/usr/lib", "/etc", "/etc/ssl", "/data", "/proc",
     ];
     const FILES: &[&str] = &["/etc/passwd", "/etc/shadow", "/usr/bin-tool", "/data/x"];
+
+    #[test]
+    fn rules_in_a_private_tmpfs_are_the_kernels_in_a_view() {
+        let find = fs(DIRS, FILES, &[]);
+        let policy = Policy::parse(
+            "t",
+            "path-map tmpfs /dev/shm\npath-map tmpfs /scratch2\n\
+             path-allow read /dev/shm /dev/shm/* /scratch2/*\npath-allow write /dev/shm/*\n\
+             path-allow write /scratch2/made*",
+        )
+        .expect("parses");
+        let p = kernel_plan_in_view(&policy, &find);
+        // A tree in /dev would cover devices, but a tmpfs map is `nodev` and the sandbox's own;
+        // a rule there is the kernel's even where the host has nothing (/scratch2).
+        for i in 0..4 {
+            assert_eq!(p.rules[i].enforcer, Enforcer::Kernel, "rule {i}");
+        }
+        // A name prefix inside one stays a blocker.
+        assert_eq!(reasons(&p).len(), 1, "{:?}", reasons(&p));
+        assert!(reasons(&p)[0].contains("made*"), "{:?}", reasons(&p));
+    }
 
     #[test]
     fn trees_with_their_roots_are_exact() {

@@ -53,7 +53,8 @@ impl MapMode {
 pub struct PathMap {
     /// What appears.
     pub source: MapSource,
-    /// Where, in the sandbox (absolute, normalized, never `/`, `/proc` or `/dev`).
+    /// Where, in the sandbox (absolute, normalized, never `/`, `/proc` or `/dev`; beneath `/dev`
+    /// only a tmpfs, as `/dev/shm`).
     pub sandbox: String,
     /// What writes do (a tmpfs is always writable, as far as the rules allow).
     pub mode: MapMode,
@@ -105,19 +106,30 @@ pub(crate) fn map_path(text: &str, what: &str) -> Result<String, String> {
     Ok(pattern.literal().trim_end_matches('/').to_string())
 }
 
-/// Why `sandbox` cannot be a map's sandbox path, if it cannot.
-pub(crate) fn bad_sandbox_path(sandbox: &str) -> Option<String> {
+/// Why `sandbox` cannot be a map's sandbox path for a map of `source`, if it cannot. `/dev` is
+/// the sandbox's own: only a private tmpfs may appear beneath it (`/dev/shm`), never a tree of
+/// the host's.
+pub(crate) fn bad_sandbox_path(sandbox: &str, source: &MapSource) -> Option<String> {
     if sandbox.is_empty() || sandbox == "/" {
         return Some(
             "a map cannot replace the sandbox's `/`: map a directory beneath it".to_string(),
         );
     }
-    for own in ["/proc", "/dev"] {
-        if at_or_beneath(sandbox, own) {
-            return Some(format!(
-                "{own} is the sandbox's own (built from the path rules): it cannot be mapped"
-            ));
-        }
+    let own = |dir: &str| {
+        format!("{dir} is the sandbox's own (built from the path rules): it cannot be mapped")
+    };
+    if at_or_beneath(sandbox, "/proc") {
+        return Some(own("/proc"));
+    }
+    if sandbox == "/dev" {
+        return Some(own("/dev"));
+    }
+    if at_or_beneath(sandbox, "/dev") && *source != MapSource::Tmpfs {
+        return Some(
+            "/dev is the sandbox's own: only a private tmpfs can appear beneath it, as in \
+             `path-map tmpfs /dev/shm`"
+                .to_string(),
+        );
     }
     None
 }
@@ -209,6 +221,9 @@ mod tests {
         assert!(error("path-map /a $SCRATCH/b\n").contains("fixed path"));
         assert!(error("path-map /a /\n").contains("cannot replace"));
         assert!(error("path-map /a /proc/x\n").contains("/proc is the sandbox's own"));
+        assert!(error("path-map tmpfs /dev\n").contains("/dev is the sandbox's own"));
+        assert!(error("path-map /a /dev/shm\n").contains("only a private tmpfs"));
+        assert_eq!(maps("path-map tmpfs /dev/shm\n")[0].sandbox, "/dev/shm");
         assert!(error("path-map tmpfs /tmp ro\n").contains("tmpfs"));
         assert!(error("path-map a /b\n").contains("absolute"));
         let twice = error("path-map /a /b\npath-map /c /b/\n");

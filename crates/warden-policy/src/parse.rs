@@ -489,7 +489,10 @@ impl Parser {
             }
         };
         let sandbox = match crate::map::map_path(to.text, "sandbox path") {
-            Ok(p) => match crate::map::bad_sandbox_path(&p) {
+            Ok(p) => match source
+                .as_ref()
+                .and_then(|s| crate::map::bad_sandbox_path(&p, s))
+            {
                 Some(message) => {
                     self.error(line, to.col, message);
                     None

@@ -298,6 +298,30 @@ impl Policy {
         self.maps.push(map);
     }
 
+    /// The policy as it stands without a view of the sandbox's own (`--view off`, or a kernel
+    /// with no new mount API): a `path-map tmpfs` cannot be made there, and the host's tree at
+    /// its path is never what it promised (a private place), so its tree is closed instead:
+    /// each tmpfs map becomes `path-deny SANDBOX SANDBOX/*`, written where the map was, after
+    /// every other rule (so every [`RuleId`] is unchanged). Returns the policy and the maps
+    /// closed. Maps of the host's trees stay (they need a view, which the caller refuses or
+    /// makes).
+    pub fn close_tmpfs_maps(&self) -> (Policy, Vec<crate::map::PathMap>) {
+        let mut out = self.clone();
+        let (closed, kept): (Vec<_>, Vec<_>) = out
+            .maps
+            .drain(..)
+            .partition(|m| m.source == crate::map::MapSource::Tmpfs);
+        out.maps = kept;
+        for m in &closed {
+            for text in [m.sandbox.clone(), format!("{}/*", m.sandbox)] {
+                if let Ok(pattern) = PathPattern::parse(&text) {
+                    out.add_rule(None, pattern, m.span.clone());
+                }
+            }
+        }
+        (out, closed)
+    }
+
     /// Every `path-map`, in order.
     pub fn maps(&self) -> &[crate::map::PathMap] {
         &self.maps

@@ -646,3 +646,31 @@ fn devices_are_named_only_by_exact_rules() {
     assert!(!p.names_exactly("/dev/sda", Access::Write));
     assert!(!p.names_exactly("/dev/zero", Access::Read), "a deny wins");
 }
+
+#[test]
+fn without_a_view_a_tmpfs_map_closes_its_tree() {
+    let p = Policy::parse(
+        "t",
+        "path-map tmpfs /dev/shm\npath-map /src /in ro\npath-allow read /dev/shm /dev/shm/*\n\
+         path-allow write /dev/shm/*\npath-allow read /in/*\n",
+    )
+    .unwrap();
+    let (closed, maps) = p.close_tmpfs_maps();
+    assert_eq!(maps.len(), 1);
+    assert_eq!(maps[0].sandbox, "/dev/shm");
+    // The host map stays; rule ids are unchanged (the denials come after every rule).
+    assert_eq!(closed.maps().len(), 1);
+    assert_eq!(closed.rule(RuleId(0)), p.rule(RuleId(0)));
+    for path in ["/dev/shm", "/dev/shm/sem.x", "/dev/shm/a/b"] {
+        for access in [Access::Read, Access::Write] {
+            assert!(!closed.check(path, access).is_allowed(), "{path} {access}");
+        }
+        assert!(closed.visible(path).is_none(), "{path}");
+    }
+    assert!(closed.check("/in/x", Access::Read).is_allowed());
+    // The denial names the map's line.
+    match closed.check("/dev/shm/x", Access::Read) {
+        Verdict::Denied(Denial::DeniedBy(id)) => assert_eq!(closed.rule(id).span.line, 1),
+        other => panic!("{other:?}"),
+    }
+}

@@ -51,6 +51,11 @@ impl Plan {
     ) -> Result<Plan, Failure> {
         let limits = policy.limits;
         let view = view_for(cfg, &policy)?;
+        let policy = if view.is_none() {
+            without_view(cfg, policy)
+        } else {
+            policy
+        };
         let cwd = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
             (None, Some((dir, _))) => PathBuf::from(dir),
@@ -132,8 +137,13 @@ fn view_for(
     cfg: &RunConfig,
     policy: &Policy,
 ) -> Result<Option<warden_policy::view::ViewPlan>, Failure> {
-    // A `path-map` is a mount of the view: a policy with one always gets a view.
-    let maps = !policy.maps().is_empty();
+    // A map of the host's trees is a mount of the view: a policy with one always gets a view.
+    // A tmpfs map alone does not ask for one: without a view its tree is closed
+    // (`without_view`).
+    let maps = policy
+        .maps()
+        .iter()
+        .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
     if cfg.view == ViewMode::Off && !maps {
         return Ok(None);
     }
@@ -177,6 +187,24 @@ fn view_for(
         }
     }
     Ok(Some(plan))
+}
+
+/// `policy` for a run on the host's tree: its private tmpfs maps cannot be made, so their trees
+/// are closed rather than handed over as the host has them (the host's `/dev/shm` is every
+/// other program's).
+fn without_view(cfg: &RunConfig, policy: Policy) -> Policy {
+    let (policy, closed) = policy.close_tmpfs_maps();
+    if cfg.verbose {
+        for m in &closed {
+            eprintln!(
+                "warden: {}: {m}: no view of the sandbox's own, so {} is closed (the host's is \
+                 not the sandbox's)",
+                m.span,
+                warden_policy::escape::escape(&m.sandbox)
+            );
+        }
+    }
+    policy
 }
 
 /// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
@@ -245,11 +273,15 @@ fn choose_opens(
         Some("-v names the rule behind every denial, and only the agent sees them all".into())
     } else if !landlock::enforces_everything() {
         Some("this kernel's Landlock does not enforce every right warden uses".into())
-    } else if !policy.maps().is_empty() {
+    } else if policy
+        .maps()
+        .iter()
+        .any(|m| m.source != warden_policy::map::MapSource::Tmpfs)
+    {
         Some(
-            "the policy maps paths (path-map): Landlock's rights belong to objects, and a host \
-             tree shown at two places would carry the rights of both, so the agent decides by \
-             the sandbox's paths"
+            "the policy maps the host's paths (path-map): Landlock's rights belong to objects, \
+             and a host tree shown at two places would carry the rights of both, so the agent \
+             decides by the sandbox's paths"
                 .into(),
         )
     } else {
