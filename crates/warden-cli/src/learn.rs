@@ -163,6 +163,7 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
             command: &command,
             exists: &exists,
             scratch: scratch.as_deref(),
+            link_target: &link_target,
         },
     );
     eprintln!(
@@ -313,6 +314,22 @@ fn is_shared_object(head: &[u8]) -> bool {
             _ => false,
         }
     }
+}
+
+/// Where `path` leads when it is a symlink now: its canonical path, or "" when it leads
+/// nowhere; `None` when it is not a symlink, or is in /proc (`/proc/net` leads to warden's own
+/// `/proc/PID/net` here, and to the program's `/proc/self/net` there).
+fn link_target(path: &str) -> Option<String> {
+    if path == "/proc" || path.starts_with("/proc/") {
+        return None;
+    }
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.file_type().is_symlink().then(|| {
+        std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned))
+            .unwrap_or_default()
+    })
 }
 
 fn exists(path: &str) -> bool {

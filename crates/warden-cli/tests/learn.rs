@@ -400,6 +400,65 @@ fn learning_from_nothing_gives_a_policy_that_runs_the_program() {
     assert_eq!(stdout(&o), WORDS);
 }
 
+/// Learned from nothing, then run in the default view: a shell (`sh` is a symlink to `dash`),
+/// Python's `multiprocessing.Pool` (its semaphores in `/dev/shm`; the libraries it loads are
+/// symlinks to versioned files) and a program that only reads the directory it starts in.
+/// The view holds a symlink only where a rule names it, so every link followed while learning
+/// is learned; `/dev/shm` is learned as the sandbox's own (`path-map tmpfs /dev/shm`), never
+/// the host's; the starting directory exists in the view.
+fn from_nothing(who: As) {
+    let d = workload_dir("from-nothing-view", who, &[("in.txt", WORDS)]);
+    let pool = "import multiprocessing as m, os\nwith m.Pool(2) as p:\n    \
+                print(sum(p.map(abs, range(-9, 9))))\nos.listdir('.'); print(os.getcwd())";
+    let pool_out = format!("81\n{}\n", d.display());
+    let cases: [(&str, &[&str], &str); 2] = [
+        ("sh", &["sh", "-c", "echo from-nothing"], "from-nothing\n"),
+        ("pool", &["/usr/bin/python3", "-c", pool], &pool_out),
+    ];
+    for (name, cmd, expected) in cases {
+        if name == "pool" && !Path::new("/usr/bin/python3").exists() {
+            common::skip(
+                "learning_from_nothing_runs_links_shared_memory_and_the_start_directory",
+                common::Lack::Program,
+                "no /usr/bin/python3 (scripts/setup.sh installs it)",
+            );
+            continue;
+        }
+        let policy = d.join(format!("{name}.policy"));
+        let mut args = vec![
+            "learn",
+            "--default-policy=no",
+            "-o",
+            s(&policy),
+            "--verify",
+            "--",
+        ];
+        args.extend_from_slice(cmd);
+        let o = warden(who, &d, &args);
+        let text = read(&policy);
+        assert_verified(&o);
+        if name == "pool" {
+            assert!(
+                rules(&text).contains(&"path-map tmpfs /dev/shm".to_owned()),
+                "{text}"
+            );
+        }
+        let mut args = vec!["run", "--default-policy=no", "--policy", s(&policy), "--"];
+        args.extend_from_slice(cmd);
+        let o = warden(who, &d, &args);
+        assert_clean_run(&o);
+        assert_eq!(stdout(&o), expected, "{name}: policy:\n{text}");
+    }
+}
+
+#[test]
+fn learning_from_nothing_runs_links_shared_memory_and_the_start_directory() {
+    common::each_user(
+        "learning_from_nothing_runs_links_shared_memory_and_the_start_directory",
+        from_nothing,
+    );
+}
+
 // --- b. make of a small C project -----------------------------------------------------------------
 
 const MAKEFILE: &str = "CC = cc

@@ -85,6 +85,13 @@ pub enum Step {
         /// Its target, as written.
         target: String,
     },
+    /// An empty directory of the view's own at `path` (in the view's root tmpfs, never in a
+    /// tree of the host's): the policy lets the program list a directory and names nothing in
+    /// it, so it exists, holding nothing.
+    Dir {
+        /// Where.
+        path: String,
+    },
     /// Bind one host character device at its path (`nosuid,noexec`, read-only unless `write`).
     Device {
         /// The device node.
@@ -154,6 +161,7 @@ impl std::fmt::Display for Step {
                 if flags.exec { "exec" } else { "noexec" }
             ),
             Step::Symlink { path, target } => write!(f, "link {} -> {}", esc(path), esc(target)),
+            Step::Dir { path } => write!(f, "directory {} (empty)", esc(path)),
             Step::Device { path, write } => {
                 write!(
                     f,
@@ -251,6 +259,7 @@ impl ViewPlan {
             let (at, tree) = match step {
                 Step::Bind { path, dir, .. } => (path.as_str(), *dir),
                 Step::Symlink { path, .. } | Step::Device { path, .. } => (path.as_str(), false),
+                Step::Dir { path } => (path.as_str(), false),
                 Step::Mask { .. } => return false,
                 Step::Map { path, dir, .. } => (path.as_str(), *dir),
                 Step::Tmpfs { path, .. } | Step::Copy { path, .. } => (path.as_str(), true),
@@ -335,6 +344,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     let mut devices: BTreeMap<String, bool> = BTreeMap::new();
     let mut dev_links: Vec<(String, String)> = Vec::new();
     let mut dev_covered = false;
+    let mut listed: Vec<String> = Vec::new();
 
     for (i, rule) in policy.path_rules().iter().enumerate() {
         let Some(access) = rule.access else { continue };
@@ -354,7 +364,11 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
             proc_rule(&mut proc_keep, lit, rule.pattern.is_prefix(), &mut plan, id);
             continue;
         }
-        if lit == "/dev/" || lit.starts_with("/dev/") {
+        let in_dev_map = policy
+            .maps()
+            .iter()
+            .any(|m| in_dev(&m.sandbox) && at_or_beneath(lit.trim_end_matches('/'), &m.sandbox));
+        if (lit == "/dev/" || lit.starts_with("/dev/")) && !in_dev_map {
             if rule.pattern.is_prefix() {
                 plan.notes.push((
                     id,
@@ -383,7 +397,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
             Some((path, tree)) => {
                 if !tree && matches!(host.node(&path), Node::Dir) && !rule.pattern.is_prefix() {
                     // `read DIR` alone lists DIR: the view shows the names it holds, which are
-                    // the policy's own. Nothing to bind.
+                    // the policy's own. Nothing to bind; the directory itself is there.
                     plan.notes.push((
                         id,
                         format!(
@@ -391,6 +405,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
                              bring in appear"
                         ),
                     ));
+                    listed.push(path);
                     continue;
                 }
                 if rule.pattern.is_prefix() && !lit.ends_with('/') {
@@ -423,9 +438,11 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
         .collect();
     binds(host, &on_host, &mut plan);
     root_links(host, &mut plan);
-    maps(policy, bare, &anchors, &mut plan);
+    maps(policy, bare, &anchors, &mut plan, |m| !in_dev(&m.sandbox));
+    empty_dirs(host, listed, &mut plan);
     masks(policy, host, &plan.steps.clone(), &mut plan);
-    if dev_covered || !devices.is_empty() || !dev_links.is_empty() {
+    let dev_maps = policy.maps().iter().any(|m| in_dev(&m.sandbox));
+    if dev_covered || dev_maps || !devices.is_empty() || !dev_links.is_empty() {
         plan.steps.push(Step::DevTmpfs);
         for (path, write) in devices {
             plan.steps.push(Step::Device { path, write });
@@ -433,6 +450,8 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
         for (path, target) in dev_links {
             plan.steps.push(Step::Symlink { path, target });
         }
+        // A private tmpfs in /dev (`/dev/shm`) is mounted on the view's /dev, so after it.
+        maps(policy, bare, &anchors, &mut plan, |m| in_dev(&m.sandbox));
     }
     if proc_named {
         plan.steps.push(Step::Proc { keep: proc_keep });
@@ -721,8 +740,33 @@ fn resolve_link(link: &str, target: &str) -> String {
 /// `write` never beyond what its mode allows. A map lands on a mount point: in the view's own
 /// tmpfs (or a tmpfs map) warden makes it; in a tree of the host's (a bind, an `rw`/`ro` map
 /// or a copy) it must exist already, since warden makes nothing in the host's tree.
-fn maps(policy: &Policy, bare: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
-    let mut order: Vec<&PathMap> = policy.maps().iter().collect();
+/// A [`Step::Dir`] for each directory in `listed` (named by a `read DIR` rule alone) that the
+/// view would not hold otherwise: only where no symlink of the host's leads (the directory is
+/// made at exactly that path in the view's own root) and nothing bound or mapped holds it (a
+/// tree of the host's is never written).
+fn empty_dirs(host: &dyn Host, listed: Vec<String>, plan: &mut ViewPlan) {
+    for path in listed {
+        let (at, node, links) = resolve(host, &path);
+        if node == Node::Dir && links.is_empty() && !plan.holds(&at) {
+            plan.steps.push(Step::Dir { path: at });
+        }
+    }
+}
+
+/// `path` lies strictly beneath `/dev`, the view's own tmpfs (where only tmpfs maps may be).
+fn in_dev(path: &str) -> bool {
+    is_beneath(path, "/dev")
+}
+
+/// The steps of the maps `which` selects, outer before inner.
+fn maps(
+    policy: &Policy,
+    bare: &dyn Host,
+    anchors: &[Anchor],
+    plan: &mut ViewPlan,
+    which: impl Fn(&PathMap) -> bool,
+) {
+    let mut order: Vec<&PathMap> = policy.maps().iter().filter(|m| which(m)).collect();
     order.sort_by_key(|m| (m.sandbox.matches('/').count(), m.sandbox.clone()));
     let mut copies = 0;
     for m in order {

@@ -136,6 +136,9 @@ pub struct Context<'a> {
     /// The learning run's scratch directory: paths in it are written `$SCRATCH/...` (the next
     /// run's has another name).
     pub scratch: Option<&'a str>,
+    /// Where a path leads when it is a symlink now (every link on the way followed; `Some("")`
+    /// when it leads nowhere), `None` when it is not one.
+    pub link_target: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// One rule to write, with what produced it.
@@ -171,10 +174,44 @@ struct Uses {
 /// The learned policy, as text: `observations` are each distinct decision of the learning run
 /// with how many times it was made ([`Observations::counted`]).
 pub fn learn(observations: &[(Observation, u64)], cx: &Context<'_>) -> String {
-    let uses = gather(observations, cx);
+    let observations = leading_somewhere(observations, cx);
+    let uses = gather(&observations, cx);
     let mut lines = path_lines(&uses);
     warn(&mut lines, cx);
     render(cx, lines, &uses)
+}
+
+/// `observations` without the symlinks that led nowhere the run used. The agent decides every
+/// link it follows (a view holds a link only where a rule names it), so a followed link is
+/// learned where the run used what it leads to (`/lib` on the way to the libraries), and not
+/// where it led to a name that does not exist (`/var/run` on the way to an absent nscd socket:
+/// the lookup fails the same without a rule).
+fn leading_somewhere(
+    observations: &[(Observation, u64)],
+    cx: &Context<'_>,
+) -> Vec<(Observation, u64)> {
+    // Looked at on the way (read); a link run (the program, its interpreter) is always kept:
+    // the kernel, not the agent, opens what it leads to.
+    let links: BTreeMap<&str, String> = observations
+        .iter()
+        .filter(|(o, _)| o.access == Some(Access::Read))
+        .filter_map(|(o, _)| Some((o.target.as_str(), (cx.link_target)(&o.target)?)))
+        .collect();
+    let used: Vec<&str> = observations
+        .iter()
+        .filter(|(o, _)| o.allowed && o.access.is_some() && !links.contains_key(o.target.as_str()))
+        .map(|(o, _)| o.target.as_str())
+        .filter(|t| (cx.exists)(t))
+        .collect();
+    observations
+        .iter()
+        .filter(|(o, _)| match links.get(o.target.as_str()) {
+            _ if o.access != Some(Access::Read) => true,
+            None => true,
+            Some(to) => !to.is_empty() && used.iter().any(|u| *u == to || beneath(u, to.as_str())),
+        })
+        .cloned()
+        .collect()
 }
 
 /// Sorts the allowed decisions into [`Uses`], leaving out what the base policy allows.
@@ -238,6 +275,9 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
         .unwrap_or_else(|| o.target.clone());
     let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
     let target = match per_run.then(|| generalised(&target)).flatten() {
+        // The sandbox's own shared memory starts empty in every run: what is in it is made
+        // by the run (semaphores, segments with made-up names).
+        _ if beneath(&target, SHM) => format!("{SHM}/*"),
         Some(pattern) => pattern,
         // The run made what it runs in its scratch directory: the next run's file does not
         // exist when the sandbox is built, and Landlock can only be told about its directory
@@ -364,6 +404,9 @@ fn render(cx: &Context<'_>, mut lines: Vec<(String, Grant)>, uses: &Uses) -> Str
         "# Each rule says which calls needed it. Review the WARNING lines before using it."
     );
     lines.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(map) = shm_map(&lines, cx.base) {
+        let _ = writeln!(out, "{map}");
+    }
     for (rule, grant) in &lines {
         for w in grant.warnings.iter().filter(|w| !w.is_empty()) {
             let _ = writeln!(out, "# WARNING: {w}");
@@ -436,6 +479,30 @@ fn per_run_stem(name: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// Where POSIX shared memory and semaphores live: in the sandbox, a private tmpfs
+/// (`path-map tmpfs /dev/shm`, as the default policy has it).
+const SHM: &str = "/dev/shm";
+
+/// `path` lies strictly beneath `dir`.
+fn beneath(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// The `path-map tmpfs /dev/shm` line the learned rules need when they name anything in
+/// `/dev/shm` and the base has no such map: a program's shared memory is private to the
+/// sandbox (a view cannot show rules beneath `/dev` otherwise, and the host's must not be
+/// handed over).
+fn shm_map(lines: &[(String, Grant)], base: &Policy) -> Option<&'static str> {
+    let named = lines.iter().any(|(rule, _)| {
+        rule.rsplit_once(' ')
+            .is_some_and(|(_, p)| p == SHM || beneath(p, SHM))
+    });
+    let mapped = base.maps().iter().any(|m| m.sandbox == SHM);
+    (named && !mapped).then_some(
+        "path-map tmpfs /dev/shm    # the sandbox's own shared memory (never the host's)",
+    )
 }
 
 /// `path` (or a pattern) in the scratch directory `scratch`, written `$SCRATCH/...`.
@@ -557,6 +624,11 @@ mod tests {
                 command: "prog",
                 exists: &|p| !p.contains("absent"),
                 scratch: Some("/tmp/s"),
+                link_target: &|p| match p {
+                    "/lnk" => Some("/usr/lib".into()),
+                    "/var/run" => Some("/run".into()),
+                    _ => None,
+                },
             },
         )
     }
@@ -566,6 +638,50 @@ mod tests {
             .filter(|l| !l.starts_with('#'))
             .map(|l| l.split("    #").next().unwrap().to_owned())
             .collect()
+    }
+
+    #[test]
+    fn links_are_learned_where_they_lead_to_what_was_used() {
+        let text = learned(&[
+            obs("openat", "/lnk", Some(Access::Read)),
+            obs("openat", "/usr/lib/libz.so.1.2", Some(Access::Read)),
+            // On the way to a socket that is not there (the agent records no use of it).
+            obs("connect", "/var/run", Some(Access::Read)),
+        ]);
+        assert_eq!(rules(&text), ["path-allow read /lnk"], "{text}");
+    }
+
+    #[test]
+    fn shared_memory_is_learned_as_the_sandboxs_own() {
+        let base = Policy::default();
+        let o = once(&[
+            obs("openat", "/dev/shm/sem.Xa3kQz", Some(Access::Write)),
+            obs("link", "/dev/shm/sem.mp-1", Some(Access::Read)),
+            obs("unlink", "/dev/shm/sem.mp-1", Some(Access::Unlink)),
+        ]);
+        let cx = |base| Context {
+            base,
+            home: None,
+            command: "prog",
+            exists: &|_| false,
+            scratch: None,
+            link_target: &|_| None,
+        };
+        let text = learn(&o, &cx(&base));
+        assert_eq!(
+            rules(&text),
+            [
+                "path-map tmpfs /dev/shm",
+                "path-allow read /dev/shm/*",
+                "path-allow unlink /dev/shm/*",
+                "path-allow write /dev/shm/*"
+            ],
+            "{text}"
+        );
+        // The learned policy parses, and a base that maps it already gets no second map.
+        let learned = Policy::parse("t", &text).expect("the learned policy parses");
+        assert_eq!(learned.maps().len(), 1);
+        assert!(!learn(&o, &cx(&learned)).contains("path-map"));
     }
 
     #[test]
@@ -794,6 +910,7 @@ not json
                 command: "prog",
                 exists: &|_| false,
                 scratch: Some("/tmp/warden-4576-f3a2b1c9"),
+                link_target: &|_| None,
             },
         );
         assert_eq!(rules(&text), ["path-allow write $SCRATCH/tmp.*"], "{text}");
@@ -813,6 +930,7 @@ not json
                 command: "prog",
                 exists: &|p| !p.contains("absent") && !p.contains("tmpza"),
                 scratch: Some("/tmp/s"),
+                link_target: &|_| None,
             },
         );
         assert_eq!(
@@ -829,6 +947,7 @@ not json
                 command: "prog",
                 exists: &|_| true,
                 scratch: Some("/tmp/s"),
+                link_target: &|_| None,
             },
         );
         assert_eq!(
@@ -845,6 +964,7 @@ not json
                 command: "prog",
                 exists: &|_| false,
                 scratch: Some("/tmp/s"),
+                link_target: &|_| None,
             },
         );
         assert_eq!(

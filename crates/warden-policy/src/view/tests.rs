@@ -553,3 +553,59 @@ fn a_link_through_a_linked_directory_binds_where_the_file_is() {
     assert!(p.holds("/usr/lib/x86_64-linux-gnu/ld.so"));
     assert!(p.holds("/usr/lib/x86_64-linux-gnu/libc.so.6"));
 }
+
+#[test]
+fn a_private_tmpfs_in_dev_is_mounted_on_the_views_dev_with_its_rules() {
+    let p = plan(
+        "path-map tmpfs /dev/shm\npath-allow read /dev/shm /dev/shm/* /dev/null\n\
+         path-allow write /dev/shm/*",
+    );
+    let at = |want: &Step| p.steps.iter().position(|s| s == want);
+    let dev = at(&Step::DevTmpfs).expect("a /dev tmpfs");
+    let shm = at(&Step::Tmpfs {
+        path: "/dev/shm".into(),
+        flags: Flags {
+            write: true,
+            exec: false,
+        },
+    })
+    .expect("a /dev/shm tmpfs");
+    // On the view's /dev, so after it; the host's /dev/shm is never bound.
+    assert!(dev < shm, "{:?}", p.steps);
+    assert!(!p
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Bind { path, .. } if path.starts_with("/dev"))));
+    assert!(p.holds("/dev/shm/sem.x"));
+    // The default policy has it too.
+    let d = view_plan(&Policy::default_policy().expand_scratch("/tmp/s"), &host());
+    assert!(d
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Tmpfs { path, .. } if path == "/dev/shm")));
+}
+
+#[test]
+fn a_directory_only_listed_exists_empty_and_never_in_a_hosts_tree() {
+    let p = plan("path-allow read /home/u/p\npath-allow read /usr/*\npath-allow read /usr/bin");
+    assert!(p.holds("/home/u/p"));
+    // /usr/bin lies in the bound /usr: nothing is made there.
+    assert_eq!(
+        p.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Dir { .. }))
+            .collect::<Vec<_>>(),
+        vec![&Step::Dir {
+            path: "/home/u/p".into()
+        }]
+    );
+    // Through a host symlink (/lib -> usr/lib): not made (the link's place is the link's).
+    let mut h = host();
+    h.0.insert("/usr/lib/x", Node::Dir);
+    let p = view_plan(&Policy::parse("t", "path-allow read /lib/x").unwrap(), &h);
+    assert!(
+        !p.steps.iter().any(|s| matches!(s, Step::Dir { .. })),
+        "{:?}",
+        p.steps
+    );
+}

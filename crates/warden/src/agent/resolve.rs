@@ -658,7 +658,7 @@ impl Resolver {
                     path,
                     last,
                 };
-                self.follow(client, policy, walk, link, part)
+                self.follow(client, walk, link, part)
             }
             FileType::Directory | FileType::Symlink if last => {
                 Ok(Some(walk.stack.found(cstring(name)?, path, Some(kind))))
@@ -708,7 +708,6 @@ impl Resolver {
     fn follow(
         &self,
         client: &impl Caller,
-        policy: &Policy,
         walk: &mut Walk,
         link: Link,
         part: &Part,
@@ -724,10 +723,10 @@ impl Resolver {
         if walk.hops > MAX_HOPS {
             return Err(libc::ELOOP);
         }
-        // Following a symlink reads it: the link itself must be visible.
-        if policy.visible(&link.path).is_none() {
-            return Err(libc::EACCES);
-        }
+        // Following a symlink reads it: the link itself must be visible. Decided through the
+        // caller, so the decision is logged: `learn` learns the link as well as where it leads
+        // (a view holds a link only where a rule names it), and `-v` names a refused one.
+        client.decide_visible(&link.path)?;
         // The link we looked at: through its descriptor on the way, by name at the end (a link
         // swapped in meanwhile is read instead, as if it had been there first; its target is
         // walked and checked all the same).

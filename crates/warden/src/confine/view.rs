@@ -221,6 +221,8 @@ fn apply(
                 Err(e) => Err(ViewError::at(format!("linking {path}"))(errno(e))),
             }
         }
+        Step::Dir { path } => placeholder(root, relative(path), true)
+            .map_err(ViewError::at(format!("making the directory {path}"))),
         Step::Mask { path, dir } => {
             mask(masks, root, relative(path), *dir).map_err(ViewError::at(format!("hiding {path}")))
         }
