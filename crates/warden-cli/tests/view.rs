@@ -203,6 +203,48 @@ fn proc_lists(who: As) {
     assert!(!pids.is_empty() && pids.len() <= 3, "{pids:?}");
     assert!(pids.iter().all(|&p| (2..10).contains(&p)), "{pids:?}");
     assert!(!pids.contains(&std::process::id()));
+    // `ps` under the default policy: the sandbox's processes, by the sandbox's numbers, and
+    // nothing of the host's (a process of the test's with a name of its own runs meanwhile).
+    if !std::path::Path::new("/usr/bin/ps").exists() {
+        common::skip(
+            "proc_lists_only_the_sandboxs_own_processes",
+            common::Lack::Program,
+            "no ps (procps; scripts/setup.sh installs it)",
+        );
+        return;
+    }
+    let marker = format!("warden-ps-marker-{}", std::process::id());
+    let mut host = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("exec -a {marker} sleep 30")])
+        .spawn()
+        .unwrap();
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--",
+            "/bin/sh",
+            "-c",
+            "sleep 3 & ps -eo pid=,comm=,args=; kill $!",
+        ],
+    );
+    let _ = host.kill();
+    let _ = host.wait();
+    common::assert_ok(&o);
+    let out = stdout(&o);
+    let comms: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(comms, ["sh", "sleep", "ps"], "{out}");
+    assert!(!out.contains(&marker), "{out}");
+    assert!(
+        out.lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
+            .all(|p| (2..10).contains(&p)),
+        "{out}"
+    );
 }
 
 #[test]
