@@ -106,6 +106,13 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // The decisions stay in warden's memory, typed: a file would be within the program's reach.
     let recorded = Arc::new(std::sync::Mutex::new(Observations::default()));
     let seen = Arc::new(OnceLock::new());
+    // The state the program starts from, kept for the verifying run (the learning run changes
+    // it: a build is not rebuilt the second time).
+    let start = if args.verify {
+        starting_state(base, private)
+    } else {
+        None
+    };
     let code = run(args, learning, None, Some(&seen), Some(&recorded))?;
     let mut observations = std::mem::take(&mut *recorded.lock().map_err(|_| "a poisoned lock")?);
     // warden itself starts the program (the agent sees no execve for it): the path it was
@@ -173,6 +180,92 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     if !args.verify {
         return Ok((text, code));
     }
+    verify(args, text, code, private, start.as_ref())
+}
+
+/// The learning run's starting directory, when it is not a fresh scratch directory, copied
+/// (`cp -a`: modes, times, links) into `private` before the program changes it: `(where it
+/// is, the copy)`. `None`, with a sentence, where a copy would be unwise (`/`, the home
+/// directory itself, more than [`START_MOST`] entries or bytes) or cannot be made.
+fn starting_state(base: &Policy, private: &Path) -> Option<(PathBuf, PathBuf)> {
+    let start = match &base.starting_dir {
+        Some((dir, _)) if dir.starts_with("$SCRATCH") => return None,
+        Some((dir, _)) => PathBuf::from(dir),
+        None => std::env::current_dir().ok()?,
+    };
+    let start = std::fs::canonicalize(&start).ok()?;
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    let plain = start.to_str().is_some_and(|t| {
+        warden_policy::PathPattern::parse(t).is_ok_and(|p| !p.is_prefix() && p.literal() == t)
+    });
+    let (entries, bytes) = tree_size(&start, START_MOST);
+    let why_not = if start == Path::new("/") || Some(&start) == home.as_ref() {
+        Some("it is / or your home directory".to_string())
+    } else if !plain {
+        Some("its name cannot be written in a policy".to_string())
+    } else if entries > START_MOST || bytes > START_MOST * 4096 {
+        Some(format!(
+            "it holds more than {START_MOST} entries or {} MiB",
+            START_MOST * 4096 >> 20
+        ))
+    } else {
+        None
+    };
+    let copy = private.join("start");
+    let copied = why_not.is_none()
+        && std::process::Command::new("cp")
+            .arg("-a")
+            .arg("--")
+            .arg(&start)
+            .arg(&copy)
+            .status()
+            .is_ok_and(|s| s.success());
+    if !copied {
+        eprintln!(
+            "warden learn: verify runs on the state the learning run leaves in {} ({})",
+            escape(&start.display().to_string()),
+            why_not.as_deref().unwrap_or("it could not be copied")
+        );
+        return None;
+    }
+    Some((start, copy))
+}
+
+/// Entries and bytes beneath `dir`, counted up to a little past `most` entries.
+fn tree_size(dir: &Path, most: u64) -> (u64, u64) {
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(list) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in list.flatten() {
+            entries += 1;
+            if entries > most {
+                return (entries, bytes);
+            }
+            match e.metadata() {
+                Ok(m) if m.is_dir() => todo.push(e.path()),
+                Ok(m) => bytes += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    (entries, bytes)
+}
+
+/// How large a starting directory `--verify` copies: entries, and 4 KiB times that in bytes.
+const START_MOST: u64 = 100_000;
+
+/// Runs the command again under the base and the `text` learned (whose run exited `code`),
+/// from `start`'s copy when there is one, and reports every denial.
+fn verify(
+    args: &LearnArgs,
+    text: String,
+    code: i32,
+    private: &Path,
+    start: Option<&(PathBuf, PathBuf)>,
+) -> Result<(String, i32), String> {
     // A second sandbox needs a fresh process (this one has the first agent's threads): run
     // `warden run` with the base and the learned policy.
     let learned = private.join("learned.policy");
@@ -187,12 +280,19 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     for b in &args.base {
         verify.arg("--policy").arg(b);
     }
-    verify
-        .arg("--policy")
-        .arg(&learned)
-        .arg("--log")
-        .arg(&log2)
-        .arg("--");
+    verify.arg("--policy").arg(&learned);
+    if let Some((at, copy)) = start {
+        // The starting directory as it was before the learning run, in a private copy of the
+        // verifying run's own (its writes land in an overlay that is dropped).
+        let map = private.join("start.policy");
+        std::fs::write(
+            &map,
+            format!("path-map {} {} copy\n", copy.display(), at.display()),
+        )
+        .map_err(|e| format!("cannot write {}: {e}", map.display()))?;
+        verify.arg("--policy").arg(&map);
+    }
+    verify.arg("--log").arg(&log2).arg("--");
     verify.args(&args.command);
     let status = verify
         .status()

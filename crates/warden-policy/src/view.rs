@@ -439,7 +439,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     binds(host, &on_host, &mut plan);
     root_links(host, &mut plan);
     maps(policy, bare, &anchors, &mut plan, |m| !in_dev(&m.sandbox));
-    empty_dirs(host, listed, &mut plan);
+    empty_dirs(policy, host, listed, &mut plan);
     masks(policy, host, &plan.steps.clone(), &mut plan);
     let dev_maps = policy.maps().iter().any(|m| in_dev(&m.sandbox));
     if dev_covered || dev_maps || !devices.is_empty() || !dev_links.is_empty() {
@@ -742,10 +742,15 @@ fn resolve_link(link: &str, target: &str) -> String {
 /// or a copy) it must exist already, since warden makes nothing in the host's tree.
 /// A [`Step::Dir`] for each directory in `listed` (named by a `read DIR` rule alone) that the
 /// view would not hold otherwise: only where no symlink of the host's leads (the directory is
-/// made at exactly that path in the view's own root) and nothing bound or mapped holds it (a
-/// tree of the host's is never written).
-fn empty_dirs(host: &dyn Host, listed: Vec<String>, plan: &mut ViewPlan) {
-    for path in listed {
+/// made at exactly that path in the view's own root), nothing bound or mapped holds it (a
+/// tree of the host's is never written), and not in /dev, /proc or a map (their own mounts).
+fn empty_dirs(policy: &Policy, host: &dyn Host, listed: Vec<String>, plan: &mut ViewPlan) {
+    let own = |p: &str| {
+        at_or_beneath(p, "/dev")
+            || at_or_beneath(p, "/proc")
+            || policy.maps().iter().any(|m| at_or_beneath(p, &m.sandbox))
+    };
+    for path in listed.into_iter().filter(|p| !own(p)) {
         let (at, node, links) = resolve(host, &path);
         if node == Node::Dir && links.is_empty() && !plan.holds(&at) {
             plan.steps.push(Step::Dir { path: at });

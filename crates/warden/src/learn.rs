@@ -197,18 +197,25 @@ fn leading_somewhere(
         .filter(|(o, _)| o.access == Some(Access::Read))
         .filter_map(|(o, _)| Some((o.target.as_str(), (cx.link_target)(&o.target)?)))
         .collect();
+    // What the run reached (links on the way to more, too: `/lib64` leads to the link
+    // `/usr/lib64/ld-linux-x86-64.so.2`).
     let used: Vec<&str> = observations
         .iter()
-        .filter(|(o, _)| o.allowed && o.access.is_some() && !links.contains_key(o.target.as_str()))
+        .filter(|(o, _)| o.allowed && o.access.is_some())
         .map(|(o, _)| o.target.as_str())
         .filter(|t| (cx.exists)(t))
         .collect();
+    let leads = |link: &str, to: &str| {
+        !to.is_empty()
+            && used
+                .iter()
+                .any(|u| *u != link && (*u == to || beneath(u, to)))
+    };
     observations
         .iter()
         .filter(|(o, _)| match links.get(o.target.as_str()) {
-            _ if o.access != Some(Access::Read) => true,
-            None => true,
-            Some(to) => !to.is_empty() && used.iter().any(|u| *u == to || beneath(u, to.as_str())),
+            Some(to) if o.access == Some(Access::Read) => leads(&o.target, to),
+            _ => true,
         })
         .cloned()
         .collect()
@@ -278,6 +285,10 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
         // The sandbox's own shared memory starts empty in every run: what is in it is made
         // by the run (semaphores, segments with made-up names).
         _ if beneath(&target, SHM) => format!("{SHM}/*"),
+        // A temporary file mkstemp made: new entries in its directory.
+        Some(_) if access == Access::Write && made_up_name(&target) => {
+            format!("{}/*", parent(&target))
+        }
         Some(pattern) => pattern,
         // The run made what it runs in its scratch directory: the next run's file does not
         // exist when the sandbox is built, and Landlock can only be told about its directory
@@ -285,7 +296,10 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
         None if in_scratch && access == Access::Exec => format!("{}/*", parent(&target)),
         None => target,
     };
-    if LOOKING.contains(&o.syscall.as_str()) {
+    // `access(R_OK|W_OK|X_OK)` asks for the right itself (the agent checks each bit asked), so
+    // it is a use of that right, not a look.
+    let asks = o.syscall.starts_with("access") || o.syscall.starts_with("faccessat");
+    if LOOKING.contains(&o.syscall.as_str()) && !asks {
         if base.visible(&o.target).is_none() && !base.may_traverse(&o.target) {
             uses.looked
                 .entry(target)
@@ -465,6 +479,9 @@ fn per_run_stem(name: &str) -> Option<&str> {
             return Some(&name[..name.len() - random.len()]);
         }
     }
+    if let Some(stem) = mkstemp_stem(name) {
+        return Some(stem);
+    }
     // Each part after a `.`, `-` or `_`, from the left: the first made-up one ends the stem.
     let mut start = 0;
     for (i, b) in name.bytes().enumerate().chain([(name.len(), b'.')]) {
@@ -479,6 +496,32 @@ fn per_run_stem(name: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// The stem of a name mkstemp made from `PREFIXXXXXXX`: a short lowercase stem, then six
+/// made-up letters and digits with a capital among them (gcc's `ccFcao2V.o`).
+fn mkstemp_stem(name: &str) -> Option<&str> {
+    let base = name.split('.').next().unwrap_or(name);
+    if !(7..=14).contains(&base.len()) || !base.is_ascii() {
+        return None;
+    }
+    let (stem, random) = base.split_at(base.len() - 6);
+    (stem.bytes().all(|b| b.is_ascii_lowercase())
+        && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        && random.bytes().any(|b| b.is_ascii_uppercase())
+        && random
+            .bytes()
+            .any(|b| b.is_ascii_digit() || b.is_ascii_lowercase()))
+    .then_some(stem)
+}
+
+/// `target`'s final name is one mkstemp made: a program that makes its temporary files with
+/// mkstemp in a directory asks first whether it may make entries there (gcc's
+/// `access(DIR, W_OK)`), which only a tree rule on the directory allows.
+fn made_up_name(target: &str) -> bool {
+    target
+        .rsplit_once('/')
+        .is_some_and(|(_, name)| mkstemp_stem(name).is_some())
 }
 
 /// Where POSIX shared memory and semaphores live: in the sandbox, a private tmpfs
@@ -879,6 +922,8 @@ not json
                 "/w/target/debug/deps/foo-*",
             ),
             ("/dev/shm/sem.oRf4Z1", "/dev/shm/sem.*"),
+            ("/tmp/ccFcao2V.o", "/tmp/cc*"),
+            ("/tmp/cc13CCob.s", "/tmp/cc*"),
         ] {
             assert_eq!(generalised(path).as_deref(), Some(pattern), "{path}");
         }
@@ -889,6 +934,10 @@ not json
             "/etc/tmpfiles.d/x.conf",
             "/w/build/sha256sums",
             "/w/ld-linux-x86-64.so.2",
+            "/w/Makefile",
+            "/w/config.status",
+            "/w/libfoo.so",
+            "/w/include",
         ] {
             assert_eq!(generalised(path), None, "{path}");
         }

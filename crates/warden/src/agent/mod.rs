@@ -902,6 +902,11 @@ impl Client<'_> {
         path: &str,
         kind: Option<rustix::fs::FileType>,
     ) -> Result<(), i32> {
+        if kind.is_none() && self.agent.resolver.in_view() {
+            // Not in the view: the kernel's answer there, whatever the rules (`-v` still names
+            // the rule a path the host has would need).
+            return Err(self.agent.resolver.missing(self, &self.agent.policy, path));
+        }
         if self.agent.policy.visible(path).is_none()
             && resolve::visible(&self.agent.policy, path, kind)
         {

@@ -20,7 +20,6 @@ use super::Ids;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use warden_policy::Policy;
 
 /// Longest symlink chain followed, as the kernel's `MAXSYMLINKS`.
@@ -380,9 +379,8 @@ impl Resolver {
     }
 
     /// The answer when directory `path`, on the way to `rest`, cannot be entered: `mask`'s.
-    /// In a view, a directory the policy hides is simply not there; the walk would stop without
-    /// a decision, so the whole path is decided here, and `-v` and the log say which rule is
-    /// missing, as on the host's tree.
+    /// In a view, a directory the policy hides is simply not there: `ENOENT`, with the rule
+    /// the whole path would need logged, so `-v` and the log still say which rule is missing.
     fn missing_on_the_way(
         &self,
         client: &impl Caller,
@@ -394,50 +392,43 @@ impl Resolver {
         if !self.in_view || errno != libc::ENOENT {
             return mask(policy, path, errno);
         }
-        let mut whole = path.to_owned();
-        let mut bytes = path.as_bytes().to_vec();
-        let rest = rest.remaining();
-        if !rest.is_empty() {
-            whole.push('/');
-            whole.push_str(&String::from_utf8_lossy(&rest));
-            bytes.push(b'/');
-            bytes.extend_from_slice(&rest);
-        }
-        // Answered (and logged) as on the host's tree, so that a view changes no answer the
-        // agent gives: a path the host has is refused by the policy's rule, one it does not
-        // have gets `mask`'s answer. Beneath a `path-map` the host's tree is not what the
-        // sandbox has there, and is never asked about.
-        if mapped(policy, path) {
-            return mask(policy, path, errno);
-        }
-        let on_host = |b: &[u8]| rustix::fs::lstat(std::ffi::OsStr::from_bytes(b)).is_ok();
-        if !on_host(&bytes) {
-            // Where the host's walk would have stopped: the first component it lacks.
-            let mut prefix = path.as_bytes().to_vec();
-            if on_host(&prefix) {
-                for part in rest.split(|&b| b == b'/') {
-                    prefix.push(b'/');
-                    prefix.extend_from_slice(part);
-                    if !on_host(&prefix) {
-                        break;
-                    }
-                }
+        // In a view the answer is the kernel's in the same view: the directory is not there,
+        // whatever the host has. So a run whose calls all go to the agent (`-v`, `--log`,
+        // `learn`'s verifying run) gets what the default run gets (a compiler ignores a missing
+        // include directory, and fails on EACCES), and nothing of the host's shows. The host
+        // is asked only so that `-v` and the log name the rule that would bring the path in;
+        // beneath a `path-map` it is not what the sandbox has there, and is never asked.
+        if !mapped(policy, path) {
+            let mut whole = path.to_owned();
+            let rest = rest.remaining();
+            if !rest.is_empty() {
+                whole.push('/');
+                whole.push_str(&String::from_utf8_lossy(&rest));
             }
-            return mask(policy, &String::from_utf8_lossy(&prefix), errno);
+            if rustix::fs::lstat(whole.as_str()).is_ok() {
+                let _ = client.decide_visible(&whole);
+            }
         }
-        client.decide_visible(&whole).err().unwrap_or(libc::EACCES)
+        libc::ENOENT
     }
 
     /// The answer when the object `path` itself is not there (the walk reached its directory):
-    /// `mask`'s on the host's tree. In a view, a path the host has is one the policy hides; it
-    /// is refused and logged as on the host's tree (the policy's rule, `-v`), so that a view
-    /// changes no answer the agent gives ([`Self::missing_on_the_way`] does the same for a
-    /// directory on the way).
+    /// `mask`'s on the host's tree. In a view, `ENOENT`, as the kernel answers in the same view
+    /// (see [`Self::missing_on_the_way`]); a path the host has is one the policy hides, and its
+    /// rule is logged for `-v`.
     pub fn missing(&self, client: &super::Client, policy: &Policy, path: &str) -> i32 {
-        if self.in_view && !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
-            return client.decide_visible(path).err().unwrap_or(libc::EACCES);
+        if !self.in_view {
+            return mask(policy, path, libc::ENOENT);
         }
-        mask(policy, path, libc::ENOENT)
+        if !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
+            let _ = client.decide_visible(path);
+        }
+        libc::ENOENT
+    }
+
+    /// Whether walks start from the sandbox's own view.
+    pub fn in_view(&self) -> bool {
+        self.in_view
     }
 
     fn is_proc_root(&self, fd: BorrowedFd<'_>) -> bool {
