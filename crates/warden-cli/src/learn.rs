@@ -206,7 +206,7 @@ fn starting_state(base: &Policy, private: &Path) -> Option<(PathBuf, PathBuf)> {
     } else if entries > START_MOST || bytes > START_MOST * 4096 {
         Some(format!(
             "it holds more than {START_MOST} entries or {} MiB",
-            START_MOST * 4096 >> 20
+            (START_MOST * 4096) >> 20
         ))
     } else {
         None
