@@ -11,7 +11,9 @@
 //! - [`program`]: the **program side**, `cap_enter` and `cap_rights_limit` from inside a
 //!   program (`warden run --capsicum`), and [`request`], how its requests reach the agent. C
 //!   programs use `c/capsicum.h` and `c/capsicum.c`;
-//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`).
+//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`);
+//! - [`sandbox`]: **scrubbed sandbox start** (libcapsicum's `lch_start`): a host starts a
+//!   program in capability mode holding exactly named descriptors and a socket to the host.
 //!
 //! # How capability mode is enforced (`warden run --capability-mode`)
 //!
@@ -80,6 +82,7 @@ pub mod process;
 pub mod program;
 pub mod request;
 pub mod rights;
+pub mod sandbox;
 
 pub use held::Held;
 pub use mode::Rule;
@@ -137,6 +140,9 @@ pub struct Session {
     /// no process is in capability mode whatever filters it installed for its own reasons, and
     /// the agent reads no filter count.
     pub entered: std::sync::atomic::AtomicBool,
+    /// The host's grant socket (`warden run --grant-socket N`, [`sandbox::serve_grants`]),
+    /// until warden starts serving it.
+    pub grants: std::sync::Mutex<Option<std::os::fd::OwnedFd>>,
 }
 
 impl Session {
@@ -153,6 +159,7 @@ impl Session {
             started: std::sync::atomic::AtomicBool::new(false),
             base_filters: std::sync::OnceLock::new(),
             entered: std::sync::atomic::AtomicBool::new(false),
+            grants: std::sync::Mutex::new(None),
         }
     }
 
