@@ -514,28 +514,37 @@ fn a_rename_race_cannot_lead_a_walk_out() {
     );
 }
 
-/// examples/capsicum/cap_gunzip.c, built with zlib.
-fn gunzip() -> PathBuf {
+/// examples/capsicum/NAME.c, built with warden's C library and zlib.
+fn example(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let bin = common::workdir().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     common::chmod(&bin, 0o755);
-    let out = bin.join("cap_gunzip");
+    let out = bin.join(name);
     if !out.exists() {
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/capsicum/cap_gunzip.c");
-        let tmp = bin.join(format!("cap_gunzip.tmp{}", std::process::id()));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let lib = root.join("crates/warden-capsicum/c");
+        let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
         let st = std::process::Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
+            .args(["-O2", "-Wall", "-Werror", "-I"])
+            .arg(&lib)
+            .arg("-o")
             .arg(&tmp)
-            .arg(&src)
+            .arg(root.join(format!("examples/capsicum/{name}.c")))
+            .arg(lib.join("capsicum.c"))
             .arg("-lz")
             .status()
             .expect("cc runs");
-        assert!(st.success(), "compiling {} failed", src.display());
+        assert!(st.success(), "compiling examples/capsicum/{name}.c failed");
         std::fs::rename(&tmp, &out).unwrap();
         common::chmod(&out, 0o755);
     }
     out
+}
+
+fn gunzip() -> PathBuf {
+    example("cap_gunzip")
 }
 
 fn decompressor(who: As) {
@@ -600,6 +609,85 @@ fn decompressor(who: As) {
     assert!(succeeded.is_empty(), "{succeeded:?}");
     assert!(err.contains("capability-mode:absolute-path"), "{err}");
     assert!(err.contains("capability-mode:socket-address"), "{err}");
+}
+
+/// The decompressor as libcapsicum ran it: a host (cap_gunzip_host, run as `who` outside any
+/// sandbox) opens each file and passes the pair to one sandbox started with lch_start, which
+/// holds nothing else.
+fn decompressor_with_a_host(who: As) {
+    let prog = gunzip();
+    let host = example("cap_gunzip_host");
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let dir = common::fresh_dir(&format!("capsicum-gunzip-host-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let body: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+    let mut gzs = Vec::new();
+    for (name, text) in [
+        ("plain", body.clone()),
+        ("evil", format!("EXPLOIT\n{body}")),
+    ] {
+        let plain = dir.join(name);
+        common::write_file(&plain, &text, 0o666);
+        let st = std::process::Command::new("gzip")
+            .arg("-f")
+            .arg(&plain)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let gz = dir.join(format!("{name}.gz"));
+        common::chmod(&gz, 0o666);
+        gzs.push((gz, plain, text));
+    }
+    let mut cmd = match who {
+        As::Me => std::process::Command::new(&host),
+        As::Nobody => {
+            let mut c = std::process::Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&host);
+            c
+        }
+    };
+    cmd.arg(common::warden())
+        .arg(&bin)
+        .args(gzs.iter().map(|(gz, _, _)| gz))
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null());
+    let befores: Vec<_> = gzs
+        .iter()
+        .map(|(gz, _, _)| std::fs::read(gz).unwrap())
+        .collect();
+    let (o, _) = common::finish(cmd, std::time::Duration::from_secs(240));
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    for ((gz, plain, text), before) in gzs.iter().zip(befores) {
+        assert!(
+            out.contains(&format!("{}: 0", gz.display())),
+            "{out}\n{err}"
+        );
+        assert_eq!(&std::fs::read_to_string(plain).unwrap(), text);
+        assert_eq!(std::fs::read(gz).unwrap(), before, "the input changed");
+    }
+    for want in [
+        "exploit: open /etc/passwd: errno 1 ",
+        "exploit: socket: errno 1 ",
+        "exploit: connect 127.0.0.1:80: errno 1 ",
+        "exploit: write to the input: errno 9 ",
+    ] {
+        assert_eq!(err.matches(want).count(), 1, "{want:?} once in:\n{err}");
+    }
+    let succeeded: Vec<_> = err
+        .lines()
+        .filter(|l| l.ends_with(": succeeded") && !l.contains("socketpair"))
+        .collect();
+    assert!(succeeded.is_empty(), "{succeeded:?}");
+}
+
+#[test]
+fn a_host_started_decompressor_refuses_what_its_input_tries() {
+    each_user(
+        "a_host_started_decompressor_refuses_what_its_input_tries",
+        decompressor_with_a_host,
+    );
 }
 
 #[test]
