@@ -252,7 +252,7 @@ int fdlist_lookup(const char *name) {
 
 static const char *const right_names[] = {
     "read", "write", "seek", "fstat", "lookup", "create", "mkdir", "unlink", "mmap",
-    "fchmod", "fchown", "ioctl", "event", "accept", "connect", "bind", "fexecve",
+    "fchmod", "fchown", "ioctl", "event", "accept", "connect", "bind", "fexecve", "mknod",
 };
 
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {

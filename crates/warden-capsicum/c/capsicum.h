@@ -34,7 +34,8 @@
 #define CAP_CONNECT  (1ULL << 14)
 #define CAP_BIND     (1ULL << 15)
 #define CAP_FEXECVE  (1ULL << 16)
-#define CAP_ALL_KNOWN ((1ULL << 17) - 1)
+#define CAP_MKNODAT  (1ULL << 17)
+#define CAP_ALL_KNOWN ((1ULL << 18) - 1)
 
 /* The requests travel as socket(2) calls of these address families (warden_capsicum::request). */
 #define WARDEN_CAPSICUM_FAMILY 0x5700

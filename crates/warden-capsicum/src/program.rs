@@ -129,6 +129,7 @@ mod tests {
             "CAP_CONNECT",
             "CAP_BIND",
             "CAP_FEXECVE",
+            "CAP_MKNODAT",
         ];
         assert_eq!(c_names.len(), crate::Right::ALL.len());
         for (name, right) in c_names.iter().zip(crate::Right::ALL) {
@@ -156,6 +157,19 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn the_c_library_names_the_rights_as_the_command_line_does() {
+        // lch_start writes --fd-inherited NAME=N:RIGHTS with these names.
+        let c = include_str!("../c/capsicum.c");
+        let start = c
+            .find("right_names[] = {")
+            .expect("right_names in capsicum.c");
+        let end = start + c[start..].find("};").unwrap();
+        let names: Vec<&str> = c[start..end].split('"').skip(1).step_by(2).collect();
+        let want: Vec<&str> = crate::Right::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names, want);
     }
 
     #[test]

@@ -245,6 +245,7 @@ fn rights_narrow_what_descriptors_do(who: As) {
     expect(&l, "wo-mmap", EACCES, &err);
     expect(&l, "wo-write", "ok", &err);
     expect(&l, "ro-fchmod", EACCES, &err);
+    expect(&l, "ro-fchown", EACCES, &err);
     expect(&l, "ro-reopen-rw", EPERM, &err);
     expect(&l, "write-ro", EACCES, &err);
     expect(&l, "create-ro", EACCES, &err);
@@ -378,6 +379,101 @@ fn calls_beneath(who: As) {
     );
     assert_eq!(secret_mode(), before);
     assert_ne!(std::fs::metadata(base.join("secret")).unwrap().mtime(), 1);
+}
+
+/// fchownat, fchown and mknodat beneath a directory capability: each needs its right (fchown,
+/// mknod) and lookup, stays strictly beneath, never makes a device node or a set-id bit; the
+/// owner changes as warden's policy path changes it (through the sandbox's id map, as the
+/// agent: nobody cannot give a file to root). Checked from outside.
+fn owners_and_nodes(who: As) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let (base, cap) = tree("owners", who);
+    if who == As::Nobody {
+        for e in [
+            "", "f", "secret", "sub", "sub/g", "a", "a/b", "abs", "esc", "in",
+        ] {
+            std::os::unix::fs::lchown(cap.join(e), Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let owner = |p: &Path| std::fs::symlink_metadata(p).unwrap().uid();
+    let secret_owner = owner(&base.join("secret"));
+    let attempts = [
+        "chown-in",
+        "chown-root",
+        "chown-out",
+        "chown-esc",
+        "chown-link",
+        "chown-cwd",
+        "chown-abs",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+        "mknod-dev",
+        "mknod-out",
+        "mknod-cwd",
+    ];
+    // Without the rights: nothing changes.
+    let (l, err) = probe(who, &cap, "read,lookup", &[], &attempts);
+    for name in [
+        "chown-in",
+        "chown-link",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    for name in ["chown-cwd", "chown-abs", "mknod-dev", "mknod-cwd"] {
+        expect(&l, name, EPERM, &err);
+    }
+    let untouched = if who == As::Nobody { 65534 } else { 0 };
+    assert_eq!(owner(&cap.join("f")), untouched);
+    assert!(!cap.join("fifo").exists() && !cap.join("node").exists());
+    // With them: beneath works, out of the capability never.
+    let (l, err) = probe(who, &cap, "read,lookup,fchown,mknod", &[], &attempts);
+    for name in [
+        "chown-in",
+        "chown-link",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+    ] {
+        expect(&l, name, "ok", &err);
+    }
+    for name in ["chown-out", "chown-esc", "mknod-out"] {
+        expect(&l, name, EACCES, &err);
+    }
+    for name in ["chown-cwd", "chown-abs", "mknod-dev", "mknod-cwd"] {
+        expect(&l, name, EPERM, &err);
+    }
+    assert!(err.contains("capability-mode:escape"), "{err}");
+    // As nobody a file is not given to root: the sandbox's user namespace maps no id 0, and
+    // the kernel's answer for an id it does not map is EINVAL (the agent, nobody too, could
+    // not either).
+    if who == As::Nobody {
+        expect(&l, "chown-root", "errno=22", &err);
+    }
+    assert_eq!(owner(&cap.join("sub/g")), untouched);
+    // From outside.
+    assert_eq!(owner(&cap.join("f")), 65534);
+    assert_eq!(owner(&cap.join("a")), 65534);
+    assert_eq!(owner(&cap.join("esc")), 65534);
+    assert_eq!(owner(&base.join("secret")), secret_owner);
+    let fifo = std::fs::symlink_metadata(cap.join("fifo")).unwrap();
+    assert!(fifo.file_type().is_fifo());
+    assert_eq!(fifo.mode() & 0o7000, 0, "a set-id bit was made");
+    assert!(std::fs::symlink_metadata(cap.join("node"))
+        .unwrap()
+        .is_file());
+    assert!(!cap.join("null").exists() && !base.join("fifo").exists());
+}
+
+#[test]
+fn fchown_fchownat_and_mknodat_stay_beneath_with_their_rights() {
+    each_user(
+        "fchown_fchownat_and_mknodat_stay_beneath_with_their_rights",
+        owners_and_nodes,
+    );
 }
 
 #[test]

@@ -292,8 +292,8 @@ pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
             let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
             Err(refuse(c, &text(&path), rule, ""))
         }
-        // Device nodes and FIFOs, and owners (which would need the sandbox's id map).
-        Family::Mknod | Family::Chown => not_yet(c),
+        Family::Mknod => mknod(c, s),
+        Family::Chown => chown(c, s),
     }
 }
 
@@ -1078,8 +1078,106 @@ fn fd_metadata(c: &Client, s: &Session) -> Handled {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(errno)?;
             value(0)
         }
+        libc::SYS_fchown => {
+            need(c, c.syscall().as_bytes(), rights, Right::Fchown)?;
+            policy(c, s, &fd_path(&fd)?, Access::Write)?;
+            let (uid, gid) = owner(c, c.arg(1), c.arg(2))?;
+            rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
+            value(0)
+        }
         _ => not_yet(c),
     }
+}
+
+/// The owner and group a chown names (as the program numbers them, -1 keeping either), as the
+/// agent names them: through the sandbox's id map, as warden's policy path does.
+fn owner(
+    c: &Client,
+    uid: u64,
+    gid: u64,
+) -> Result<(Option<rustix::process::Uid>, Option<rustix::process::Gid>), i32> {
+    let map = c.id_map();
+    let uid = map.uid_outside(uid as u32)?;
+    let gid = map.gid_outside(gid as u32)?;
+    Ok((
+        uid.map(rustix::process::Uid::from_raw),
+        gid.map(rustix::process::Gid::from_raw),
+    ))
+}
+
+/// chown, lchown (by path: refused) and fchownat beneath a directory capability: the object
+/// found strictly beneath it with lookup and fchown, checked against the policy's write, its
+/// owner changed through the agent's descriptor of it (a symlink itself with
+/// `AT_SYMLINK_NOFOLLOW`).
+fn chown(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
+        libc::SYS_chown => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
+        libc::SYS_lchown => (
+            libc::AT_FDCWD,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3), c.int(4)),
+    };
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Fchown,
+    )?;
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    let (uid, gid) = owner(c, uid, gid)?;
+    rustix::fs::chownat(&obj, c"", uid, gid, AtFlags::EMPTY_PATH).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
+}
+
+/// mknod (by path: refused) and mknodat beneath a directory capability, with lookup and mknod:
+/// a FIFO, a socket or an empty file made in the directory found strictly beneath it; a device
+/// node never.
+fn mknod(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, mode, dev) = match c.nr() {
+        libc::SYS_mknod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, dirfd, &path)?;
+    let kind = mode & libc::S_IFMT;
+    if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
+        return Err(refuse(
+            c,
+            &text(&path),
+            Rule::Global,
+            " (device nodes cannot be made in a sandbox)",
+        ));
+    }
+    let file_type = match kind {
+        0 | libc::S_IFREG => rustix::fs::FileType::RegularFile,
+        libc::S_IFIFO => rustix::fs::FileType::Fifo,
+        libc::S_IFSOCK => rustix::fs::FileType::Socket,
+        _ => return Err(libc::EINVAL),
+    };
+    need(c, &path, rights, Right::Lookup)?;
+    need(c, &path, rights, Right::Mknod)?;
+    let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    let umask = c.ids()?.umask;
+    // No set-id bits: a capability to make a node is not one to grant privilege.
+    let perm = Mode::from_raw_mode(mode & 0o1777 & !umask);
+    rustix::fs::mknodat(&p, &name, file_type, perm, dev).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
 }
 
 fn checked_call(c: &Client) -> Handled {
