@@ -1166,6 +1166,10 @@ fn the_rust_api_enters_and_limits_from_inside() {
         common::chmod(&dir, 0o777);
         let file = dir.join("data");
         common::write_file(&file, "data\n", 0o666);
+        if who == As::Nobody {
+            // Its own file, whose mode it may change (fchmod through the allowed descriptors).
+            std::os::unix::fs::lchown(&file, Some(65534), Some(65534)).unwrap();
+        }
         let me = std::env::current_exe().unwrap();
         let deps = me.parent().unwrap().to_str().unwrap().to_owned();
         let d = dir.to_str().unwrap();
@@ -1218,9 +1222,26 @@ fn rust_api_inside_warden() {
         .write(true)
         .open(&path)
         .unwrap();
+    // Two more descriptors of the same file: another open, and a copy of f made before the
+    // limit. Rights are per open file description: neither is narrowed by f's limit.
+    let other = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let before = f.try_clone().unwrap();
     let read = Rights::of(&[Right::Read, Right::Fstat]);
     cap_rights_limit(&f, read).unwrap();
     assert_eq!(cap_rights_get(&f).unwrap(), read);
+    let after = f.try_clone().unwrap();
+    assert_eq!(cap_rights_get(&after).unwrap(), read);
+    assert_eq!(cap_rights_get(&other).unwrap(), Rights::all());
+    assert_eq!(cap_rights_get(&before).unwrap(), Rights::all());
+    // Limiting the other one to fchmod alone leaves f as it was.
+    let fchmod_only = Rights::of(&[Right::Read, Right::Write, Right::Fchmod]);
+    cap_rights_limit(&other, fchmod_only).unwrap();
+    assert_eq!(cap_rights_get(&f).unwrap(), read);
+    assert_eq!(cap_rights_get(&other).unwrap(), fchmod_only);
     cap_enter().unwrap();
     assert!(cap_getmode().unwrap());
     let errno = |e: std::io::Error| e.raw_os_error();
@@ -1233,6 +1254,20 @@ fn rust_api_inside_warden() {
         Some(libc::EPERM)
     );
     assert_eq!(errno(f.write(b"x").unwrap_err()), Some(libc::EBADF));
+    // The agent checks each description's own rights: fchmod through f and its later copy is
+    // refused, through the others allowed (and the file's mode is put back).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |m: u32| std::fs::Permissions::from_mode(m);
+    assert_eq!(
+        errno(f.set_permissions(mode(0o600)).unwrap_err()),
+        Some(libc::EACCES)
+    );
+    assert_eq!(
+        errno(after.set_permissions(mode(0o600)).unwrap_err()),
+        Some(libc::EACCES)
+    );
+    other.set_permissions(mode(0o600)).unwrap();
+    before.set_permissions(mode(0o666)).unwrap();
     let mut s = String::new();
     f.read_to_string(&mut s).unwrap();
     assert_eq!(s, "data\n");

@@ -224,6 +224,29 @@ pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
     }
 }
 
+/// Whether descriptor `fd1` of process `pid1` and descriptor `fd2` of process `pid2` are one
+/// open file description (`kcmp(KCMP_FILE)`: the kernel compares its own file objects). Needs
+/// ptrace read access to both processes (always there for this process's own descriptors).
+pub fn same_file(pid1: i32, fd1: RawFd, pid2: i32, fd2: RawFd) -> io::Result<bool> {
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: kcmp takes five integers and reads nothing from this process's memory; it only
+    // compares kernel objects and answers 0 (the same), 1 or 2 (ordered), or fails.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid1 as libc::c_long,
+            pid2 as libc::c_long,
+            KCMP_FILE,
+            fd1 as libc::c_long,
+            fd2 as libc::c_long,
+        )
+    };
+    match r {
+        -1 => Err(io::Error::last_os_error()),
+        r => Ok(r == 0),
+    }
+}
+
 /// Clears close-on-exec on descriptor `fd`, which the caller promises is open (`EBADF`
 /// otherwise), so the program inherits it.
 pub fn keep_across_exec(fd: RawFd) -> io::Result<()> {
