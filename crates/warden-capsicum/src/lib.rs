@@ -69,9 +69,9 @@
 //! See [`rights::ENFORCEMENT`]: seek, fstat, mmap, ioctl, event and accept are not enforced
 //! per descriptor (the calls are direct, and Linux has no way to narrow them). A datagram
 //! socket the program was given can still `sendmsg` to an address (BPF cannot read
-//! `msg_name`). Rights are kept per object, so two descriptors of one file hold the same
-//! rights in the agent's checks; read and write are the kernel's, per descriptor (see
-//! [`program::cap_rights_limit`]). Process descriptors are [`process`]'s.
+//! `msg_name`). Rights are kept per open file description for a file or directory limited
+//! with [`program::cap_rights_limit`], and per object otherwise (see [`held`]); read and write
+//! are the kernel's, per descriptor. Process descriptors are [`process`]'s.
 #![deny(unsafe_code)]
 
 pub mod beneath;

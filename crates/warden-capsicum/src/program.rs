@@ -71,9 +71,12 @@ pub fn cap_getmode() -> io::Result<bool> {
 }
 
 /// Limits what `fd` may do to `rights`: narrowed, never widened (asking for a right the
-/// descriptor lacks fails with `EACCES`, [`crate::ENOTCAPABLE`]). Taking read or write away
-/// re-opens the descriptor with the narrower access mode (same number, same offset), so the
-/// kernel enforces it; a socket, which cannot be re-opened, fails with `EOPNOTSUPP` then.
+/// descriptor lacks fails with `EACCES`, [`crate::ENOTCAPABLE`]). A regular file or directory
+/// is re-opened (same number, same offset) with no more access than `rights`, so the kernel
+/// enforces read and write, and the limit is that open file description's: another
+/// descriptor of the same file keeps its rights ([`crate::held`]). Anything else is limited
+/// per object, and re-opened only when read or write goes; a socket, which cannot be
+/// re-opened, fails then.
 pub fn cap_rights_limit(fd: impl AsFd, rights: Rights) -> io::Result<()> {
     ask(Request::Limit {
         fd: fd.as_fd().as_raw_fd(),
