@@ -143,6 +143,9 @@ pub struct Session {
     /// The host's grant socket (`warden run --grant-socket N`, [`sandbox::serve_grants`]),
     /// until warden starts serving it.
     pub grants: std::sync::Mutex<Option<std::os::fd::OwnedFd>>,
+    /// Copies of the descriptors the program starts with (`--fd`, `--fd-inherited`) and their
+    /// rights, for the Landlock layer narrowed to them under [`Entry::Warden`].
+    pub roots: std::sync::Mutex<Vec<(std::os::fd::OwnedFd, Rights)>>,
 }
 
 impl Session {
@@ -160,6 +163,7 @@ impl Session {
             base_filters: std::sync::OnceLock::new(),
             entered: std::sync::atomic::AtomicBool::new(false),
             grants: std::sync::Mutex::new(None),
+            roots: std::sync::Mutex::new(Vec::new()),
         }
     }
 

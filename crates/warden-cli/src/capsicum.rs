@@ -53,6 +53,7 @@ pub fn open(
         let st = rustix::fs::fstat(&fd).map_err(|e| format!("{what}: {e}"))?;
         session.held.grant(st.st_dev, st.st_ino, spec.rights);
         session.held.limit(st.st_dev, st.st_ino, spec.rights);
+        root(&session, &fd, spec.rights);
         named.push((spec.name.clone(), fd.into_raw_fd()));
     }
     for spec in specs {
@@ -82,6 +83,7 @@ pub fn open(
         // still hold exactly the rights given.
         session.held.grant(st.st_dev, st.st_ino, spec.rights);
         session.held.limit(st.st_dev, st.st_ino, spec.rights);
+        root(&session, &fd, spec.rights);
         named.push((spec.name.clone(), fd.into_raw_fd()));
     }
     let list = fdlist::encode(named.iter().map(|(n, fd)| (n.as_str(), *fd)));
@@ -90,4 +92,13 @@ pub fn open(
         env: (fdlist::ENV.to_owned(), Some(list)),
         session: Arc::new(session),
     })
+}
+
+/// Keeps a copy of a capability the program starts with, for the Landlock layer narrowed to
+/// the capabilities (`--capability-mode`). A copy that cannot be made leaves the layer without
+/// it: the kernel then refuses more, never less.
+fn root(session: &Session, fd: &std::os::fd::OwnedFd, rights: warden_capsicum::Rights) {
+    if let (Ok(copy), Ok(mut roots)) = (fd.try_clone(), session.roots.lock()) {
+        roots.push((copy, rights));
+    }
 }

@@ -1538,6 +1538,55 @@ fn a_sandbox_started_by_a_host_holds_exactly_its_descriptors() {
     );
 }
 
+/// The kernel's wall behind the agent (`--capability-mode`): the sandbox's Landlock domain has
+/// a layer allowing only what its starting capabilities grant (and the loader's directories).
+/// A host (tests/c/cap_lch.c, through the C library) gives the sandbox /bin/true with read and
+/// fexecve at the start, and a copy of it with the same rights later: the agent allows both
+/// fexecve's (it recorded both rights), and the kernel runs only the first.
+#[test]
+fn the_kernel_executes_only_what_the_starting_capabilities_grant() {
+    each_user(
+        "the_kernel_executes_only_what_the_starting_capabilities_grant",
+        |who| {
+            let prog = with_library("cap_lch");
+            let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+            // A copy of true beside the program: allowed by the policy (--exec DIR), a file of
+            // its own to Landlock.
+            let late = prog.with_file_name(format!("late-true-{}", common::who_tag(who)));
+            if !late.exists() {
+                std::fs::copy("/bin/true", &late).unwrap();
+                common::chmod(&late, 0o755);
+            }
+            let mut cmd = match who {
+                As::Me => std::process::Command::new(&prog),
+                As::Nobody => {
+                    let mut c = std::process::Command::new("/usr/bin/setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                        .arg(&prog);
+                    c
+                }
+            };
+            cmd.arg(common::warden())
+                .arg(&bin)
+                .arg(&late)
+                .current_dir(common::workdir())
+                .stdin(std::process::Stdio::null());
+            let (o, _) = common::finish(cmd, std::time::Duration::from_secs(240));
+            let (out, err) = (stdout(&o), common::stderr(&o));
+            assert!(o.status.success(), "{out}\n{err}");
+            let l = report(out.as_bytes());
+            let fexecve = warden_capsicum::Rights::of(&[
+                warden_capsicum::Right::Read,
+                warden_capsicum::Right::Fexecve,
+            ]);
+            expect(&l, "tool-exec", "ok", &err);
+            // The rights arrived (the agent lets it through), the kernel refuses.
+            expect(&l, "late-rights", &format!("ok {}", fexecve.bits()), &err);
+            expect(&l, "late-exec", EACCES, &err);
+        },
+    );
+}
+
 /// The lines `NAME RESULT` of a report, as a map.
 fn report(bytes: &[u8]) -> HashMap<String, String> {
     String::from_utf8_lossy(bytes)

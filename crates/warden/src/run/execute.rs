@@ -53,6 +53,13 @@ pub fn execute(
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
+    // --capability-mode: a second layer allowing only what the starting capabilities grant.
+    if let Some(session) = cfg.capsicum.as_ref() {
+        if session.entry == warden_capsicum::Entry::Warden {
+            let roots = session.roots.lock().map(|mut r| std::mem::take(&mut *r));
+            ruleset.with_capabilities(roots.unwrap_or_default());
+        }
+    }
     let exec_rules = ruleset.exec.clone();
     let program_filter = filter::program(profile);
 
