@@ -16,6 +16,12 @@
  *     enter             cap_enter (once)
  *     openat_beneath    openat(DIR, "f") + close in capability mode (beneath the directory
  *                       capability, its rights checked)
+ *   capbench lch WARDEN DIR N   the paper's figure on the real path, natively as the host: N times
+ *                               lch_start (capbench serve under `WARDEN run --capability-mode
+ *                               --exec DIR`, holding one named descriptor), one 1-byte request
+ *                               and answer, lch_stop; prints "lch NS_PER_OP ERRNO"
+ *   capbench serve              the sandbox of lch: answers each message with itself until the
+ *                               host closes its end
  *   capbench gunzip IN OUT plain|sandbox
  *                               decompresses IN to OUT in-process (plain), or in a pdfork'ed
  *                               child that limits both descriptors and enters capability mode
@@ -180,11 +186,58 @@ static int gunzip(const char *inpath, const char *outpath, int sandbox) {
     return rc;
 }
 
+static int lch(const char *warden, const char *dir, const char *self, long n) {
+    int err = 0;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    cap_rights_t r;
+    struct lc_named_fd fds[] = {{"null", null, *cap_rights_init(&r, CAP_READ)}};
+    const char *wargs[] = {"--exec", dir, NULL};
+    const char *argv[] = {self, "serve", NULL};
+    long long t0 = now_ns();
+    for (long i = 0; i < n && !err; i++) {
+        struct lc_host h;
+        if (lch_start(&h, warden, wargs, argv, fds, 1) < 0) {
+            err = errno;
+            break;
+        }
+        char q = 'x', a = 0;
+        int none = 0;
+        if (lch_send(&h, &q, 1, NULL, NULL, 0) < 0 || lch_recv(&h, &a, 1, NULL, &none) != 1 ||
+            a != q)
+            err = EIO;
+        int st;
+        lch_stop(&h, &st);
+    }
+    line("lch", now_ns() - t0, n, err);
+    return err ? 1 : 0;
+}
+
+static int serve(void) {
+    int sock = lcs_get();
+    char buf[LC_MAX_MESSAGE];
+    unsigned int mode = 0;
+    if (sock < 0 || cap_getmode(&mode) < 0 || mode != 1)
+        return 3; /* not started by lch_start, or not in capability mode */
+    for (;;) {
+        int none = 0;
+        ssize_t n = lcs_recv(sock, buf, sizeof buf, NULL, &none);
+        if (n <= 0)
+            return 0;
+        if (lcs_send(sock, buf, (size_t)n, NULL, 0) < 0)
+            return 1;
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "lch"))
+        return lch(argv[2], argv[3], argv[0], atol(argv[4]));
+    if (argc == 2 && !strcmp(argv[1], "serve"))
+        return serve();
     if (argc == 4 && !strcmp(argv[1], "calls"))
         return calls(argv[2], atol(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "gunzip"))
         return gunzip(argv[2], argv[3], !strcmp(argv[4], "sandbox"));
-    fprintf(stderr, "usage: capbench calls DIR N | capbench gunzip IN OUT plain|sandbox\n");
+    fprintf(stderr, "usage: capbench calls DIR N | capbench lch WARDEN DIR N | capbench serve | "
+                    "capbench gunzip IN OUT plain|sandbox\n");
     return 2;
 }

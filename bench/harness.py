@@ -613,7 +613,7 @@ CAP_CALLS = [
     ("openat_beneath", "openat+close beneath a directory capability (rights checked)"),
     ("fork", "fork + exit + waitpid"),
     ("pdfork", "pdfork + exit + pdwait"),
-    ("sandbox_rpc", "sandbox creation + one RPC + destruction"),
+    ("sandbox_rpc", "pdfork sandbox (cap_enter) + one RPC + destruction, in-process"),
     ("enter", "cap_enter"),
 ]
 CAP_SIZES = [1, 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024]
@@ -666,6 +666,17 @@ def bench_capsicum():
         "pdfork_over_fork_warden": ratio(med["warden"]["pdfork"], med["warden"]["fork"]),
     }
 
+    # The paper's "sandbox creation + one RPC + destruction" on the real path: the host runs
+    # natively and starts each sandbox with lch_start (warden run --capability-mode).
+    lch_n = "5" if quick else "20"
+    lch = []
+    for r in range(reps):
+        run_checked("capbench lch", [capbench, "lch", warden, bindir, lch_n])
+        name, ns, err = read_out().split()
+        if int(err) != 0:
+            sys.exit(f"run.sh: capbench lch failed with errno {err}")
+        lch.append(float(ns))
+
     # The compartmentalised decompressor's start-up penalty per file: the same program,
     # decompressing in-process (plain) or in a sandboxed child (sandbox), under warden.
     texts = os.path.join(work, "captext")
@@ -706,6 +717,8 @@ def bench_capsicum():
             "ratio": ratio(m["warden_sandbox"], m["warden_plain"]),
         })
     return {"calls": rows, "within": within, "gunzip": gz_rows,
+            "lch": {"ns_per_op": round(statistics.median(lch), 1), "samples": lch,
+                    "per_run": int(lch_n)},
             "load": {"before": load_before, "after": loadavg()}}
 
 
@@ -883,6 +896,8 @@ if "capsicum" in results:
                  x(w["rights_check_openat"])))
     rows.append(("pdfork / fork", x(w["pdfork_over_fork_native"]), x(w["pdfork_over_fork_warden"]),
                  ""))
+    rows.append(("lch_start (warden run --capability-mode) + one RPC + lch_stop, host native",
+                 "", f"{c['lch']['ns_per_op']:.1f}", ""))
     table(f"capsicum (the paper's section 5): native vs `warden run --capsicum`, medians of {reps} "
           f"runs (natively cap_enter is ENOSYS and the rest runs without the mode); load "
           f"{c['load']['before']:.1f} .. {c['load']['after']:.1f}",

@@ -28,7 +28,9 @@
 #   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively
 #             and under `warden run --capsicum`: cap_enter, a call with a rights check against
 #             without (pread on a limited descriptor, openat beneath a directory capability),
-#             pdfork against fork, sandbox creation + one RPC + destruction, and the
+#             pdfork against fork, sandbox creation + one RPC + destruction (in-process with
+#             pdfork, and on the real path: a native host's lch_start of a program under
+#             `warden run --capability-mode`, warden_capsicum::sandbox), and the
 #             compartmentalised decompressor's start-up penalty per file for 1 B .. 16 MB;
 #             the machine's load before and after is printed with them
 # and prints a table (or one JSON object with --json). Output of every program goes to files.

@@ -11,7 +11,12 @@
  * connect a socket and to write into its input, and reports each attempt on stderr as
  * "exploit: WHAT: errno N (TEXT)" (or "exploit: WHAT: succeeded").
  *
- * Build: cc -O2 -o cap_gunzip cap_gunzip.c -lz */
+ * Started by a host instead (cap_gunzip_host.c, through lch_start: WARDEN_FDLIST names "host"),
+ * it holds nothing but its socket to the host, and decompresses each pair of descriptors the
+ * host passes it (input: read, seek; output: write), answering one status byte per pair.
+ *
+ * Build: cc -O2 -I ../../crates/warden-capsicum/c -o cap_gunzip cap_gunzip.c
+ *        ../../crates/warden-capsicum/c/capsicum.c -lz */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,18 +27,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* libcapsicum's fdlist_lookup: the descriptor warden named NAME (WARDEN_FDLIST=in=3,out=4). */
-static int fdlist_lookup(const char *name) {
-    const char *list = getenv("WARDEN_FDLIST");
-    size_t n = strlen(name);
-    while (list && *list) {
-        if (strncmp(list, name, n) == 0 && list[n] == '=')
-            return atoi(list + n + 1);
-        list = strchr(list, ',');
-        if (list) list++;
-    }
-    return -1;
-}
+#include "capsicum.h" /* fdlist_lookup (WARDEN_FDLIST=in=3,out=4), lcs_get, lcs_recv, lcs_send */
 
 static void report(const char *what, int rc) {
     if (rc < 0)
@@ -59,12 +53,42 @@ static void exploited(int in) {
     report("write to the input", (int)pwrite(in, "pwned", 5, 0));
 }
 
+static int decompress(int in, int out);
+
+/* Started by a host: one request per file, the input and the output descriptors in it. */
+static int serve(int host) {
+    for (;;) {
+        char req[16];
+        int fds[2], nfds = 2;
+        ssize_t n = lcs_recv(host, req, sizeof req, fds, &nfds);
+        if (n <= 0 && nfds == 0)
+            return n < 0; /* the host closed its end */
+        char status = 2;
+        if (nfds == 2) {
+            status = (char)decompress(fds[0], fds[1]);
+        }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (lcs_send(host, &status, 1, NULL, 0) < 0)
+            return 1;
+    }
+}
+
 int main(void) {
+    int host = lcs_get();
+    if (host >= 0)
+        return serve(host);
     int in = fdlist_lookup("in"), out = fdlist_lookup("out");
     if (in < 0 || out < 0) {
         fprintf(stderr, "cap_gunzip: run me with --fd in=FILE.gz:read,seek --fd out=FILE:write\n");
         return 2;
     }
+    return decompress(in, out);
+}
+
+static int decompress(int in, int out) {
+    /* gzclose below closes this copy, not the caller's descriptor. */
+    in = dup(in);
     gzFile gz = gzdopen(in, "rb");
     if (!gz) { perror("gzdopen"); return 1; }
     char buf[65536];
@@ -75,11 +99,12 @@ int main(void) {
         first = 0;
         for (char *p = buf; n > 0;) {
             ssize_t w = write(out, p, n);
-            if (w < 0) { perror("cap_gunzip: write"); return 1; }
+            if (w < 0) { perror("cap_gunzip: write"); gzclose(gz); return 1; }
             p += w;
             n -= w;
         }
     }
-    if (n < 0) { int e; fprintf(stderr, "cap_gunzip: %s\n", gzerror(gz, &e)); return 1; }
+    if (n < 0) { int e; fprintf(stderr, "cap_gunzip: %s\n", gzerror(gz, &e)); gzclose(gz); return 1; }
+    gzclose(gz);
     return 0;
 }

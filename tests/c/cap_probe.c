@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -133,6 +134,24 @@ static void attempt(const char *a) {
     else if (!strcmp(a, "chmod-setuid")) result(a, fchmodat(d, "sub/g", 04755, 0), NULL);
     else if (!strcmp(a, "chmod-out")) result(a, fchmodat(d, "../secret", 0600, 0), NULL);
     else if (!strcmp(a, "chmod-abs")) result(a, chmod("/tmp", 0777), NULL);
+    /* Owners and nodes beneath the capability (65534: nobody's own ids; 0: root's). */
+    else if (!strcmp(a, "chown-in")) result(a, fchownat(d, "f", 65534, 65534, 0), NULL);
+    else if (!strcmp(a, "chown-root")) result(a, fchownat(d, "sub/g", 0, 0, 0), NULL);
+    else if (!strcmp(a, "chown-out")) result(a, fchownat(d, "../secret", 65534, 65534, 0), NULL);
+    else if (!strcmp(a, "chown-esc")) result(a, fchownat(d, "esc", 65534, 65534, 0), NULL);
+    else if (!strcmp(a, "chown-link")) {
+        /* The symlink itself, not what it names (out of the capability). */
+        result(a, fchownat(d, "esc", 65534, 65534, AT_SYMLINK_NOFOLLOW), NULL);
+    } else if (!strcmp(a, "chown-cwd")) result(a, fchownat(AT_FDCWD, "secret", 65534, 65534, 0), NULL);
+    else if (!strcmp(a, "chown-abs")) result(a, chown("/tmp", 65534, 65534), NULL);
+    else if (!strcmp(a, "fchown-in")) {
+        int fd = openat(d, "a", O_RDONLY | O_DIRECTORY);
+        result(a, fd < 0 ? -1 : fchown(fd, 65534, 65534), NULL);
+    } else if (!strcmp(a, "mknod-fifo")) result(a, mknodat(d, "fifo", S_IFIFO | 06644, 0), NULL);
+    else if (!strcmp(a, "mknod-file")) result(a, mknodat(d, "node", S_IFREG | 0644, 0), NULL);
+    else if (!strcmp(a, "mknod-dev")) result(a, mknodat(d, "null", S_IFCHR | 0666, makedev(1, 3)), NULL);
+    else if (!strcmp(a, "mknod-out")) result(a, mknodat(d, "../fifo", S_IFIFO | 0644, 0), NULL);
+    else if (!strcmp(a, "mknod-cwd")) result(a, mknodat(AT_FDCWD, "fifo", S_IFIFO | 0644, 0), NULL);
     else if (!strcmp(a, "utimens-in")) {
         struct timespec t[2] = {{1, 0}, {1, 0}};
         result(a, utimensat(d, "f", t, 0), NULL);
@@ -206,6 +225,7 @@ static void attempt(const char *a) {
         m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, wo, 0);
         result("wo-mmap", m == MAP_FAILED ? -1 : 0, NULL);
         result("ro-fchmod", fchmod(ro, 0777), NULL);
+        result("ro-fchown", fchown(ro, 65534, 65534), NULL);
         char p[64];
         snprintf(p, sizeof p, "/proc/self/fd/%d", ro);
         result("ro-reopen-rw", open(p, O_RDWR), NULL);

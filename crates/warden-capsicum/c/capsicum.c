@@ -9,10 +9,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,4 +246,283 @@ int fdlist_lookup(const char *name) {
     }
     errno = ENOENT;
     return -1;
+}
+
+/* ---- scrubbed sandbox start (lch_start) ---------------------------------------------------- */
+
+static const char *const right_names[] = {
+    "read", "write", "seek", "fstat", "lookup", "create", "mkdir", "unlink", "mmap",
+    "fchmod", "fchown", "ioctl", "event", "accept", "connect", "bind", "fexecve", "mknod",
+};
+
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    if (nfds < 0 || nfds > LC_MAX_FDS || len > LC_MAX_MESSAGE) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    char control[CMSG_SPACE(sizeof(int) * LC_MAX_FDS)] = {0};
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > 0) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    long n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n < 0)
+        return -1;
+    if ((size_t)n != len) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds) {
+    char control[CMSG_SPACE(sizeof(int) * LC_MAX_FDS)] = {0};
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                         .msg_controllen = sizeof control};
+    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return -1;
+    int room = nfds ? *nfds : 0, got = 0, cut = msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC);
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (got < room)
+                fds[got++] = fd;
+            else {
+                close(fd);
+                cut = 1;
+            }
+        }
+    }
+    if (nfds)
+        *nfds = got;
+    if (cut) {
+        for (int i = 0; i < got; i++)
+            close(fds[i]);
+        if (nfds)
+            *nfds = 0;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return n;
+}
+
+/* Whether fd reads / writes, by its access mode. */
+static int access_of(int fd, int *reads, int *writes) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
+        return -1;
+    *reads = *writes = 0;
+    if (fl & O_PATH)
+        return 0;
+    *reads = (fl & O_ACCMODE) != O_WRONLY;
+    *writes = (fl & O_ACCMODE) != O_RDONLY;
+    return 0;
+}
+
+/* A close-on-exec descriptor for fd's object no wider than rights (warden_capsicum::sandbox::
+ * narrow): a copy, or the object opened again through /proc/self/fd with the narrower mode. */
+static int narrow(int fd, uint64_t rights) {
+    int reads, writes;
+    struct stat st;
+    if (access_of(fd, &reads, &writes) < 0 || fstat(fd, &st) < 0)
+        return -1;
+    int dir = S_ISDIR(st.st_mode);
+    int r = (rights & CAP_READ) != 0, w = (rights & CAP_WRITE) != 0;
+    if (!(writes && !w) && !(reads && !r && !dir))
+        return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (S_ISSOCK(st.st_mode)) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    int rr = r || (dir && reads);
+    int mode = rr && w ? O_RDWR : rr ? O_RDONLY : w ? O_WRONLY : O_PATH;
+    int fl = fcntl(fd, F_GETFL);
+    int kept = fl & (O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_SYNC | O_DSYNC);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int n = open(path, mode | kept | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (n < 0)
+        return -1;
+    if (mode != O_PATH) {
+        fcntl(n, F_SETFL, kept);
+        if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+            lseek(n, lseek(fd, 0, SEEK_CUR), SEEK_SET);
+    }
+    return n;
+}
+
+static void rights_text(uint64_t rights, char *out, size_t size) {
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof right_names / sizeof *right_names; i++)
+        if (rights & (1ULL << i)) {
+            if (out[0])
+                strncat(out, ",", size - strlen(out) - 1);
+            strncat(out, right_names[i], size - strlen(out) - 1);
+        }
+}
+
+static int grant(int grants, int fd, uint64_t rights) {
+    if (send_fds(grants, &rights, sizeof rights, &fd, 1) < 0)
+        return -1;
+    int answer, none = 0;
+    ssize_t n = recv_fds(grants, &answer, sizeof answer, NULL, &none);
+    if (n != sizeof answer) {
+        errno = n < 0 ? errno : EPIPE;
+        return -1;
+    }
+    if (answer) {
+        errno = answer;
+        return -1;
+    }
+    return 0;
+}
+
+int lch_start(struct lc_host *h, const char *warden, const char *const *warden_args,
+              const char *const *argv, const struct lc_named_fd *fds, int nfds) {
+    int sv[2], gv[2];
+    if (nfds < 0 || nfds > 64 || !argv || !argv[0]) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -1;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gv) < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    int pass[66], npass = 0, e = 0;
+    char specs[66][256];
+    for (int i = 0; i < nfds && !e; i++) {
+        if (!strcmp(fds[i].name, "host")) {
+            e = EINVAL;
+            break;
+        }
+        int n = narrow(fds[i].fd, fds[i].rights.cr_rights);
+        if (n < 0) {
+            e = errno;
+            break;
+        }
+        char text[200];
+        rights_text(fds[i].rights.cr_rights, text, sizeof text);
+        pass[npass] = n;
+        snprintf(specs[npass++], sizeof specs[0], "%s=%d:%s", fds[i].name, n, text);
+    }
+    pass[npass] = sv[1];
+    snprintf(specs[npass++], sizeof specs[0], "host=%d:read,write,event", sv[1]);
+    int nargs = 0, nw = 0, na = 0;
+    while (warden_args && warden_args[nw])
+        nw++;
+    while (argv[na])
+        na++;
+    const char **args = e ? NULL : calloc(4 + nw + 2 * nfds + 2 + 2 + 1 + na + 1, sizeof *args);
+    if (!e && !args)
+        e = ENOMEM;
+    char grant_fd[16];
+    snprintf(grant_fd, sizeof grant_fd, "%d", gv[1]);
+    if (!e) {
+        args[nargs++] = "warden";
+        args[nargs++] = "run";
+        args[nargs++] = "--capability-mode";
+        for (int i = 0; i < nw; i++)
+            args[nargs++] = warden_args[i];
+        for (int i = 0; i < npass; i++) {
+            args[nargs++] = "--fd-inherited";
+            args[nargs++] = specs[i];
+        }
+        args[nargs++] = "--grant-socket";
+        args[nargs++] = grant_fd;
+        args[nargs++] = "--";
+        for (int i = 0; i < na; i++)
+            args[nargs++] = argv[i];
+        args[nargs] = NULL;
+        int pd;
+        int pid = pdfork(&pd, PD_CLOEXEC);
+        if (pid == 0) {
+            for (int i = 0; i < npass; i++)
+                fcntl(pass[i], F_SETFD, 0);
+            fcntl(gv[1], F_SETFD, 0);
+            execv(warden, (char *const *)args);
+            _exit(127);
+        }
+        if (pid < 0)
+            e = errno;
+        else
+            h->pd = pd;
+        free(args);
+    }
+    for (int i = 0; i < npass; i++)
+        if (pass[i] != sv[1])
+            close(pass[i]);
+    close(sv[1]);
+    close(gv[1]);
+    if (e) {
+        close(sv[0]);
+        close(gv[0]);
+        errno = e;
+        return -1;
+    }
+    h->sock = sv[0];
+    h->grants = gv[0];
+    return 0;
+}
+
+int lch_send(struct lc_host *h, const void *buf, size_t len, const int *fds,
+             const cap_rights_t *rights, int nfds) {
+    int narrowed[LC_MAX_FDS] = {0}, n = 0, e = 0;
+    if (nfds < 0 || nfds > LC_MAX_FDS) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    for (; n < nfds; n++) {
+        narrowed[n] = narrow(fds[n], rights[n].cr_rights);
+        if (narrowed[n] < 0 || grant(h->grants, narrowed[n], rights[n].cr_rights) < 0) {
+            e = errno;
+            if (narrowed[n] >= 0)
+                n++;
+            break;
+        }
+    }
+    if (!e && send_fds(h->sock, buf, len, narrowed, nfds) < 0)
+        e = errno;
+    for (int i = 0; i < n; i++)
+        close(narrowed[i]);
+    errno = e;
+    return e ? -1 : 0;
+}
+
+ssize_t lch_recv(struct lc_host *h, void *buf, size_t len, int *fds, int *nfds) {
+    return recv_fds(h->sock, buf, len, fds, nfds);
+}
+
+int lch_stop(struct lc_host *h, int *status) {
+    close(h->sock);
+    close(h->grants);
+    pdkill(h->pd, SIGKILL);
+    int r = pdwait(h->pd, status, 0);
+    close(h->pd);
+    return r < 0 ? -1 : 0;
+}
+
+int lcs_get(void) { return fdlist_lookup("host"); }
+
+ssize_t lcs_recv(int sock, void *buf, size_t len, int *fds, int *nfds) {
+    return recv_fds(sock, buf, len, fds, nfds);
+}
+
+int lcs_send(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    return send_fds(sock, buf, len, fds, nfds);
 }

@@ -34,7 +34,8 @@
 #define CAP_CONNECT  (1ULL << 14)
 #define CAP_BIND     (1ULL << 15)
 #define CAP_FEXECVE  (1ULL << 16)
-#define CAP_ALL_KNOWN ((1ULL << 17) - 1)
+#define CAP_MKNODAT  (1ULL << 17)
+#define CAP_ALL_KNOWN ((1ULL << 18) - 1)
 
 /* The requests travel as socket(2) calls of these address families (warden_capsicum::request). */
 #define WARDEN_CAPSICUM_FAMILY 0x5700
@@ -91,5 +92,44 @@ int pdgetpid(int fd, int *pidp);
 
 /* libcapsicum's fdlist_lookup: the descriptor warden's --fd named NAME (WARDEN_FDLIST). */
 int fdlist_lookup(const char *name);
+
+/* Scrubbed sandbox start (libcapsicum's lch_start; warden_capsicum::sandbox says how, and
+ * speaks the same protocol). The host starts PROGRAM under `WARDEN run --capability-mode`, with
+ * WARDEN_ARGS (NULL-terminated, e.g. {"--exec", DIR, NULL}) before the program, holding
+ * exactly the descriptors FDS (each narrowed to its rights' access mode, found by name in the
+ * sandbox with fdlist_lookup) and a SOCK_SEQPACKET socket to the host, named "host" (lcs_get).
+ * lch_send passes more descriptors later, each narrowed and recorded with its rights by the
+ * sandbox's agent before it is sent, so it arrives with exactly them. lch_stop (or the host's
+ * exit, which closes the process descriptor) kills warden, and the sandbox with it. A message
+ * is at most LC_MAX_MESSAGE bytes and LC_MAX_FDS descriptors. */
+#include <stddef.h>
+#include <sys/types.h>
+#define LC_MAX_MESSAGE 65536
+#define LC_MAX_FDS 16
+struct lc_named_fd {
+    const char *name;
+    int fd;
+    cap_rights_t rights;
+};
+struct lc_host {
+    int pd;     /* the process descriptor of warden's process */
+    int sock;   /* the host's end of the socket */
+    int grants; /* the socket to the sandbox's agent */
+};
+int lch_start(struct lc_host *h, const char *warden, const char *const *warden_args,
+              const char *const *argv, const struct lc_named_fd *fds, int nfds);
+/* Sends LEN bytes and NFDS descriptors, FDS[i] with RIGHTS[i]. */
+int lch_send(struct lc_host *h, const void *buf, size_t len, const int *fds,
+             const cap_rights_t *rights, int nfds);
+/* Receives one message (0 bytes and no descriptor: the sandbox closed its end); *nfds holds
+ * the room in FDS on entry and the descriptors received on return. */
+ssize_t lch_recv(struct lc_host *h, void *buf, size_t len, int *fds, int *nfds);
+/* Closes the sockets, kills warden and waits for it; its status as waitpid's. */
+int lch_stop(struct lc_host *h, int *status);
+/* In the sandbox: its socket to the host, and messages on it (as lch_recv; lcs_send carries
+ * descriptors without rights the host need trust). */
+int lcs_get(void);
+ssize_t lcs_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
+int lcs_send(int sock, const void *buf, size_t len, const int *fds, int nfds);
 
 #endif

@@ -20,6 +20,53 @@ pub struct FdSpec {
     pub rights: Rights,
 }
 
+/// One `--fd-inherited NAME=N:RIGHTS`: a descriptor warden inherits from the program that
+/// started it (a host using [`crate::sandbox::Sandbox::start`]), passed on by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InheritedSpec {
+    /// The name the program asks for.
+    pub name: String,
+    /// The descriptor's number in warden.
+    pub fd: i32,
+    /// What the descriptor may do.
+    pub rights: Rights,
+}
+
+impl InheritedSpec {
+    /// Parses `NAME=N:RIGHTS`.
+    pub fn parse(text: &str) -> Result<InheritedSpec, String> {
+        let (name, rest) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: expected NAME=N:RIGHTS"))?;
+        check_name(name)?;
+        let (fd, rights) = rest.split_once(':').ok_or_else(|| {
+            format!("{text:?}: expected NAME=N:RIGHTS (rights such as read,seek)")
+        })?;
+        let fd =
+            fd.parse::<i32>().ok().filter(|n| *n >= 3).ok_or_else(|| {
+                format!("{text:?}: {fd:?} is not a descriptor number of 3 or more")
+            })?;
+        Ok(InheritedSpec {
+            name: name.to_owned(),
+            fd,
+            rights: Rights::parse(rights).map_err(|e| format!("{text:?}: {e}"))?,
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "{name:?}: a descriptor's name is letters, digits, _ and -"
+        ));
+    }
+    Ok(())
+}
+
 impl FdSpec {
     /// Parses `NAME=PATH:RIGHTS`. The rights follow the last `:`, so a path may hold colons;
     /// a name is letters, digits, `_` and `-`.
@@ -27,15 +74,7 @@ impl FdSpec {
         let (name, rest) = text
             .split_once('=')
             .ok_or_else(|| format!("{text:?}: expected NAME=PATH:RIGHTS"))?;
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(format!(
-                "{name:?}: a descriptor's name is letters, digits, _ and -"
-            ));
-        }
+        check_name(name)?;
         let (path, rights) = rest.rsplit_once(':').ok_or_else(|| {
             format!("{text:?}: expected NAME=PATH:RIGHTS (rights such as read,seek)")
         })?;
@@ -90,6 +129,22 @@ mod tests {
             "in=/x:fly",
         ] {
             assert!(FdSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn inherited_specs_name_a_number() {
+        let s = InheritedSpec::parse("host=7:read,write").unwrap();
+        assert_eq!((s.name.as_str(), s.fd), ("host", 7));
+        assert_eq!(s.rights.to_string(), "read,write");
+        for bad in [
+            "host=2:read",
+            "host=x:read",
+            "host=7",
+            "h st=7:read",
+            "host=7:fly",
+        ] {
+            assert!(InheritedSpec::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -11,7 +11,9 @@
 //! - [`program`]: the **program side**, `cap_enter` and `cap_rights_limit` from inside a
 //!   program (`warden run --capsicum`), and [`request`], how its requests reach the agent. C
 //!   programs use `c/capsicum.h` and `c/capsicum.c`;
-//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`).
+//! - [`process`]: **process descriptors** (`pdfork`, `pdkill`, `pdwait`);
+//! - [`sandbox`]: **scrubbed sandbox start** (libcapsicum's `lch_start`): a host starts a
+//!   program in capability mode holding exactly named descriptors and a socket to the host.
 //!
 //! # How capability mode is enforced (`warden run --capability-mode`)
 //!
@@ -67,9 +69,9 @@
 //! See [`rights::ENFORCEMENT`]: seek, fstat, mmap, ioctl, event and accept are not enforced
 //! per descriptor (the calls are direct, and Linux has no way to narrow them). A datagram
 //! socket the program was given can still `sendmsg` to an address (BPF cannot read
-//! `msg_name`). Rights are kept per object, so two descriptors of one file hold the same
-//! rights in the agent's checks; read and write are the kernel's, per descriptor (see
-//! [`program::cap_rights_limit`]). Process descriptors are [`process`]'s.
+//! `msg_name`). Rights are kept per open file description for a file or directory limited
+//! with [`program::cap_rights_limit`], and per object otherwise (see [`held`]); read and write
+//! are the kernel's, per descriptor. Process descriptors are [`process`]'s.
 #![deny(unsafe_code)]
 
 pub mod beneath;
@@ -80,6 +82,7 @@ pub mod process;
 pub mod program;
 pub mod request;
 pub mod rights;
+pub mod sandbox;
 
 pub use held::Held;
 pub use mode::Rule;
@@ -137,6 +140,12 @@ pub struct Session {
     /// no process is in capability mode whatever filters it installed for its own reasons, and
     /// the agent reads no filter count.
     pub entered: std::sync::atomic::AtomicBool,
+    /// The host's grant socket (`warden run --grant-socket N`, [`sandbox::serve_grants`]),
+    /// until warden starts serving it.
+    pub grants: std::sync::Mutex<Option<std::os::fd::OwnedFd>>,
+    /// Copies of the descriptors the program starts with (`--fd`, `--fd-inherited`) and their
+    /// rights, for the Landlock layer narrowed to them under [`Entry::Warden`].
+    pub roots: std::sync::Mutex<Vec<(std::os::fd::OwnedFd, Rights)>>,
 }
 
 impl Session {
@@ -153,6 +162,8 @@ impl Session {
             started: std::sync::atomic::AtomicBool::new(false),
             base_filters: std::sync::OnceLock::new(),
             entered: std::sync::atomic::AtomicBool::new(false),
+            grants: std::sync::Mutex::new(None),
+            roots: std::sync::Mutex::new(Vec::new()),
         }
     }
 

@@ -71,9 +71,12 @@ pub fn cap_getmode() -> io::Result<bool> {
 }
 
 /// Limits what `fd` may do to `rights`: narrowed, never widened (asking for a right the
-/// descriptor lacks fails with `EACCES`, [`crate::ENOTCAPABLE`]). Taking read or write away
-/// re-opens the descriptor with the narrower access mode (same number, same offset), so the
-/// kernel enforces it; a socket, which cannot be re-opened, fails with `EOPNOTSUPP` then.
+/// descriptor lacks fails with `EACCES`, [`crate::ENOTCAPABLE`]). A regular file or directory
+/// is re-opened (same number, same offset) with no more access than `rights`, so the kernel
+/// enforces read and write, and the limit is that open file description's: another
+/// descriptor of the same file keeps its rights ([`crate::held`]). Anything else is limited
+/// per object, and re-opened only when read or write goes; a socket, which cannot be
+/// re-opened, fails then.
 pub fn cap_rights_limit(fd: impl AsFd, rights: Rights) -> io::Result<()> {
     ask(Request::Limit {
         fd: fd.as_fd().as_raw_fd(),
@@ -129,6 +132,7 @@ mod tests {
             "CAP_CONNECT",
             "CAP_BIND",
             "CAP_FEXECVE",
+            "CAP_MKNODAT",
         ];
         assert_eq!(c_names.len(), crate::Right::ALL.len());
         for (name, right) in c_names.iter().zip(crate::Right::ALL) {
@@ -156,6 +160,19 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn the_c_library_names_the_rights_as_the_command_line_does() {
+        // lch_start writes --fd-inherited NAME=N:RIGHTS with these names.
+        let c = include_str!("../c/capsicum.c");
+        let start = c
+            .find("right_names[] = {")
+            .expect("right_names in capsicum.c");
+        let end = start + c[start..].find("};").unwrap();
+        let names: Vec<&str> = c[start..end].split('"').skip(1).step_by(2).collect();
+        let want: Vec<&str> = crate::Right::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names, want);
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub enum Right {
     Bind,
     /// fexecve (`execveat(fd, "", AT_EMPTY_PATH)`).
     Fexecve,
+    /// Making FIFOs, sockets and empty files beneath it with `mknodat` (FreeBSD's
+    /// `CAP_MKNODAT`, `CAP_MKFIFOAT`); device nodes never.
+    Mknod,
 }
 
 /// Who enforces a right on Linux.
@@ -64,7 +67,7 @@ pub enum Enforcer {
 
 impl Right {
     /// Every right, in bit order.
-    pub const ALL: [Right; 17] = [
+    pub const ALL: [Right; 18] = [
         Right::Read,
         Right::Write,
         Right::Seek,
@@ -82,6 +85,7 @@ impl Right {
         Right::Connect,
         Right::Bind,
         Right::Fexecve,
+        Right::Mknod,
     ];
 
     /// The name used on the command line (`read`, `fchmod`, ...).
@@ -104,6 +108,7 @@ impl Right {
             Right::Connect => "connect",
             Right::Bind => "bind",
             Right::Fexecve => "fexecve",
+            Right::Mknod => "mknod",
         }
     }
 
@@ -125,12 +130,13 @@ pub const ENFORCEMENT: &[(Right, Enforcer, &str)] = &[
     (Right::Unlink, Enforcer::Agent, "unlinkat beneath the directory, performed by the agent"),
     (Right::Mmap, Enforcer::Unenforced, "mmap is direct; the kernel lets a mapping do what the access mode allows (a write-only descriptor cannot be mapped at all), but a readable descriptor cannot be kept from being mapped"),
     (Right::Fchmod, Enforcer::Agent, "fchmod and fchmodat are delegated; the agent looks the file's rights up (fchmodat also needs lookup on the directory) and never sets set-id bits"),
-    (Right::Fchown, Enforcer::Agent, "fchown and fchownat are delegated; in capability mode the agent refuses them whatever the rights for now (it would have to map the ids)"),
+    (Right::Fchown, Enforcer::Agent, "fchown and fchownat are delegated; the agent looks the file's rights up (fchownat also needs lookup on the directory, and finds the file strictly beneath it), checks the policy's write, maps the ids through the sandbox's id map and changes the owner as warden's policy path does"),
     (Right::Ioctl, Enforcer::Unenforced, "ioctl is direct (only TIOCSTI, TIOCLINUX and inode-flag requests are refused, for every descriptor)"),
     (Right::Event, Enforcer::Unenforced, "poll, select and epoll are direct and take any descriptor"),
     (Right::Accept, Enforcer::Unenforced, "accept on a listening socket the program holds is direct"),
     (Right::Connect, Enforcer::Agent, "connect by address is refused in capability mode whatever the descriptor (ECAPMODE)"),
     (Right::Bind, Enforcer::Agent, "bind by address is refused in capability mode whatever the descriptor (ECAPMODE)"),
+    (Right::Mknod, Enforcer::Agent, "mknodat beneath the directory (with lookup), performed by the agent in the directory found strictly beneath it; device nodes are refused whatever the rights"),
     (Right::Fexecve, Enforcer::Agent, "execveat(fd, \"\", AT_EMPTY_PATH) is delegated; the agent continues it only for a file with fexecve, and Landlock's execute right still applies"),
 ];
 
@@ -335,7 +341,7 @@ mod tests {
             assert_eq!(Rights::from_bits(one.bits()), Some(one));
         }
         assert_eq!(Rights::from_bits(Rights::all().bits()), Some(Rights::all()));
-        assert_eq!(Rights::from_bits(1 << 17), None);
+        assert_eq!(Rights::from_bits(1 << 18), None);
         assert_eq!(Rights::from_bits(1 << 40), None);
     }
 

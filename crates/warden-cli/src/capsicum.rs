@@ -4,7 +4,7 @@
 
 use std::os::fd::IntoRawFd;
 use std::sync::Arc;
-use warden_capsicum::fdlist::{self, FdSpec};
+use warden_capsicum::fdlist::{self, FdSpec, InheritedSpec};
 use warden_capsicum::{Entry, Right, Session};
 
 /// What the run gets: descriptors to pass, the fdlist variable, and the agent's session.
@@ -14,16 +14,50 @@ pub struct Opened {
     pub session: Arc<Session>,
 }
 
-/// Opens every `--fd`, for a sandbox whose processes enter capability mode by `entry`. A file given `write` that does not exist is created (mode 0666 less the
-/// umask), never truncated; a directory is opened for reading when it has `read`, else
-/// `O_PATH`.
-pub fn open(specs: &[FdSpec], entry: Entry) -> Result<Opened, String> {
+/// Opens every `--fd` and takes every `--fd-inherited` and the `--grant-socket`, for a sandbox
+/// whose processes enter capability mode by `entry`. A file given `write` that does not exist
+/// is created (mode 0666 less the umask), never truncated; a directory is opened for reading
+/// when it has `read`, else `O_PATH`. An inherited descriptor open wider than its rights is
+/// opened again narrower (`warden_capsicum::sandbox::narrow`); a socket cannot be, and is
+/// refused then.
+pub fn open(
+    specs: &[FdSpec],
+    inherited: &[InheritedSpec],
+    grant_socket: Option<i32>,
+    entry: Entry,
+) -> Result<Opened, String> {
     let session = Session::new(entry);
     let mut named = Vec::new();
-    for spec in specs {
-        if named.iter().any(|(n, _): &(String, i32)| *n == spec.name) {
-            return Err(format!("--fd {}: the name is given twice", spec.name));
+    let twice = |named: &[(String, i32)], name: &str| {
+        if named.iter().any(|(n, _)| n == name) {
+            Err(format!("--fd {name}: the name is given twice"))
+        } else {
+            Ok(())
         }
+    };
+    if let Some(n) = grant_socket {
+        let sock = warden::sys::process::take_inherited(n)
+            .map_err(|e| format!("--grant-socket {n}: {e}"))?;
+        *session
+            .grants
+            .lock()
+            .map_err(|_| "--grant-socket: poisoned")? = Some(sock);
+    }
+    for spec in inherited {
+        twice(&named, &spec.name)?;
+        let what = format!("--fd-inherited {}={}", spec.name, spec.fd);
+        let fd = warden::sys::process::take_inherited(spec.fd)
+            .map_err(|e| format!("{what}: descriptor {} is not open in warden: {e}", spec.fd))?;
+        let fd = warden_capsicum::sandbox::narrow(std::os::fd::AsFd::as_fd(&fd), spec.rights)
+            .map_err(|e| format!("{what}: its access mode is wider than {} and it cannot be opened again narrower ({e}); a socket needs read,write", spec.rights))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| format!("{what}: {e}"))?;
+        session.held.grant(st.st_dev, st.st_ino, spec.rights);
+        session.held.limit(st.st_dev, st.st_ino, spec.rights);
+        root(&session, &fd, spec.rights);
+        named.push((spec.name.clone(), fd.into_raw_fd()));
+    }
+    for spec in specs {
+        twice(&named, &spec.name)?;
         let shown = spec.path.display();
         let dir = std::fs::metadata(&spec.path).is_ok_and(|m| m.is_dir());
         let mut flags = spec.rights.access_mode() | libc::O_CLOEXEC;
@@ -49,6 +83,7 @@ pub fn open(specs: &[FdSpec], entry: Entry) -> Result<Opened, String> {
         // still hold exactly the rights given.
         session.held.grant(st.st_dev, st.st_ino, spec.rights);
         session.held.limit(st.st_dev, st.st_ino, spec.rights);
+        root(&session, &fd, spec.rights);
         named.push((spec.name.clone(), fd.into_raw_fd()));
     }
     let list = fdlist::encode(named.iter().map(|(n, fd)| (n.as_str(), *fd)));
@@ -57,4 +92,13 @@ pub fn open(specs: &[FdSpec], entry: Entry) -> Result<Opened, String> {
         env: (fdlist::ENV.to_owned(), Some(list)),
         session: Arc::new(session),
     })
+}
+
+/// Keeps a copy of a capability the program starts with, for the Landlock layer narrowed to
+/// the capabilities (`--capability-mode`). A copy that cannot be made leaves the layer without
+/// it: the kernel then refuses more, never less.
+fn root(session: &Session, fd: &std::os::fd::OwnedFd, rights: warden_capsicum::Rights) {
+    if let (Ok(copy), Ok(mut roots)) = (fd.try_clone(), session.roots.lock()) {
+        roots.push((copy, rights));
+    }
 }

@@ -3,7 +3,7 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 use warden::run::{EnvConfig, FastPath, RunConfig, ViewMode, EXIT_WARDEN};
-use warden_capsicum::fdlist::FdSpec;
+use warden_capsicum::fdlist::{FdSpec, InheritedSpec};
 use warden_policy::{
     parse_limit, Access, LimitKind, LimitValue, Limits, PathPattern, Policy, Span,
 };
@@ -77,6 +77,21 @@ pub struct RunArgs {
     /// The program finds it in WARDEN_FDLIST=NAME=N,...; needs --capability-mode or --capsicum.
     #[arg(long = "fd", value_name = "NAME=PATH:RIGHTS", help_heading = "Capability mode", value_parser = FdSpec::parse)]
     fd: Vec<FdSpec>,
+    /// Pass warden's inherited descriptor N to the program as the descriptor named NAME, with
+    /// RIGHTS (as --fd, without opening a path): what a host starting a sandbox through
+    /// warden_capsicum::sandbox (libcapsicum's lch_start) hands over. A descriptor open wider
+    /// than its rights is opened again narrower; a socket must be given read and write.
+    #[arg(long = "fd-inherited", value_name = "NAME=N:RIGHTS", help_heading = "Capability mode", value_parser = InheritedSpec::parse)]
+    fd_inherited: Vec<InheritedSpec>,
+    /// A unix socket (SOCK_SEQPACKET) inherited from the host as descriptor N, on which warden
+    /// takes more capabilities for the program: each message a rights set and a descriptor,
+    /// recorded before the host passes that descriptor to the program itself.
+    #[arg(
+        long = "grant-socket",
+        value_name = "N",
+        help_heading = "Capability mode"
+    )]
+    grant_socket: Option<i32>,
     /// Whether the sandbox sees a file system of its own, built from the policy: a mount
     /// namespace holding only what the policy allows, read-only where it gives no `write` and
     /// `noexec` where it gives no `exec` (so nothing else can be run, not even through `ld.so`),
@@ -193,23 +208,26 @@ pub fn main(args: RunArgs) -> i32 {
         (false, true) => Some(warden_capsicum::Entry::Program),
         (false, false) => None,
     };
-    let capsicum = match (entry, args.fd.is_empty()) {
+    let named = args.fd.is_empty() && args.fd_inherited.is_empty() && args.grant_socket.is_none();
+    let capsicum = match (entry, named) {
         (None, false) => {
-            eprintln!("warden: --fd gives descriptors to a program in capability mode: add --capability-mode (or --capsicum)");
+            eprintln!("warden: --fd, --fd-inherited and --grant-socket give descriptors to a program in capability mode: add --capability-mode (or --capsicum)");
             return EXIT_WARDEN;
         }
         (None, true) => None,
-        (Some(entry), _) => match crate::capsicum::open(&args.fd, entry) {
-            Ok(opened) => {
-                env.push(opened.env);
-                pass_fds.extend(opened.pass_fds);
-                Some(opened.session)
+        (Some(entry), _) => {
+            match crate::capsicum::open(&args.fd, &args.fd_inherited, args.grant_socket, entry) {
+                Ok(opened) => {
+                    env.push(opened.env);
+                    pass_fds.extend(opened.pass_fds);
+                    Some(opened.session)
+                }
+                Err(e) => {
+                    eprintln!("warden: {e}");
+                    return EXIT_WARDEN;
+                }
             }
-            Err(e) => {
-                eprintln!("warden: {e}");
-                return EXIT_WARDEN;
-            }
-        },
+        }
     };
     let cfg = RunConfig {
         policy,

@@ -245,6 +245,7 @@ fn rights_narrow_what_descriptors_do(who: As) {
     expect(&l, "wo-mmap", EACCES, &err);
     expect(&l, "wo-write", "ok", &err);
     expect(&l, "ro-fchmod", EACCES, &err);
+    expect(&l, "ro-fchown", EACCES, &err);
     expect(&l, "ro-reopen-rw", EPERM, &err);
     expect(&l, "write-ro", EACCES, &err);
     expect(&l, "create-ro", EACCES, &err);
@@ -378,6 +379,101 @@ fn calls_beneath(who: As) {
     );
     assert_eq!(secret_mode(), before);
     assert_ne!(std::fs::metadata(base.join("secret")).unwrap().mtime(), 1);
+}
+
+/// fchownat, fchown and mknodat beneath a directory capability: each needs its right (fchown,
+/// mknod) and lookup, stays strictly beneath, never makes a device node or a set-id bit; the
+/// owner changes as warden's policy path changes it (through the sandbox's id map, as the
+/// agent: nobody cannot give a file to root). Checked from outside.
+fn owners_and_nodes(who: As) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let (base, cap) = tree("owners", who);
+    if who == As::Nobody {
+        for e in [
+            "", "f", "secret", "sub", "sub/g", "a", "a/b", "abs", "esc", "in",
+        ] {
+            std::os::unix::fs::lchown(cap.join(e), Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let owner = |p: &Path| std::fs::symlink_metadata(p).unwrap().uid();
+    let secret_owner = owner(&base.join("secret"));
+    let attempts = [
+        "chown-in",
+        "chown-root",
+        "chown-out",
+        "chown-esc",
+        "chown-link",
+        "chown-cwd",
+        "chown-abs",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+        "mknod-dev",
+        "mknod-out",
+        "mknod-cwd",
+    ];
+    // Without the rights: nothing changes.
+    let (l, err) = probe(who, &cap, "read,lookup", &[], &attempts);
+    for name in [
+        "chown-in",
+        "chown-link",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+    ] {
+        expect(&l, name, EACCES, &err);
+    }
+    for name in ["chown-cwd", "chown-abs", "mknod-dev", "mknod-cwd"] {
+        expect(&l, name, EPERM, &err);
+    }
+    let untouched = if who == As::Nobody { 65534 } else { 0 };
+    assert_eq!(owner(&cap.join("f")), untouched);
+    assert!(!cap.join("fifo").exists() && !cap.join("node").exists());
+    // With them: beneath works, out of the capability never.
+    let (l, err) = probe(who, &cap, "read,lookup,fchown,mknod", &[], &attempts);
+    for name in [
+        "chown-in",
+        "chown-link",
+        "fchown-in",
+        "mknod-fifo",
+        "mknod-file",
+    ] {
+        expect(&l, name, "ok", &err);
+    }
+    for name in ["chown-out", "chown-esc", "mknod-out"] {
+        expect(&l, name, EACCES, &err);
+    }
+    for name in ["chown-cwd", "chown-abs", "mknod-dev", "mknod-cwd"] {
+        expect(&l, name, EPERM, &err);
+    }
+    assert!(err.contains("capability-mode:escape"), "{err}");
+    // As nobody a file is not given to root: the sandbox's user namespace maps no id 0, and
+    // the kernel's answer for an id it does not map is EINVAL (the agent, nobody too, could
+    // not either).
+    if who == As::Nobody {
+        expect(&l, "chown-root", "errno=22", &err);
+    }
+    assert_eq!(owner(&cap.join("sub/g")), untouched);
+    // From outside.
+    assert_eq!(owner(&cap.join("f")), 65534);
+    assert_eq!(owner(&cap.join("a")), 65534);
+    assert_eq!(owner(&cap.join("esc")), 65534);
+    assert_eq!(owner(&base.join("secret")), secret_owner);
+    let fifo = std::fs::symlink_metadata(cap.join("fifo")).unwrap();
+    assert!(fifo.file_type().is_fifo());
+    assert_eq!(fifo.mode() & 0o7000, 0, "a set-id bit was made");
+    assert!(std::fs::symlink_metadata(cap.join("node"))
+        .unwrap()
+        .is_file());
+    assert!(!cap.join("null").exists() && !base.join("fifo").exists());
+}
+
+#[test]
+fn fchown_fchownat_and_mknodat_stay_beneath_with_their_rights() {
+    each_user(
+        "fchown_fchownat_and_mknodat_stay_beneath_with_their_rights",
+        owners_and_nodes,
+    );
 }
 
 #[test]
@@ -514,28 +610,37 @@ fn a_rename_race_cannot_lead_a_walk_out() {
     );
 }
 
-/// examples/capsicum/cap_gunzip.c, built with zlib.
-fn gunzip() -> PathBuf {
+/// examples/capsicum/NAME.c, built with warden's C library and zlib.
+fn example(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let bin = common::workdir().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     common::chmod(&bin, 0o755);
-    let out = bin.join("cap_gunzip");
+    let out = bin.join(name);
     if !out.exists() {
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/capsicum/cap_gunzip.c");
-        let tmp = bin.join(format!("cap_gunzip.tmp{}", std::process::id()));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let lib = root.join("crates/warden-capsicum/c");
+        let tmp = bin.join(format!("{name}.tmp{}", std::process::id()));
         let st = std::process::Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
+            .args(["-O2", "-Wall", "-Werror", "-I"])
+            .arg(&lib)
+            .arg("-o")
             .arg(&tmp)
-            .arg(&src)
+            .arg(root.join(format!("examples/capsicum/{name}.c")))
+            .arg(lib.join("capsicum.c"))
             .arg("-lz")
             .status()
             .expect("cc runs");
-        assert!(st.success(), "compiling {} failed", src.display());
+        assert!(st.success(), "compiling examples/capsicum/{name}.c failed");
         std::fs::rename(&tmp, &out).unwrap();
         common::chmod(&out, 0o755);
     }
     out
+}
+
+fn gunzip() -> PathBuf {
+    example("cap_gunzip")
 }
 
 fn decompressor(who: As) {
@@ -600,6 +705,85 @@ fn decompressor(who: As) {
     assert!(succeeded.is_empty(), "{succeeded:?}");
     assert!(err.contains("capability-mode:absolute-path"), "{err}");
     assert!(err.contains("capability-mode:socket-address"), "{err}");
+}
+
+/// The decompressor as libcapsicum ran it: a host (cap_gunzip_host, run as `who` outside any
+/// sandbox) opens each file and passes the pair to one sandbox started with lch_start, which
+/// holds nothing else.
+fn decompressor_with_a_host(who: As) {
+    let prog = gunzip();
+    let host = example("cap_gunzip_host");
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let dir = common::fresh_dir(&format!("capsicum-gunzip-host-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let body: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+    let mut gzs = Vec::new();
+    for (name, text) in [
+        ("plain", body.clone()),
+        ("evil", format!("EXPLOIT\n{body}")),
+    ] {
+        let plain = dir.join(name);
+        common::write_file(&plain, &text, 0o666);
+        let st = std::process::Command::new("gzip")
+            .arg("-f")
+            .arg(&plain)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let gz = dir.join(format!("{name}.gz"));
+        common::chmod(&gz, 0o666);
+        gzs.push((gz, plain, text));
+    }
+    let mut cmd = match who {
+        As::Me => std::process::Command::new(&host),
+        As::Nobody => {
+            let mut c = std::process::Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&host);
+            c
+        }
+    };
+    cmd.arg(common::warden())
+        .arg(&bin)
+        .args(gzs.iter().map(|(gz, _, _)| gz))
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null());
+    let befores: Vec<_> = gzs
+        .iter()
+        .map(|(gz, _, _)| std::fs::read(gz).unwrap())
+        .collect();
+    let (o, _) = common::finish(cmd, std::time::Duration::from_secs(240));
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    for ((gz, plain, text), before) in gzs.iter().zip(befores) {
+        assert!(
+            out.contains(&format!("{}: 0", gz.display())),
+            "{out}\n{err}"
+        );
+        assert_eq!(&std::fs::read_to_string(plain).unwrap(), text);
+        assert_eq!(std::fs::read(gz).unwrap(), before, "the input changed");
+    }
+    for want in [
+        "exploit: open /etc/passwd: errno 1 ",
+        "exploit: socket: errno 1 ",
+        "exploit: connect 127.0.0.1:80: errno 1 ",
+        "exploit: write to the input: errno 9 ",
+    ] {
+        assert_eq!(err.matches(want).count(), 1, "{want:?} once in:\n{err}");
+    }
+    let succeeded: Vec<_> = err
+        .lines()
+        .filter(|l| l.ends_with(": succeeded") && !l.contains("socketpair"))
+        .collect();
+    assert!(succeeded.is_empty(), "{succeeded:?}");
+}
+
+#[test]
+fn a_host_started_decompressor_refuses_what_its_input_tries() {
+    each_user(
+        "a_host_started_decompressor_refuses_what_its_input_tries",
+        decompressor_with_a_host,
+    );
 }
 
 #[test]
@@ -982,6 +1166,10 @@ fn the_rust_api_enters_and_limits_from_inside() {
         common::chmod(&dir, 0o777);
         let file = dir.join("data");
         common::write_file(&file, "data\n", 0o666);
+        if who == As::Nobody {
+            // Its own file, whose mode it may change (fchmod through the allowed descriptors).
+            std::os::unix::fs::lchown(&file, Some(65534), Some(65534)).unwrap();
+        }
         let me = std::env::current_exe().unwrap();
         let deps = me.parent().unwrap().to_str().unwrap().to_owned();
         let d = dir.to_str().unwrap();
@@ -1034,9 +1222,26 @@ fn rust_api_inside_warden() {
         .write(true)
         .open(&path)
         .unwrap();
+    // Two more descriptors of the same file: another open, and a copy of f made before the
+    // limit. Rights are per open file description: neither is narrowed by f's limit.
+    let other = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let before = f.try_clone().unwrap();
     let read = Rights::of(&[Right::Read, Right::Fstat]);
     cap_rights_limit(&f, read).unwrap();
     assert_eq!(cap_rights_get(&f).unwrap(), read);
+    let after = f.try_clone().unwrap();
+    assert_eq!(cap_rights_get(&after).unwrap(), read);
+    assert_eq!(cap_rights_get(&other).unwrap(), Rights::all());
+    assert_eq!(cap_rights_get(&before).unwrap(), Rights::all());
+    // Limiting the other one to fchmod alone leaves f as it was.
+    let fchmod_only = Rights::of(&[Right::Read, Right::Write, Right::Fchmod]);
+    cap_rights_limit(&other, fchmod_only).unwrap();
+    assert_eq!(cap_rights_get(&f).unwrap(), read);
+    assert_eq!(cap_rights_get(&other).unwrap(), fchmod_only);
     cap_enter().unwrap();
     assert!(cap_getmode().unwrap());
     let errno = |e: std::io::Error| e.raw_os_error();
@@ -1049,6 +1254,20 @@ fn rust_api_inside_warden() {
         Some(libc::EPERM)
     );
     assert_eq!(errno(f.write(b"x").unwrap_err()), Some(libc::EBADF));
+    // The agent checks each description's own rights: fchmod through f and its later copy is
+    // refused, through the others allowed (and the file's mode is put back).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |m: u32| std::fs::Permissions::from_mode(m);
+    assert_eq!(
+        errno(f.set_permissions(mode(0o600)).unwrap_err()),
+        Some(libc::EACCES)
+    );
+    assert_eq!(
+        errno(after.set_permissions(mode(0o600)).unwrap_err()),
+        Some(libc::EACCES)
+    );
+    other.set_permissions(mode(0o600)).unwrap();
+    before.set_permissions(mode(0o666)).unwrap();
     let mut s = String::new();
     f.read_to_string(&mut s).unwrap();
     assert_eq!(s, "data\n");
@@ -1261,4 +1480,353 @@ fn a_directory_capability_keeps_the_policys_denials() {
         expect(&l, "etc-shadow", EACCES, &err);
         expect(&l, "etc-passwd", "ok", &err);
     });
+}
+
+// ---- scrubbed sandbox start (libcapsicum's lch_start): warden_capsicum::sandbox ----------------
+
+/// A host (this test binary, run as `who` outside any sandbox) starts a sandbox (this test
+/// binary again, under `warden run --capability-mode`) with two named descriptors and passes two
+/// more later over the socket; the sandbox reports what it can do, the host checks it and then
+/// ends it, and sees from outside that every holder of a pipe given to it is gone.
+#[test]
+fn a_sandbox_started_by_a_host_holds_exactly_its_descriptors() {
+    each_user(
+        "a_sandbox_started_by_a_host_holds_exactly_its_descriptors",
+        |who| {
+            let dir = common::fresh_dir(&format!("capsicum-lch-{}", common::who_tag(who)));
+            common::chmod(&dir, 0o777);
+            std::fs::create_dir_all(dir.join("cap")).unwrap();
+            common::chmod(&dir.join("cap"), 0o777);
+            common::write_file(&dir.join("in"), "input\n", 0o666);
+            common::write_file(&dir.join("later"), "later\n", 0o666);
+            common::write_file(&dir.join("secret"), "secret\n", 0o666);
+            common::write_file(&dir.join("cap/f"), "in-cap\n", 0o666);
+            let me = std::env::current_exe().unwrap();
+            let mut cmd = match who {
+                As::Me => std::process::Command::new(&me),
+                As::Nobody => {
+                    let mut c = std::process::Command::new("/usr/bin/setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                        .arg(&me);
+                    c
+                }
+            };
+            cmd.args([
+                "--ignored",
+                "--exact",
+                "sandbox_host",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("WARDEN_TEST_WARDEN", common::warden())
+            .env("WARDEN_TEST_DIR", &dir)
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null());
+            let (o, _) = common::finish(cmd, std::time::Duration::from_secs(240));
+            let (out, err) = (stdout(&o), common::stderr(&o));
+            assert!(o.status.success(), "{out}\n{err}");
+            assert!(out.contains("sandbox-host: all held"), "{out}\n{err}");
+            // Nothing the sandbox was refused happened.
+            assert!(!dir.join("cap/new").exists());
+            assert_eq!(std::fs::read_to_string(dir.join("in")).unwrap(), "Input\n");
+            assert_eq!(
+                std::fs::read_to_string(dir.join("later")).unwrap(),
+                "later\n"
+            );
+        },
+    );
+}
+
+/// The kernel's wall behind the agent (`--capability-mode`): the sandbox's Landlock domain has
+/// a layer allowing only what its starting capabilities grant (and the loader's directories).
+/// A host (tests/c/cap_lch.c, through the C library) gives the sandbox /bin/true with read and
+/// fexecve at the start, and a copy of it with the same rights later: the agent allows both
+/// fexecve's (it recorded both rights), and the kernel runs only the first.
+#[test]
+fn the_kernel_executes_only_what_the_starting_capabilities_grant() {
+    each_user(
+        "the_kernel_executes_only_what_the_starting_capabilities_grant",
+        |who| {
+            let prog = with_library("cap_lch");
+            let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+            // A copy of true beside the program: allowed by the policy (--exec DIR), a file of
+            // its own to Landlock.
+            let late = prog.with_file_name(format!("late-true-{}", common::who_tag(who)));
+            if !late.exists() {
+                std::fs::copy("/bin/true", &late).unwrap();
+                common::chmod(&late, 0o755);
+            }
+            let mut cmd = match who {
+                As::Me => std::process::Command::new(&prog),
+                As::Nobody => {
+                    let mut c = std::process::Command::new("/usr/bin/setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                        .arg(&prog);
+                    c
+                }
+            };
+            cmd.arg(common::warden())
+                .arg(&bin)
+                .arg(&late)
+                .current_dir(common::workdir())
+                .stdin(std::process::Stdio::null());
+            let (o, _) = common::finish(cmd, std::time::Duration::from_secs(240));
+            let (out, err) = (stdout(&o), common::stderr(&o));
+            assert!(o.status.success(), "{out}\n{err}");
+            let l = report(out.as_bytes());
+            let fexecve = warden_capsicum::Rights::of(&[
+                warden_capsicum::Right::Read,
+                warden_capsicum::Right::Fexecve,
+            ]);
+            expect(&l, "tool-exec", "ok", &err);
+            // The rights arrived (the agent lets it through), the kernel refuses.
+            expect(&l, "late-rights", &format!("ok {}", fexecve.bits()), &err);
+            expect(&l, "late-exec", EACCES, &err);
+        },
+    );
+}
+
+/// The lines `NAME RESULT` of a report, as a map.
+fn report(bytes: &[u8]) -> HashMap<String, String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+#[ignore = "the host, run by a_sandbox_started_by_a_host_holds_exactly_its_descriptors"]
+fn sandbox_host() {
+    use std::os::fd::AsFd;
+    use warden_capsicum::sandbox::{Named, Sandbox};
+    use warden_capsicum::{Right, Rights};
+    let warden = std::env::var("WARDEN_TEST_WARDEN").expect("run by the test above");
+    let dir = PathBuf::from(std::env::var("WARDEN_TEST_DIR").unwrap());
+    let me = std::env::current_exe().unwrap();
+    let deps = me.parent().unwrap().to_str().unwrap().to_owned();
+    // The host holds the input read-write; the sandbox gets it read-only.
+    let input = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("in"))
+        .unwrap();
+    let (alive_r, alive_w) = rustix::pipe::pipe().unwrap();
+    let read_seek = Rights::of(&[Right::Read, Right::Seek, Right::Fstat]);
+    let sandbox = Sandbox::start(
+        Path::new(&warden),
+        &["--exec", &deps],
+        &[
+            me.to_str().unwrap(),
+            "--ignored",
+            "--exact",
+            "sandbox_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ],
+        &[
+            Named {
+                name: "in",
+                fd: input.as_fd(),
+                rights: read_seek,
+            },
+            Named {
+                name: "alive",
+                fd: alive_w.as_fd(),
+                rights: Rights::of(&[Right::Write]),
+            },
+        ],
+    )
+    .unwrap();
+    drop(alive_w);
+    let expect = |l: &HashMap<String, String>, name: &str, want: &str| {
+        let got = l.get(name).map(String::as_str).unwrap_or("<no line>");
+        assert!(
+            got.starts_with(want),
+            "{name}: got {got:?}, want {want:?}\n{l:#?}"
+        );
+    };
+    let (answer, fds) = sandbox.call(b"start", &[]).unwrap();
+    assert!(fds.is_empty());
+    let l = report(&answer);
+    // stdio, in, alive and host: nothing else.
+    expect(&l, "descriptors", "ok 6");
+    expect(&l, "names", "ok alive,host,in");
+    expect(&l, "in-read", "ok input");
+    expect(&l, "in-write", EBADF);
+    expect(&l, "in-rights", &format!("ok {}", read_seek.bits()));
+    expect(&l, "mode", "ok 1");
+    expect(&l, "open-abs", EPERM);
+    expect(&l, "open-secret", EPERM);
+    expect(&l, "socket", EPERM);
+    expect(&l, "kill-1", EPERM);
+    // More capabilities later: a directory (read, lookup) and a file the host holds read-write,
+    // given read-only.
+    let cap = std::fs::File::open(dir.join("cap")).unwrap();
+    let later = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("later"))
+        .unwrap();
+    let read_lookup = Rights::of(&[Right::Read, Right::Lookup]);
+    let read = Rights::of(&[Right::Read]);
+    let (answer, _) = sandbox
+        .call(
+            b"later",
+            &[(cap.as_fd(), read_lookup), (later.as_fd(), read)],
+        )
+        .unwrap();
+    let l = report(&answer);
+    expect(&l, "received", "ok 2");
+    expect(&l, "cap-open", "ok in-cap");
+    expect(&l, "cap-create", EACCES);
+    expect(&l, "cap-dotdot", EACCES);
+    expect(&l, "cap-rights", &format!("ok {}", read_lookup.bits()));
+    expect(&l, "later-read", "ok later");
+    expect(&l, "later-write", EBADF);
+    expect(&l, "later-fchmod", EACCES);
+    expect(&l, "later-rights", &format!("ok {}", read.bits()));
+    // A wider grant than the descriptor is refused by the host library before anything moves:
+    // a socket cannot be narrowed to read-only.
+    let (s1, _s2) = std::os::unix::net::UnixStream::pair().unwrap();
+    assert_eq!(
+        sandbox
+            .send(b"x", &[(s1.as_fd(), read)])
+            .unwrap_err()
+            .raw_os_error(),
+        Some(libc::EOPNOTSUPP)
+    );
+    // The host's own descriptors keep every right.
+    rustix::io::pwrite(&input, b"I", 0).unwrap();
+    // Closing the host's side ends the sandbox: every holder of the pipe's write end is gone.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 1];
+        let _ = tx.send(rustix::io::read(&alive_r, &mut b));
+    });
+    drop(sandbox);
+    let eof = rx.recv_timeout(std::time::Duration::from_secs(30));
+    assert_eq!(eof, Ok(Ok(0)), "the sandbox outlived its host's side");
+    println!("sandbox-host: all held");
+}
+
+#[test]
+#[ignore = "the sandbox, started by sandbox_host"]
+fn sandbox_child() {
+    use std::io::Read;
+    use std::os::fd::{AsFd, OwnedFd};
+    use warden_capsicum::program::{cap_getmode, cap_rights_get};
+    let host = warden_capsicum::sandbox::host().expect("started by sandbox_host");
+    let res = |r: std::io::Result<String>| match r {
+        Ok(s) => format!("ok {s}"),
+        Err(e) => format!("errno={}", e.raw_os_error().unwrap_or(0)),
+    };
+    let rights = |fd: &OwnedFd| res(cap_rights_get(fd).map(|r| r.bits().to_string()));
+    let read_all = |fd: &OwnedFd| {
+        let mut f = std::fs::File::from(fd.try_clone()?);
+        let mut s = String::new();
+        f.read_to_string(&mut s)?;
+        Ok(s.trim().to_owned())
+    };
+    let write = |fd: &OwnedFd| {
+        rustix::io::write(fd, b"x")
+            .map(|n| n.to_string())
+            .map_err(Into::into)
+    };
+    let mut received: Vec<OwnedFd> = Vec::new();
+    loop {
+        let (msg, fds) = host.recv().unwrap();
+        if msg.is_empty() && fds.is_empty() {
+            return;
+        }
+        let mut lines = Vec::new();
+        let mut line = |name: &str, r: String| lines.push(format!("{name} {r}"));
+        match msg.as_slice() {
+            b"start" => {
+                let open: Vec<i32> = (0..1024)
+                    .filter(|n| warden::sys::process::fd_is_open(*n))
+                    .collect();
+                line("descriptors", res(Ok(open.len().to_string())));
+                let list = std::env::var(warden_capsicum::fdlist::ENV).unwrap_or_default();
+                let mut names: Vec<&str> = list
+                    .split(',')
+                    .filter_map(|e| e.split_once('=').map(|(n, _)| n))
+                    .collect();
+                names.sort_unstable();
+                line("names", res(Ok(names.join(","))));
+                let n = warden_capsicum::fdlist::lookup("in").unwrap();
+                let input = warden::sys::process::take_inherited(n).unwrap();
+                line("in-read", res(read_all(&input)));
+                line("in-write", res(write(&input)));
+                line("in-rights", rights(&input));
+                line("mode", res(cap_getmode().map(|m| u8::from(m).to_string())));
+                line(
+                    "open-abs",
+                    res(std::fs::File::open("/etc/passwd").map(|_| String::new())),
+                );
+                let secret = std::env::var("WARDEN_TEST_DIR").unwrap_or_default() + "/secret";
+                line(
+                    "open-secret",
+                    res(std::fs::File::open(secret).map(|_| String::new())),
+                );
+                line(
+                    "socket",
+                    res(std::os::unix::net::UnixDatagram::unbound().map(|_| String::new())),
+                );
+                line(
+                    "kill-1",
+                    res(rustix::process::kill_process(
+                        rustix::process::Pid::from_raw(1).unwrap(),
+                        rustix::process::Signal::TERM,
+                    )
+                    .map(|_| String::new())
+                    .map_err(Into::into)),
+                );
+                received.push(input);
+            }
+            b"later" => {
+                line("received", res(Ok(fds.len().to_string())));
+                if let [cap, later] = fds.as_slice() {
+                    let at = |p: &str, flags: rustix::fs::OFlags| {
+                        rustix::fs::openat(cap, p, flags, rustix::fs::Mode::from_raw_mode(0o644))
+                            .map_err(std::io::Error::from)
+                    };
+                    line(
+                        "cap-open",
+                        res(at("f", rustix::fs::OFlags::RDONLY).and_then(|f| read_all(&f))),
+                    );
+                    line(
+                        "cap-create",
+                        res(at(
+                            "new",
+                            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+                        )
+                        .map(|_| String::new())),
+                    );
+                    line(
+                        "cap-dotdot",
+                        res(at("../secret", rustix::fs::OFlags::RDONLY).map(|_| String::new())),
+                    );
+                    line("cap-rights", rights(cap));
+                    line("later-read", res(read_all(later)));
+                    line("later-write", res(write(later)));
+                    line(
+                        "later-fchmod",
+                        res(
+                            rustix::fs::fchmod(later, rustix::fs::Mode::from_raw_mode(0o600))
+                                .map(|_| String::new())
+                                .map_err(Into::into),
+                        ),
+                    );
+                    line("later-rights", rights(later));
+                }
+                received.extend(fds);
+            }
+            _ => line("unknown", "errno=22".into()),
+        }
+        host.send(lines.join("\n").as_bytes(), &[]).unwrap();
+        let _ = host.as_fd();
+    }
 }

@@ -203,6 +203,50 @@ pub fn fd_is_open(fd: RawFd) -> bool {
     unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
 }
 
+/// Takes descriptor `fd`, inherited from warden's parent (`--fd-inherited NAME=N:RIGHTS`), as
+/// an owned descriptor: a close-on-exec duplicate (3 or above) of the same open file
+/// description, the number `fd` closed. `EBADF` if it is not open or is 0, 1 or 2.
+pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    if fd < 3 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on a number that is not open fails with EBADF and touches
+    // nothing; on success it returns a new descriptor nobody else owns. `fd` was inherited and
+    // no Rust object owns it (the caller names it from the command line), so closing it after
+    // duplicating it invalidates no one's handle.
+    unsafe {
+        let new = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3);
+        if new < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::close(fd);
+        Ok(OwnedFd::from_raw_fd(new))
+    }
+}
+
+/// Whether descriptor `fd1` of process `pid1` and descriptor `fd2` of process `pid2` are one
+/// open file description (`kcmp(KCMP_FILE)`: the kernel compares its own file objects). Needs
+/// ptrace read access to both processes (always there for this process's own descriptors).
+pub fn same_file(pid1: i32, fd1: RawFd, pid2: i32, fd2: RawFd) -> io::Result<bool> {
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: kcmp takes five integers and reads nothing from this process's memory; it only
+    // compares kernel objects and answers 0 (the same), 1 or 2 (ordered), or fails.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid1 as libc::c_long,
+            pid2 as libc::c_long,
+            KCMP_FILE,
+            fd1 as libc::c_long,
+            fd2 as libc::c_long,
+        )
+    };
+    match r {
+        -1 => Err(io::Error::last_os_error()),
+        r => Ok(r == 0),
+    }
+}
+
 /// Clears close-on-exec on descriptor `fd`, which the caller promises is open (`EBADF`
 /// otherwise), so the program inherits it.
 pub fn keep_across_exec(fd: RawFd) -> io::Result<()> {

@@ -571,7 +571,7 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(125);
         }
     }
-    if let Err(e) = landlock.restrict_self() {
+    if let Err(e) = landlock.restrict_self(&child.cmd.program) {
         fail(
             channel.as_fd(),
             Stage::Landlock,

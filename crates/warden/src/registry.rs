@@ -71,6 +71,24 @@ pub struct Capsicum {
     pub default_rights: String,
     /// The rights of each object the agent knows of.
     pub rights: Vec<HeldRights>,
+    /// Open file descriptions limited on their own (`cap_rights_limit` of a file or
+    /// directory), which hold these rights whatever their object's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub descriptions: Vec<HeldDescription>,
+}
+
+/// An open file description limited on its own: the agent's descriptor of it, which `warden
+/// inspect` compares with a program's (`kcmp`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HeldDescription {
+    /// The object's device.
+    pub dev: u64,
+    /// The object's inode.
+    pub ino: u64,
+    /// The agent's descriptor number of it, in warden's process.
+    pub agent_fd: i32,
+    /// The rights (`read,seek`).
+    pub rights: String,
 }
 
 /// The rights the sandbox holds to one object.
@@ -99,6 +117,17 @@ impl Capsicum {
                 .map(|((dev, ino), r)| HeldRights {
                     dev,
                     ino,
+                    rights: r.to_string(),
+                })
+                .collect(),
+            descriptions: session
+                .held
+                .list_descriptions()
+                .into_iter()
+                .map(|((dev, ino), agent_fd, r)| HeldDescription {
+                    dev,
+                    ino,
+                    agent_fd,
                     rights: r.to_string(),
                 })
                 .collect(),
@@ -477,10 +506,24 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
                 ino,
                 rule: grants.get(&(dev, ino)).map(|g| g.rule.clone()),
                 rights: entry.capsicum.as_ref().map(|c| {
-                    let held = rights
-                        .get(&(dev, ino))
-                        .copied()
-                        .unwrap_or(c.default_rights.as_str());
+                    // A description limited on its own holds its rights; the agent's copy of
+                    // it is the same kernel file.
+                    let own = c.descriptions.iter().find(|d| {
+                        (d.dev, d.ino) == (dev, ino)
+                            && crate::sys::process::same_file(
+                                entry.warden_pid as i32,
+                                d.agent_fd,
+                                pid as i32,
+                                fd,
+                            )
+                            .unwrap_or(false)
+                    });
+                    let held = own.map(|d| d.rights.as_str()).unwrap_or_else(|| {
+                        rights
+                            .get(&(dev, ino))
+                            .copied()
+                            .unwrap_or(c.default_rights.as_str())
+                    });
                     descriptor_rights(held, mode)
                 }),
             });

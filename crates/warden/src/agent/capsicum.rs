@@ -114,7 +114,7 @@ fn request(c: &Client, s: &Session, r: Request) -> Handled {
             let f = c.fd(fd)?;
             let st = rustix::fs::fstat(&f).map_err(errno)?;
             let (reads, writes) = access_mode(&f)?;
-            let mut held = s.held.rights(st.st_dev, st.st_ino);
+            let mut held = s.held.rights_of(f.as_fd(), st.st_dev, st.st_ino);
             // What the access mode refuses, the descriptor cannot do, whatever the table says.
             if !reads {
                 held = held.without(Right::Read);
@@ -141,14 +141,19 @@ fn access_mode(f: &OwnedFd) -> Result<(bool, bool), i32> {
     })
 }
 
-/// `cap_rights_limit(n, rights)`: the object's rights narrowed in the table; if read or write
-/// goes, the descriptor re-opened with the narrower access mode and put at the same number,
-/// so the kernel itself refuses what was taken away.
+/// `cap_rights_limit(n, rights)`. A regular file or directory gets an open file description of
+/// its own (the object opened again, with no more access than the rights, put at the same
+/// number) whose rights the table keeps apart from every other descriptor of the object
+/// (`Held::limit_description`); a description limited before is narrowed in place. Anything
+/// else (sockets, pipes, devices, `O_PATH`) is narrowed per object, and re-opened only when
+/// read or write goes, so the kernel itself refuses what was taken away.
 fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
+    use rustix::fs::FileType;
     let target = format!("descriptor {n}");
     let fd = c.fd(n)?;
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
-    let held = s.held.rights(st.st_dev, st.st_ino);
+    let (dev, ino) = (st.st_dev, st.st_ino);
+    let held = s.held.rights_of(fd.as_fd(), dev, ino);
     if !rights.within(held) {
         return Err(refuse(
             c,
@@ -165,7 +170,8 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
     // An O_PATH descriptor cannot be handed over (ADDFD takes only open files). A directory
     // keeps its read-only open (reading it lists names; what it names is the agent's, by
     // lookup); a file limited to neither read nor write is refused, unchanged.
-    let dir = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    let dir = kind == FileType::Directory;
     let keep = if keep == (false, false) && dir && !writes {
         (reads, writes)
     } else {
@@ -179,7 +185,10 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
             " (Linux cannot hand over a file that neither reads nor writes: keep one)",
         ));
     }
-    let narrower = if keep != (reads, writes) {
+    let per_description =
+        matches!(kind, FileType::RegularFile | FileType::Directory) && (reads || writes);
+    let tracked = per_description && s.held.is_limited(fd.as_fd(), dev, ino);
+    let narrower = if keep != (reads, writes) || (per_description && !tracked) {
         Some(reopen(&fd, &st, keep).map_err(|e| {
             refuse(
                 c,
@@ -192,7 +201,20 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
         None
     };
     c.live()?;
-    match s.held.limit(st.st_dev, st.st_ino, rights) {
+    let outcome = if per_description {
+        // The agent's reference to the description that will be at n: recorded before it is
+        // put there, so no call through it meets the object's rights.
+        let reference = narrower
+            .as_ref()
+            .unwrap_or(&fd)
+            .try_clone()
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
+        s.held
+            .limit_description(reference, fd.as_fd(), dev, ino, rights)
+    } else {
+        s.held.limit(dev, ino, rights)
+    };
+    match outcome {
         Limit::Narrowed => {}
         Limit::Widens(held) => {
             return Err(refuse(
@@ -292,8 +314,8 @@ pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
             let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
             Err(refuse(c, &text(&path), rule, ""))
         }
-        // Device nodes and FIFOs, and owners (which would need the sandbox's id map).
-        Family::Mknod | Family::Chown => not_yet(c),
+        Family::Mknod => mknod(c, s),
+        Family::Chown => chown(c, s),
     }
 }
 
@@ -330,7 +352,8 @@ fn capability(c: &Client, s: &Session, dirfd: i32, path: &[u8]) -> Result<(Owned
     }
     let dir = c.fd(dirfd)?;
     let st = rustix::fs::fstat(&dir).map_err(errno)?;
-    Ok((dir, s.held.rights(st.st_dev, st.st_ino)))
+    let rights = s.held.rights_of(dir.as_fd(), st.st_dev, st.st_ino);
+    Ok((dir, rights))
 }
 
 /// Requires `right` of a capability with `rights`.
@@ -913,7 +936,7 @@ fn metadata_target(
         need(
             c,
             b"(descriptor)",
-            s.held.rights(st.st_dev, st.st_ino),
+            s.held.rights_of(fd.as_fd(), st.st_dev, st.st_ino),
             right,
         )?;
         return Ok(fd);
@@ -1057,7 +1080,7 @@ fn exec(c: &Client, s: &Session) -> Handled {
     need(
         c,
         b"(fexecve)",
-        s.held.rights(st.st_dev, st.st_ino),
+        s.held.rights_of(fd.as_fd(), st.st_dev, st.st_ino),
         Right::Fexecve,
     )?;
     // The descriptor is a register argument: the kernel execs the very file checked, under
@@ -1068,7 +1091,7 @@ fn exec(c: &Client, s: &Session) -> Handled {
 fn fd_metadata(c: &Client, s: &Session) -> Handled {
     let fd = c.fd(c.int(0))?;
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
-    let rights = s.held.rights(st.st_dev, st.st_ino);
+    let rights = s.held.rights_of(fd.as_fd(), st.st_dev, st.st_ino);
     match c.nr() {
         libc::SYS_fchmod => {
             need(c, c.syscall().as_bytes(), rights, Right::Fchmod)?;
@@ -1078,8 +1101,106 @@ fn fd_metadata(c: &Client, s: &Session) -> Handled {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(errno)?;
             value(0)
         }
+        libc::SYS_fchown => {
+            need(c, c.syscall().as_bytes(), rights, Right::Fchown)?;
+            policy(c, s, &fd_path(&fd)?, Access::Write)?;
+            let (uid, gid) = owner(c, c.arg(1), c.arg(2))?;
+            rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
+            value(0)
+        }
         _ => not_yet(c),
     }
+}
+
+/// The owner and group a chown names (as the program numbers them, -1 keeping either), as the
+/// agent names them: through the sandbox's id map, as warden's policy path does.
+fn owner(
+    c: &Client,
+    uid: u64,
+    gid: u64,
+) -> Result<(Option<rustix::process::Uid>, Option<rustix::process::Gid>), i32> {
+    let map = c.id_map();
+    let uid = map.uid_outside(uid as u32)?;
+    let gid = map.gid_outside(gid as u32)?;
+    Ok((
+        uid.map(rustix::process::Uid::from_raw),
+        gid.map(rustix::process::Gid::from_raw),
+    ))
+}
+
+/// chown, lchown (by path: refused) and fchownat beneath a directory capability: the object
+/// found strictly beneath it with lookup and fchown, checked against the policy's write, its
+/// owner changed through the agent's descriptor of it (a symlink itself with
+/// `AT_SYMLINK_NOFOLLOW`).
+fn chown(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
+        libc::SYS_chown => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
+        libc::SYS_lchown => (
+            libc::AT_FDCWD,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ),
+        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3), c.int(4)),
+    };
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let obj = metadata_target(
+        c,
+        s,
+        dirfd,
+        &path,
+        flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        Right::Fchown,
+    )?;
+    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    let (uid, gid) = owner(c, uid, gid)?;
+    rustix::fs::chownat(&obj, c"", uid, gid, AtFlags::EMPTY_PATH).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
+}
+
+/// mknod (by path: refused) and mknodat beneath a directory capability, with lookup and mknod:
+/// a FIFO, a socket or an empty file made in the directory found strictly beneath it; a device
+/// node never.
+fn mknod(c: &Client, s: &Session) -> Handled {
+    let (dirfd, path_addr, mode, dev) = match c.nr() {
+        libc::SYS_mknod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
+        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
+    };
+    let path = c.path_arg(path_addr)?;
+    c.live()?;
+    let (dir, rights) = capability(c, s, dirfd, &path)?;
+    let kind = mode & libc::S_IFMT;
+    if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
+        return Err(refuse(
+            c,
+            &text(&path),
+            Rule::Global,
+            " (device nodes cannot be made in a sandbox)",
+        ));
+    }
+    let file_type = match kind {
+        0 | libc::S_IFREG => rustix::fs::FileType::RegularFile,
+        libc::S_IFIFO => rustix::fs::FileType::Fifo,
+        libc::S_IFSOCK => rustix::fs::FileType::Socket,
+        _ => return Err(libc::EINVAL),
+    };
+    need(c, &path, rights, Right::Lookup)?;
+    need(c, &path, rights, Right::Mknod)?;
+    let (p, name) = parent(c, &dir, &path)?;
+    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    let umask = c.ids()?.umask;
+    // No set-id bits: a capability to make a node is not one to grant privilege.
+    let perm = Mode::from_raw_mode(mode & 0o1777 & !umask);
+    rustix::fs::mknodat(&p, &name, file_type, perm, dev).map_err(errno)?;
+    c.allow_by(&text(&path), "capability-mode:beneath");
+    value(0)
 }
 
 fn checked_call(c: &Client) -> Handled {

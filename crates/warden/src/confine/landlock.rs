@@ -73,6 +73,9 @@ pub struct Prepared {
     /// The policy, when it maps paths: the rules at and beneath each map's sandbox path are
     /// added in the view ([`Prepared::allow_view`]).
     in_view: Option<Policy>,
+    /// `--capability-mode`: the capabilities the program starts with (warden's copies), for a
+    /// second layer ([`Prepared::with_capabilities`]).
+    capabilities: Option<Vec<(std::os::fd::OwnedFd, warden_capsicum::Rights)>>,
 }
 
 /// How much of Landlock the kernel enforced.
@@ -144,7 +147,35 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
         exec,
         required: false,
         in_view: (!policy.maps().is_empty()).then(|| policy.clone()),
+        capabilities: None,
     })
+}
+
+/// What a capability's rights let the kernel allow beneath it (or on it, for a file): lookups
+/// are not Landlock's (it does not restrict walking), and the rest map one to one.
+fn capability_access(rights: warden_capsicum::Rights, dir: bool) -> BitFlags<AccessFs> {
+    use warden_capsicum::Right;
+    let mut a = BitFlags::<AccessFs>::empty();
+    for (right, access) in [
+        (Right::Read, AccessFs::ReadFile | AccessFs::ReadDir),
+        (Right::Write, AccessFs::WriteFile | AccessFs::Truncate),
+        (Right::Create, AccessFs::MakeReg | AccessFs::MakeSym),
+        (Right::Mkdir, AccessFs::MakeDir.into()),
+        (Right::Unlink, AccessFs::RemoveFile | AccessFs::RemoveDir),
+        (Right::Mknod, AccessFs::MakeFifo | AccessFs::MakeSock),
+        (Right::Fexecve, AccessFs::Execute | AccessFs::ReadFile),
+        (Right::Ioctl, AccessFs::IoctlDev.into()),
+    ] {
+        if rights.has(right) {
+            a |= access;
+        }
+    }
+    let a = a & AccessFs::from_all(TARGET_ABI);
+    if dir {
+        a
+    } else {
+        a & AccessFs::from_file(TARGET_ABI)
+    }
 }
 
 /// The objects `policy`'s rules name, with their rights. `within` `None`: every rule except
@@ -469,11 +500,69 @@ impl Prepared {
         Ok(())
     }
 
-    /// Applies the ruleset to the calling thread (and sets no_new_privs). Runs in the sandbox's
-    /// first process, after fork, before exec.
-    pub fn restrict_self(self) -> Result<Enforcement, LandlockError> {
+    /// Narrows the domain further, for `--capability-mode`: a second layer (the kernel
+    /// allows only what every layer allows) handling every file-system access and allowing
+    /// only what the capabilities `caps` grant beneath them, the library directories (read and
+    /// execute, for the loader), and the program's own executable. Lookups beneath a capability
+    /// are the agent's, performed outside the domain; this layer binds what the kernel does for
+    /// the program itself: the launcher's `execve` and what the agent continues (`fexecve`).
+    pub fn with_capabilities(
+        &mut self,
+        caps: Vec<(std::os::fd::OwnedFd, warden_capsicum::Rights)>,
+    ) {
+        self.capabilities = Some(caps);
+    }
+
+    /// The capability layer of [`Prepared::with_capabilities`], applied to the calling thread.
+    fn restrict_to_capabilities(
+        caps: &[(std::os::fd::OwnedFd, warden_capsicum::Rights)],
+        program: &CStr,
+    ) -> Result<(), LandlockError> {
+        let mut layer = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET_ABI))?
+            .create()?;
+        let loader = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
+        for dir in warden_capsicum::LIBRARY_DIRS {
+            if let Ok(fd) = PathFd::new(dir) {
+                (&mut layer).add_rule(PathBeneath::new(fd, loader))?;
+            }
+        }
+        if let Ok(fd) = PathFd::new(warden_capsicum::LOADER_CACHE) {
+            (&mut layer).add_rule(PathBeneath::new(fd, AccessFs::ReadFile))?;
+        }
+        let program = PathFd::new(program.to_string_lossy().as_ref())?;
+        (&mut layer).add_rule(PathBeneath::new(
+            program,
+            AccessFs::ReadFile | AccessFs::Execute,
+        ))?;
+        for (fd, rights) in caps {
+            // Rules name objects in the file system: sockets, pipes and devices have none here
+            // (their rights are the agent's and their access mode's).
+            use rustix::fs::FileType;
+            let dir = match rustix::fs::fstat(fd).map(|st| FileType::from_raw_mode(st.st_mode)) {
+                Ok(FileType::Directory) => true,
+                Ok(FileType::RegularFile) => false,
+                _ => continue,
+            };
+            let access = capability_access(*rights, dir);
+            if !access.is_empty() {
+                (&mut layer).add_rule(PathBeneath::new(fd, access))?;
+            }
+        }
+        layer.restrict_self()?;
+        Ok(())
+    }
+
+    /// Applies the ruleset to the calling thread (and sets no_new_privs), and the capability
+    /// layer when there is one ([`Prepared::with_capabilities`]; `program` is what the thread
+    /// executes next). Runs in the sandbox's first process, after fork, before exec.
+    pub fn restrict_self(self, program: &CStr) -> Result<Enforcement, LandlockError> {
         let required = self.required;
         let status = self.ruleset.restrict_self()?;
+        if let Some(caps) = &self.capabilities {
+            Self::restrict_to_capabilities(caps, program)?;
+        }
         if required && status.ruleset != RulesetStatus::FullyEnforced {
             return Err(LandlockError::NotFullyEnforced);
         }

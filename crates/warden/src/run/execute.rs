@@ -53,6 +53,13 @@ pub fn execute(
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
+    // --capability-mode: a second layer allowing only what the starting capabilities grant.
+    if let Some(session) = cfg.capsicum.as_ref() {
+        if session.entry == warden_capsicum::Entry::Warden {
+            let roots = session.roots.lock().map(|mut r| std::mem::take(&mut *r));
+            ruleset.with_capabilities(roots.unwrap_or_default());
+        }
+    }
     let exec_rules = ruleset.exec.clone();
     let program_filter = filter::program(profile);
 
@@ -107,6 +114,7 @@ pub fn execute(
         agent.charge_workers_to(tasks);
     }
     agent.start();
+    serve_grants(cfg.capsicum.as_ref());
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
 
     let verdicts = Arc::new(Verdicts::default());
@@ -273,6 +281,18 @@ fn cpu_source(cgroup: Option<&Arc<Cgroup>>, sandbox: &Launched) -> Result<CpuSou
             )
         })?),
     })
+}
+
+/// Serves the host's grant socket (`--grant-socket`, `warden_capsicum::sandbox`) on a thread of
+/// its own, which holds the session's rights table; started after the launch, with the stop
+/// signals blocked like every thread of warden's.
+fn serve_grants(session: Option<&Arc<warden_capsicum::Session>>) {
+    let Some(session) = session else { return };
+    let sock = session.grants.lock().ok().and_then(|mut g| g.take());
+    if let Some(sock) = sock {
+        let session = Arc::clone(session);
+        std::thread::spawn(move || warden_capsicum::sandbox::serve_grants(sock, &session.held));
+    }
 }
 
 /// Kills the sandbox when warden gets one of [`STOP`] (blocked since before the launch), on a
