@@ -400,12 +400,18 @@ impl Resolver {
         // beneath a `path-map` it is not what the sandbox has there, and is never asked.
         if !mapped(policy, path) {
             let mut whole = path.to_owned();
+            let mut bytes = path.as_bytes().to_vec();
             let rest = rest.remaining();
             if !rest.is_empty() {
                 whole.push('/');
                 whole.push_str(&String::from_utf8_lossy(&rest));
+                bytes.push(b'/');
+                bytes.extend_from_slice(&rest);
             }
-            if rustix::fs::lstat(whole.as_str()).is_ok() {
+            // The host asked by the bytes the program gave (a name need not be UTF-8).
+            let on_host = std::ffi::CString::new(bytes)
+                .is_ok_and(|name| rustix::fs::lstat(name.as_c_str()).is_ok());
+            if on_host {
                 let _ = client.decide_visible(&whole);
             }
         }
