@@ -582,6 +582,102 @@ fn dev_shm_is_the_sandboxs_own_and_closed_without_a_view() {
     );
 }
 
+/// git in a private copy of a repository, against the same script run natively on a copy of
+/// it made with `cp -a`: the same output (dates and identity fixed, so the same commit ids),
+/// and the host's repository byte-identical afterwards.
+fn git_in_a_copy(who: As) {
+    if !Path::new("/usr/bin/git").exists() {
+        common::skip(
+            "git_in_a_private_copy_runs_as_natively_and_leaves_the_repository",
+            common::Lack::Program,
+            "no git (scripts/setup.sh installs it)",
+        );
+        return;
+    }
+    let tree = map_tree("git", who);
+    let env = "export HOME=/tmp GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=w GIT_AUTHOR_EMAIL=w@x \
+               GIT_COMMITTER_NAME=w GIT_COMMITTER_EMAIL=w@x \
+               GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' \
+               GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'";
+    let init = format!(
+        "{env}; cd {} && git init -q -b main . && git add -A && git commit -qm first",
+        tree.display()
+    );
+    let st = std::process::Command::new("/bin/sh")
+        .args(["-c", &init])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    if who == As::Nobody {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&tree)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let before = snapshot(&tree);
+    let work = "echo changed >> a && git rm -q c && echo new > n && git add -A && \
+                git commit -qm second && git log --format='%H %s' && git status --short && \
+                git gc -q && git fsck --no-progress 2>&1 | wc -l && cat a";
+    // Natively, on a copy.
+    let native_dir = tree.parent().unwrap().join("native");
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&tree)
+        .arg(&native_dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let native = std::process::Command::new("/bin/sh")
+        .args([
+            "-c",
+            &format!("{env}; cd {} && {work}", native_dir.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(native.status.success(), "{native:?}");
+    let policy = tree.parent().unwrap().join("git.policy");
+    common::write_file(
+        &policy,
+        format!(
+            "path-map {} /repo copy\npath-allow read /repo /repo/*\npath-allow write /repo/*\n\
+             path-allow unlink /repo/*\npath-map tmpfs /tmp\npath-allow read /tmp /tmp/*\n\
+             path-allow write /tmp/*\npath-allow unlink /tmp/*\n",
+            tree.display()
+        ),
+        0o644,
+    );
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--policy",
+            Fixture::s(&policy),
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("{env}; cd /repo && {work}"),
+        ],
+    );
+    assert_eq!(
+        stdout(&o),
+        String::from_utf8_lossy(&native.stdout),
+        "{}",
+        common::stderr(&o)
+    );
+    assert_eq!(snapshot(&tree), before, "the host's repository changed");
+}
+
+#[test]
+fn git_in_a_private_copy_runs_as_natively_and_leaves_the_repository() {
+    each_user(
+        "git_in_a_private_copy_runs_as_natively_and_leaves_the_repository",
+        git_in_a_copy,
+    );
+}
+
 fn ro_and_rw_maps(who: As) {
     let tree = map_tree("rorw", who);
     let host = Fixture::s(&tree).to_owned();
