@@ -719,6 +719,7 @@ AGENT_SHAPES = [
      "{tree}/d1/d2/../d2/d3/d4/../d4/d5/d6/d7/d8/file"),
     ("relative", "stat file (cwd 8 deep)", "DEEP", "file"),
     ("relative_dotdot", "stat ../../d7/d8/file (cwd 8 deep)", "DEEP", "../../d7/d8/file"),
+    ("relative_down", "stat d5/d6/d7/d8/file (cwd 4 deep)", "d1/d2/d3/d4", "d5/d6/d7/d8/file"),
 ]
 
 

@@ -27,7 +27,8 @@
 #             time, median and spread
 #   agent     the agent's own work per call on walks (bench/walkbench.c): stat of a path 8
 #             directories deep under `--view off` (every stat delegated), absolute, absolute through
-#             `..`, relative to a deep cwd, and relative through `..`; the report's agent-time and
+#             `..`, relative to a deep cwd, relative through `..`, and relative 4 directories down
+#             from a cwd 4 deep; the report's agent-time and
 #             agent-cpu divided by the delegated stats, and the round trip, for this warden and,
 #             with --base PATH, another build in the same runs (interleaved)
 #   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively

@@ -630,6 +630,11 @@ impl Resolver {
             }
         }
         let stack = self.start(client, policy, base, absolute)?;
+        if !absolute && !flags.beneath {
+            if let Some(walked) = self.fast_descent(client, policy, &stack, path, flags)? {
+                return Ok(walked);
+            }
+        }
         let floor = if flags.beneath { stack.len() } else { 1 };
         // A trailing slash (or `.`) means "a directory", and follows a final symlink: the
         // queue marks the component ([`Part::must_be_directory`]).
@@ -729,6 +734,48 @@ impl Resolver {
         walk.fast = true;
         let last = Part::new(last, false);
         self.step(client, policy, &mut walk, &last, true)
+    }
+
+    /// [`Resolver::fast_walk`] for a relative path that only descends (`src/lib/x.c`, no `..`)
+    /// from the start `from`: the kernel walks its directories from the top of `from` in one
+    /// `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, and the final
+    /// component goes through [`Resolver::step`]. Not from inside `/proc` (whose names the walk
+    /// translates). `None`: take the component walk from `from`.
+    fn fast_descent(
+        &self,
+        client: &impl Caller,
+        policy: &Policy,
+        from: &Stack,
+        path: &[u8],
+        flags: WalkFlags,
+    ) -> Result<Option<Walked>, i32> {
+        if path.ends_with(b"/") || path.ends_with(b"/.") || from.path.starts_with("/proc") {
+            return Ok(None);
+        }
+        let cleaned = clean(path);
+        let Some(i) = cleaned.iter().rposition(|&b| b == b'/') else {
+            // One name: one step from `from` either way.
+            return Ok(None);
+        };
+        let (rel, last) = (&cleaned[..i], &cleaned[i + 1..]);
+        if rel.split(|&b| b == b'/').any(|c| c == b"..") || last == b".." {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(rel) else {
+            return Ok(None);
+        };
+        let logical = join(&from.path, text);
+        // The bounds the component walk would meet on the way.
+        let entered = rel.split(|&b| b == b'/').count();
+        if logical.len() + 1 >= PATH_MAX || from.len() + entered > MAX_DEPTH {
+            return Ok(None);
+        }
+        let Ok(fd) = kernel_walk(from.top(), rel) else {
+            return Ok(None);
+        };
+        let mut walk = Walk::new(Stack::at(fd, logical), Pending::default(), flags, 1);
+        walk.fast = true;
+        self.step(client, policy, &mut walk, &Part::new(last, false), true)
     }
 
     /// One component. Returns `Some` when the walk ends here (the final component), `None` when
