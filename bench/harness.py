@@ -37,6 +37,7 @@ queries = int(env["BENCH_QUERIES"])
 reactive_runs = int(env["BENCH_REACTIVE_RUNS"])
 reactive_cpus = env["BENCH_REACTIVE_CPUS"]  # "" (not pinned) or "G,S"
 connections = int(env["BENCH_CONNECTIONS"])
+base_warden = env.get("BENCH_BASE", "")
 
 SCALE_PROCS = [1, 10, 25, 50, 100]
 SCALE_FILES = 100
@@ -722,13 +723,97 @@ def bench_capsicum():
             "load": {"before": load_before, "after": loadavg()}}
 
 
+# --- agent: the agent's own work per call on walks ----------------------------------------------
+
+AGENT_SHAPES = [
+    # (key, label, cwd below the tree ("" for /), path; DEEP is the 8-directory path)
+    ("absolute", "stat /…/d8/file (absolute)", "", "{tree}/DEEP/file"),
+    ("dotdot", "stat /…/d2/../d2/…/d4/../d4/…/file (absolute, ..)", "",
+     "{tree}/d1/d2/../d2/d3/d4/../d4/d5/d6/d7/d8/file"),
+    ("relative", "stat file (cwd 8 deep)", "DEEP", "file"),
+    ("relative_dotdot", "stat ../../d7/d8/file (cwd 8 deep)", "DEEP", "../../d7/d8/file"),
+    ("relative_down", "stat d5/d6/d7/d8/file (cwd 4 deep)", "d1/d2/d3/d4", "d5/d6/d7/d8/file"),
+]
+
+
+def report_values(path):
+    values = {}
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.strip().partition(":")
+            values[key] = value
+    return values
+
+
+def bench_agent():
+    """Each shape under `warden run --view off` (every stat delegated to the agent), for this
+    warden and the --base one, interleaved: the agent's own time and CPU per call (from the run
+    report, divided by the delegated stats) and the round trip the program sees."""
+    tree = os.path.join(work, "walk")
+    deep = "d1/d2/d3/d4/d5/d6/d7/d8"
+    os.makedirs(os.path.join(tree, deep))
+    with open(os.path.join(tree, deep, "file"), "w") as f:
+        f.write("x")
+    for d, _, _ in os.walk(tree):
+        os.chmod(d, 0o755)
+    report = os.path.join(work, "walk-report")
+    builds = {"warden": warden}
+    if base_warden:
+        builds["base"] = base_warden
+
+    def once(build, shape):
+        _key, _label, cwd, path = shape
+        path = path.format(tree=tree).replace("DEEP", deep)
+        chdir = os.path.join(tree, cwd.replace("DEEP", deep)) if cwd else "/"
+        argv = [builds[build], "run", "--view", "off", "--read", tree, "--read", bindir,
+                "--exec", bindir, "--chdir", chdir, "--report", report, "--",
+                os.path.join(bindir, "walkbench"), path, str(iterations)]
+        run_checked(f"the {build} walk benchmark", argv)
+        name, ns, err = read_out().split()
+        if int(err) != 0:
+            sys.exit(f"run.sh: {build} walkbench {path}: errno {err}")
+        r = report_values(report)
+        calls = int(r.get("delegated-stat", "0"))
+        if calls < iterations:
+            sys.exit(f"run.sh: {build} walkbench {path}: {calls} delegated stats, expected "
+                     f"at least {iterations}")
+        return (float(ns), float(r["agent-time"]) / calls * 1e9,
+                float(r["agent-cpu"]) / calls * 1e9)
+
+    samples = {b: {s[0]: [] for s in AGENT_SHAPES} for b in builds}
+    for b in builds:  # warm-up
+        once(b, AGENT_SHAPES[0])
+    load_before = loadavg()
+    for r in range(reps):
+        for shape in AGENT_SHAPES:
+            for b in orders(r, tuple(builds)):
+                samples[b][shape[0]].append(once(b, shape))
+    rows = []
+    for key, label, *_ in AGENT_SHAPES:
+        row = {"name": key, "label": label}
+        for b in builds:
+            xs = samples[b][key]
+            row[b] = {
+                "round_trip_ns": round(statistics.median(x[0] for x in xs), 1),
+                "agent_time_ns": round(statistics.median(x[1] for x in xs), 1),
+                "agent_cpu_ns": round(statistics.median(x[2] for x in xs), 1),
+                "agent_cpu_samples_ns": [round(x[2], 1) for x in xs],
+            }
+        if "base" in builds:
+            row["agent_cpu_ratio"] = ratio(row["warden"]["agent_cpu_ns"],
+                                           row["base"]["agent_cpu_ns"])
+        rows.append(row)
+    return {"rows": rows, "base": base_warden or None,
+            "load": {"before": load_before, "after": loadavg()}}
+
+
 # --- main --------------------------------------------------------------------------------------
 
 results = {}
 for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("net", bench_net),
                    ("scaling", bench_scaling),
                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive),
-                   ("capsicum", bench_capsicum)]:
+                   ("agent", bench_agent), ("capsicum", bench_capsicum)]:
     if section in sections:
         progress(f"{section}...")
         results[section] = fn()
@@ -770,6 +855,8 @@ if as_json:
     macro = {k: results[k] for k in ("gzip", "build", "reactive") if k in results}
     if macro:
         doc["macro"] = macro
+    if "agent" in results:
+        doc["agent"] = results["agent"]
     if "capsicum" in results:
         doc["capsicum"] = results["capsicum"]
     doc["elapsed_s"] = round(elapsed, 1)
@@ -885,6 +972,22 @@ if macro_rows:
                     + (f"grader, solution on CPUs {reactive_cpus}" if reactive_cpus else "not pinned"))
     table(f"macro: medians (runs of each: {'; '.join(runs)})", ("benchmark", "native", "warden", "ratio"),
           macro_rows)
+if "agent" in results:
+    a = results["agent"]
+    rows = []
+    for r in a["rows"]:
+        for b in ("warden", "base"):
+            if b in r:
+                m = r[b]
+                rows.append((r["label"] if b == "warden" else "", b,
+                             f"{m['round_trip_ns'] / 1000:.2f}", f"{m['agent_time_ns'] / 1000:.2f}",
+                             f"{m['agent_cpu_ns'] / 1000:.2f}",
+                             x(r["agent_cpu_ratio"]) if b == "warden" and "agent_cpu_ratio" in r
+                             else ""))
+    table(f"agent: its own work per delegated stat under `--view off`, medians of {reps} runs of "
+          f"{iterations} stats, builds interleaved; load {a['load']['before']:.1f} .. "
+          f"{a['load']['after']:.1f}" + (f"; base {a['base']}" if a["base"] else ""),
+          ("walk", "build", "round trip us", "agent time us", "agent CPU us", "CPU / base"), rows)
 if "capsicum" in results:
     c = results["capsicum"]
     rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['warden_ns_per_op']:.1f}",

@@ -25,6 +25,12 @@
 #   reactive  a grader outside and a solution inside the sandbox, over pipes, one write+read per
 #             query (bench/grader.c, bench/solution.c; Merry): the solution's own user+sys CPU
 #             time, median and spread
+#   agent     the agent's own work per call on walks (bench/walkbench.c): stat of a path 8
+#             directories deep under `--view off` (every stat delegated), absolute, absolute through
+#             `..`, relative to a deep cwd, relative through `..`, and relative 4 directories down
+#             from a cwd 4 deep; the report's agent-time and
+#             agent-cpu divided by the delegated stats, and the round trip, for this warden and,
+#             with --base PATH, another build in the same runs (interleaved)
 #   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively
 #             and under `warden run --capsicum`: cap_enter, a call with a rights check against
 #             without (pread on a limited descriptor, openat beneath a directory capability),
@@ -41,6 +47,7 @@
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
 #                         reactive,capsicum
 #   --warden PATH         use this warden binary instead of building target/release/warden
+#   --base PATH           agent: also measure this warden binary (an older build), interleaved
 #   --reps N              micro: interleaved runs (7; quick 5; at least 5)
 #   --iterations N        micro: iterations per call (20000; quick 5000)
 #   --startup-runs N      startup: runs of each (30; quick 10)
@@ -60,8 +67,8 @@ set -eu
 started=$(date +%s.%N)
 json=0
 quick=0
-only=micro,startup,net,scaling,gzip,build,reactive,capsicum
-warden=
+only=micro,startup,net,scaling,gzip,build,reactive,agent,capsicum
+warden= base=
 reps= iterations= startup_runs= scale_total= scale_reps= gzip_reps= build_reps= build_modules=
 build_jobs=1 queries= reactive_runs= reactive_cpus= connections=
 num() {
@@ -75,13 +82,14 @@ while [ $# -gt 0 ]; do
         --json) json=1 ;;
         --quick) quick=1 ;;
         -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        --only|--warden|--reps|--iterations|--startup-runs|--scale-total|--scale-reps|--gzip-reps|\
+        --only|--warden|--base|--reps|--iterations|--startup-runs|--scale-total|--scale-reps|--gzip-reps|\
         --build-reps|--build-modules|--build-jobs|--queries|--reactive-runs|--reactive-cpus|\
         --connections)
             [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
             case "$1" in
                 --only) only=$2 ;;
                 --warden) warden=$2 ;;
+                --base) base=$2 ;;
                 --reactive-cpus)
                     case "$2" in
                         [0-9]*,[0-9]*) reactive_cpus=$2 ;;
@@ -131,8 +139,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|net|scaling|gzip|build|reactive|capsicum) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,capsicum)" >&2
+        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum)" >&2
            exit 2 ;;
     esac
 done
@@ -145,12 +153,16 @@ if [ -z "$warden" ]; then
 fi
 [ -x "$warden" ] || { echo "run.sh: $warden is not an executable" >&2; exit 1; }
 warden=$(cd "$(dirname "$warden")" && pwd)/$(basename "$warden")
+if [ -n "$base" ]; then
+    [ -x "$base" ] || { echo "run.sh: --base $base is not an executable" >&2; exit 1; }
+    base=$(cd "$(dirname "$base")" && pwd)/$(basename "$base")
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
-for p in microbench netbench scale grader solution gentext landlock-run filter-floor; do
+for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 cc -O2 -Wall -I crates/warden-capsicum/c -o "$work/bin/capbench" bench/capbench.c \
@@ -166,5 +178,5 @@ BENCH_ITERATIONS="$iterations" BENCH_STARTUP_RUNS="$startup_runs" BENCH_SCALE_TO
 BENCH_SCALE_REPS="$scale_reps" BENCH_GZIP_REPS="$gzip_reps" BENCH_BUILD_REPS="$build_reps" \
 BENCH_BUILD_MODULES="$build_modules" BENCH_BUILD_JOBS="$build_jobs" BENCH_QUERIES="$queries" \
 BENCH_REACTIVE_RUNS="$reactive_runs" BENCH_REACTIVE_CPUS="$reactive_cpus" \
-BENCH_CONNECTIONS="$connections" \
+BENCH_CONNECTIONS="$connections" BENCH_BASE="$base" \
 /usr/bin/python3 "$root/bench/harness.py"

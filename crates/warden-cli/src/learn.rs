@@ -4,11 +4,11 @@
 use clap::Args;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use warden::learn::{
     interpreters, is_lookup, learn, parse_log, Context, Observation, Observations,
 };
-use warden::run::{RunConfig, EXIT_WARDEN};
+use warden::run::{RunConfig, Session, EXIT_WARDEN};
 use warden_policy::escape::escape;
 use warden_policy::{Access, Policy};
 
@@ -105,7 +105,6 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     );
     // The decisions stay in warden's memory, typed: a file would be within the program's reach.
     let recorded = Arc::new(std::sync::Mutex::new(Observations::default()));
-    let seen = Arc::new(OnceLock::new());
     // The state the program starts from, kept for the verifying run (the learning run changes
     // it: a build is not rebuilt the second time).
     let start = if args.verify {
@@ -113,7 +112,7 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     } else {
         None
     };
-    let code = run(args, learning, None, Some(&seen), Some(&recorded))?;
+    let (code, scratch) = run(args, learning, &recorded)?;
     let mut observations = std::mem::take(&mut *recorded.lock().map_err(|_| "a poisoned lock")?);
     // warden itself starts the program (the agent sees no execve for it): the path it was
     // found at, a symlink as itself, and what that leads to, as the verify run will check them.
@@ -151,7 +150,7 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         );
     }
     let observations = observations.counted();
-    let scratch = seen.get().map(|p| p.display().to_string());
+    let scratch = scratch.map(|p| p.display().to_string());
     let expanded = match &scratch {
         Some(s) => base.expand_scratch(s),
         None => base.clone(),
@@ -334,28 +333,31 @@ fn verify(
     }
 }
 
+/// The learning run: opened, decided and made as `warden run` makes one
+/// ([`warden::run::Session`]); returns the program's exit status and the scratch directory's
+/// path (the log names paths in it, learned relative to `$SCRATCH`).
 fn run(
     args: &LearnArgs,
     policy: Policy,
-    log: Option<&Path>,
-    seen: Option<&Arc<OnceLock<PathBuf>>>,
-    recorded: Option<&Arc<std::sync::Mutex<Observations>>>,
-) -> Result<i32, String> {
+    recorded: &Arc<std::sync::Mutex<Observations>>,
+) -> Result<(i32, Option<PathBuf>), String> {
     let mut command = args.command.iter().cloned();
     let cfg = RunConfig {
         policy,
         program: command.next().expect("clap requires a program"),
         args: command.collect(),
-        log: log.map(Path::to_owned),
-        scratch_seen: seen.cloned(),
-        observations: recorded.cloned(),
+        observations: Some(Arc::clone(recorded)),
         // Learning needs every decision, and only the agent sees them all; on the host's tree,
         // as the program would run without warden (the verifying run has the default view).
         fast_path: warden::run::FastPath::Never,
         view: warden::run::ViewMode::Off,
         ..RunConfig::default()
     };
-    warden::run::run(cfg).map_err(|f| f.message)
+    let mut session = Session::open(cfg).map_err(|f| f.message)?;
+    let scratch = session.scratch().map(Path::to_owned);
+    let result = session.decide().and_then(|plan| session.execute(plan));
+    let code = session.close(result).map_err(|f| f.message)?;
+    Ok((code, scratch))
 }
 
 /// Where `warden run` will find `name` (on `PATH`, as `execvp` would, when it has no `/`): the

@@ -476,7 +476,14 @@ fn per_run_stem(name: &str) -> Option<&str> {
     if let Some(tail) = name.strip_prefix("tmp") {
         let random = tail.trim_start_matches(['.', '-', '_']);
         if tail.len() - random.len() <= 1 && word(random, true) {
-            return Some(&name[..name.len() - random.len()]);
+            // `_` is one of the letters of Python's `tempfile` names (`tmp` and 8 of
+            // `[a-z0-9_]`): after `tmp` it may be the first random one, so the stem is `tmp`.
+            let stem = if tail.starts_with('_') {
+                3
+            } else {
+                name.len() - random.len()
+            };
+            return Some(&name[..stem]);
         }
     }
     if let Some(stem) = mkstemp_stem(name) {
@@ -916,7 +923,8 @@ not json
         for (path, pattern) in [
             ("/tmp/tmp.oRf4Zw9xYz", "/tmp/tmp.*"),
             ("/tmp/tmpza4s7w15/f", "/tmp/tmp*"),
-            ("/tmp/tmp_a4s7_w1/f", "/tmp/tmp_*"),
+            // Python's tempfile draws `_` too, first as well: `tmp*` matches every run.
+            ("/tmp/tmp_a4s7_w1/f", "/tmp/tmp*"),
             (
                 "/w/target/debug/deps/foo-1a2b3c4d5e6f7a8b.d",
                 "/w/target/debug/deps/foo-*",

@@ -14,11 +14,15 @@
 //! policy's handlers. The program's requests (`cap_getmode`, `cap_rights_limit`, ...) arrive as
 //! `socket` calls of a family no kernel has (`warden_capsicum::request`), served by [`request`].
 
-use super::{value, Answer, Client, Handled};
+use super::call::{
+    AccessArgs, Call, ChmodArgs, ChownArgs, ExecArgs, FdChange, FdMetadataArgs, Live, MknodArgs,
+    OpenArgs, PathArgs, ReadlinkArgs, Registers, StatArgs, SymlinkArgs, TwoPathArgs, Typed,
+    UtimeArgs,
+};
+use super::{value, Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
 use crate::sys::unotify::Reply;
-use crate::syscalls::Family;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -27,16 +31,18 @@ use warden_capsicum::request::Request;
 use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
 use warden_policy::{Access, Denial, Verdict};
 
-/// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`):
-/// `None` when the caller is not in capability mode and the call is the policy's to decide.
-pub fn serve(c: &Client, family: Family, s: &Session) -> Option<Handled> {
-    if family == Family::CapabilityMode && c.nr() == libc::SYS_socket {
-        let args = [0, 1, 2, 3, 4, 5].map(|i| c.arg(i));
-        if let Some(r) = Request::decode(&args) {
-            return Some(r.and_then(|r| request(c, s, r)));
+/// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`),
+/// given its live arguments: `Err` hands them back when the caller is not in capability mode
+/// and the call is the policy's to decide.
+pub fn serve(c: &Client, s: &Session, call: Call) -> Result<Served, Call> {
+    if let Call::Checked(live) = &call {
+        if live.args().nr == libc::SYS_socket {
+            if let Some(r) = Request::decode(&live.args().args) {
+                return Ok(r.and_then(|r| request(c, s, live, r)).typed());
+            }
         }
     }
-    if family == Family::Exec && !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    if matches!(call, Call::Exec(_)) && !s.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
         // The program's own execve, made by warden's launcher before the program ran a single
         // instruction: checked by the policy as without capability mode. The filters the
         // launcher installed are the program's starting count.
@@ -47,16 +53,18 @@ pub fn serve(c: &Client, family: Family, s: &Session) -> Option<Handled> {
                         let _ = s.base_filters.set(n);
                     }
                 }
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Ok(Err(rustix::io::Errno::from_raw_os_error(e))),
             }
         }
-        return Some(policy_decides(c, Family::Exec));
+        return Err(call);
     }
     match in_mode(c, s) {
-        Err(e) => Some(Err(e)),
-        Ok(true) => Some(dispatch(c, family, s)),
-        Ok(false) if family == Family::CapabilityMode => Some(as_without(c)),
-        Ok(false) => None,
+        Err(e) => Ok(Err(rustix::io::Errno::from_raw_os_error(e))),
+        Ok(true) => Ok(dispatch(c, s, call).typed()),
+        Ok(false) => match call {
+            Call::Checked(live) => Ok(as_without(c, live)),
+            call => Err(call),
+        },
     }
 }
 
@@ -74,28 +82,30 @@ fn in_mode(c: &Client, s: &Session) -> Result<bool, i32> {
 /// A call only capability mode's profile sends to the agent, from a process not in
 /// capability mode: answered as the profile without capability mode would (every such call is
 /// direct there but `socket`, which is guarded: see `warden_filter::compile`'s `Guard::Socket`).
-fn as_without(c: &Client) -> Handled {
+fn as_without(c: &Client, live: Live<Registers>) -> Served {
+    use rustix::io::Errno;
     let continue_it = Ok(Answer::Reply(Reply::Continue));
-    if c.nr() != libc::SYS_socket {
+    let r = *live.args();
+    if r.nr != libc::SYS_socket {
         return continue_it;
     }
-    let (domain, kind) = (c.int(0), c.int(1) & 0xf);
+    let (domain, kind) = (r.int(0), r.int(1) & 0xf);
     match domain {
         libc::AF_UNIX if kind == libc::SOCK_STREAM || kind == libc::SOCK_SEQPACKET => continue_it,
-        libc::AF_UNIX if kind == libc::SOCK_DGRAM => Err(libc::EACCES),
+        libc::AF_UNIX if kind == libc::SOCK_DGRAM => Err(Errno::ACCESS),
         libc::AF_NETLINK => continue_it,
         libc::AF_INET | libc::AF_INET6 => match c.net().mode {
             crate::syscalls::Network::Private => continue_it,
-            crate::syscalls::Network::Host { .. } => super::net::socket(c),
+            crate::syscalls::Network::Host { .. } => super::net::socket(c, live.socket()?),
         },
-        _ => Err(libc::ENOSYS),
+        _ => Err(Errno::NOSYS),
     }
 }
 
 // ---- the program's requests ------------------------------------------------------------------
 
 /// Serves a request of the program side (`warden_capsicum::program`, `c/capsicum.h`).
-fn request(c: &Client, s: &Session, r: Request) -> Handled {
+fn request(c: &Client, s: &Session, live: &Live<Registers>, r: Request) -> Handled {
     match r {
         Request::GetMode => value(i64::from(in_mode(c, s)?)),
         Request::Enter => {
@@ -107,7 +117,7 @@ fn request(c: &Client, s: &Session, r: Request) -> Handled {
             c.live()?;
             // From now on every caller's filters are looked at (before the mark goes on).
             s.entered.store(true, std::sync::atomic::Ordering::SeqCst);
-            c.allow_by("cap_enter", "capability-mode:enter");
+            c.allow_by(live, "cap_enter", "capability-mode:enter");
             value(0)
         }
         Request::Get { fd } => {
@@ -124,7 +134,7 @@ fn request(c: &Client, s: &Session, r: Request) -> Handled {
             }
             value(held.bits() as i64)
         }
-        Request::Limit { fd, rights } => limit(c, s, fd, rights),
+        Request::Limit { fd, rights } => limit(c, s, live, fd, rights),
     }
 }
 
@@ -147,7 +157,7 @@ fn access_mode(f: &OwnedFd) -> Result<(bool, bool), i32> {
 /// (`Held::limit_description`); a description limited before is narrowed in place. Anything
 /// else (sockets, pipes, devices, `O_PATH`) is narrowed per object, and re-opened only when
 /// read or write goes, so the kernel itself refuses what was taken away.
-fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
+fn limit(c: &Client, s: &Session, live: &Live<Registers>, n: i32, rights: Rights) -> Handled {
     use rustix::fs::FileType;
     let target = format!("descriptor {n}");
     let fd = c.fd(n)?;
@@ -230,7 +240,11 @@ fn limit(c: &Client, s: &Session, n: i32, rights: Rights) -> Handled {
         let cloexec = c.fd_cloexec(n)?;
         c.replace_fd(new.as_fd(), n, cloexec)?;
     }
-    c.allow_by(&format!("{target} to {rights}"), "capability-mode:limit");
+    c.allow_by(
+        live,
+        &format!("{target} to {rights}"),
+        "capability-mode:limit",
+    );
     value(0)
 }
 
@@ -276,47 +290,43 @@ fn reopen(fd: &OwnedFd, st: &rustix::fs::Stat, keep: (bool, bool)) -> Result<Own
 }
 
 /// Serves one call of a process in capability mode.
-pub fn dispatch(c: &Client, family: Family, s: &Session) -> Handled {
-    match family {
-        Family::Open => open(c, s),
-        Family::Stat => stat(c, s),
-        Family::Access => access(c, s),
-        Family::Mkdir => mkdir(c, s),
-        Family::Unlink => unlink(c, s),
-        Family::Exec => exec(c, s),
-        Family::FdMetadata => fd_metadata(c, s),
-        Family::CapabilityMode => checked_call(c),
-        // An anonymous file names nothing.
-        Family::Memfd => policy_decides(c, Family::Memfd),
+fn dispatch(c: &Client, s: &Session, call: Call) -> Handled {
+    match call {
+        Call::Open(a) => open(c, s, a),
+        Call::Stat(a) => stat(c, s, a),
+        Call::Access(a) => access(c, s, a),
+        Call::Mkdir(a) => mkdir(c, s, a),
+        Call::Unlink(a) => unlink(c, s, a),
+        Call::Exec(a) => exec(c, s, a),
+        Call::FdMetadata(a) => fd_metadata(c, s, a),
+        Call::Checked(a) => checked_call(c, a),
+        // An anonymous file names nothing: the policy decides.
+        Call::Memfd(a) => super::fs::memfd_create(c, a).map_err(errno),
         // Only in the host's network (IP rules): a connection on a socket the program holds.
-        Family::Accept => super::net::accept(c),
-        Family::SocketAddress | Family::Socket | Family::Send => {
+        Call::Accept(a) => super::net::accept(c, a).map_err(errno),
+        Call::SocketAddress(_) | Call::Socket(_) | Call::Send(_) => {
             Err(refuse(c, c.syscall(), Rule::SocketAddress, ""))
         }
-        Family::Chdir
-        | Family::Statfs
-        | Family::Truncate
-        | Family::Xattr
-        | Family::InotifyAddWatch => {
-            let path = c.path_arg(c.arg(0)).unwrap_or_default();
-            let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
-            Err(refuse(c, &text(&path), rule, ""))
-        }
-        Family::Readlink => readlink(c, s),
-        Family::Rename => rename(c, s),
-        Family::Link => link(c, s),
-        Family::Symlink => symlink(c, s),
-        Family::Chmod => chmod(c, s),
-        Family::Utime if c.nr() == libc::SYS_utimensat => utimensat(c, s),
-        Family::Utime if c.nr() == libc::SYS_futimesat => not_yet(c),
-        Family::Utime => {
-            let path = c.path_arg(c.arg(0)).unwrap_or_default();
-            let rule = mode::path_rule(libc::AT_FDCWD, &path).unwrap_or(Rule::Global);
-            Err(refuse(c, &text(&path), rule, ""))
-        }
-        Family::Mknod => mknod(c, s),
-        Family::Chown => chown(c, s),
+        Call::Chdir(a) | Call::Statfs(a) | Call::Truncate(a) => global(c, &a.args().path),
+        Call::Xattr(a) => global(c, &a.args().path),
+        Call::Inotify(a) => global(c, &a.args().path),
+        Call::Readlink(a) => readlink(c, s, a),
+        Call::Rename(a) => rename(c, s, a),
+        Call::Link(a) => link(c, s, a),
+        Call::Symlink(a) => symlink(c, s, a),
+        Call::Chmod(a) => chmod(c, s, a),
+        Call::Utime(a) if c.syscall() == "utimensat" => utimensat(c, s, a),
+        Call::Utime(_) if c.syscall() == "futimesat" => not_yet(c),
+        Call::Utime(a) => global(c, a.args().path.as_deref().unwrap_or_default()),
+        Call::Mknod(a) => mknod(c, s, a),
+        Call::Chown(a) => chown(c, s, a),
     }
+}
+
+/// A path call with no directory descriptor: it names the global namespace.
+fn global(c: &Client, path: &[u8]) -> Handled {
+    let rule = mode::path_rule(libc::AT_FDCWD, path).unwrap_or(Rule::Global);
+    Err(refuse(c, &text(path), rule, ""))
 }
 
 /// The path as text for logs (the log escapes it).
@@ -411,10 +421,10 @@ fn child_path(dir: &impl AsFd, name: &std::ffi::CStr) -> Result<String, i32> {
 /// operator named the directories with `--fd`, and their trees are the grant beyond the
 /// policy's allow rules, never past its `path-deny` ones (a `--fd` of `/etc` does not open
 /// `/etc/shadow`, as `--read /etc` would not).
-fn policy(c: &Client, s: &Session, path: &str, access: Access) -> Result<(), i32> {
+fn policy(c: &Client, s: &Session, live: &Live<()>, path: &str, access: Access) -> Result<(), i32> {
     match s.entry {
         Entry::Warden if !denied_by_a_rule(c, path, access) => Ok(()),
-        _ => c.decide(path, access),
+        _ => c.allow(live, path, access).map(drop).map_err(errno),
     }
 }
 
@@ -427,11 +437,11 @@ fn denied_by_a_rule(c: &Client, path: &str, access: Access) -> bool {
 }
 
 /// [`policy`] for looking at `path`'s metadata (stat, access).
-fn policy_visible(c: &Client, s: &Session, path: &str) -> Result<(), i32> {
+fn policy_visible(c: &Client, s: &Session, live: &Live<()>, path: &str) -> Result<(), i32> {
     match s.entry {
         // As [`policy`]: beneath a `--fd` directory only `path-deny` rules hold.
         Entry::Warden if !denied_by_a_rule(c, path, Access::Read) => Ok(()),
-        _ => c.decide_visible(path),
+        _ => c.allow_visible(live, path).map(drop).map_err(errno),
     }
 }
 
@@ -450,39 +460,15 @@ fn grant(s: &Session, fd: &OwnedFd, rights: Rights) -> Result<(), i32> {
 /// Flags the loader's opens of libraries may carry.
 const LOADER_FLAGS: i32 = libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NONBLOCK;
 
-fn open(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, flags, mode, resolve) = match c.nr() {
-        libc::SYS_open => (libc::AT_FDCWD, c.arg(0), c.int(1), c.arg(2) as u32, 0),
-        libc::SYS_creat => (
-            libc::AT_FDCWD,
-            c.arg(0),
-            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-            c.arg(1) as u32,
-            0,
-        ),
-        libc::SYS_openat => (c.int(0), c.arg(1), c.int(2), c.arg(3) as u32, 0),
-        _ => {
-            // openat2: struct open_how { u64 flags, mode, resolve }.
-            if c.arg(3) < 24 {
-                return Err(libc::EINVAL);
-            }
-            let mut how = [0u8; 24];
-            c.read(c.arg(2), &mut how)?;
-            let word = |i: usize| u64::from_ne_bytes(how[i * 8..i * 8 + 8].try_into().unwrap());
-            if word(0) >> 32 != 0 {
-                return Err(libc::EINVAL);
-            }
-            (c.int(0), c.arg(1), word(0) as i32, word(1) as u32, word(2))
-        }
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+fn open(c: &Client, s: &Session, call: Live<OpenArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, flags, mode, resolve) = (a.dirfd.0, a.path, a.flags, a.mode, a.resolve);
     let cloexec = flags & libc::O_CLOEXEC != 0;
     if mode::path_rule(dirfd, &path) == Some(Rule::AbsolutePath)
         && flags & !LOADER_FLAGS == libc::O_RDONLY
     {
         if let Some((dir, rest)) = warden_capsicum::library_path(&path) {
-            return library(c, s, &path, dir, rest, cloexec);
+            return library(c, s, &live, &path, dir, rest, cloexec);
         }
     }
     let (dir, rights) = capability(c, s, dirfd, &path)?;
@@ -500,9 +486,10 @@ fn open(c: &Client, s: &Session) -> Handled {
         0
     };
     let resolve = ResolveFlags::from_bits_retain(resolve);
-    let fd = checked_open(c, s, &dir, &path, flags & !libc::O_CLOEXEC, mode, resolve)?;
+    let how = (flags & !libc::O_CLOEXEC, mode, resolve);
+    let fd = checked_open(c, s, &live, (&dir, &path), how)?;
     grant(s, &fd, derived)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0);
     Ok(Answer::Fd(fd, cloexec))
 }
@@ -511,14 +498,13 @@ fn open(c: &Client, s: &Session) -> Handled {
 /// `--capsicum`, its `path-deny` rules under `--capability-mode`) before it has any effect: an existing object is found first (`O_PATH`, beneath), checked by its path, and then
 /// opened through that very descriptor; a missing one is checked by its would-be path and
 /// created in the directory found, never through a symlink put there meanwhile.
+/// `(dir, path)`: where; `(flags, mode, resolve)`: how.
 fn checked_open(
     c: &Client,
     s: &Session,
-    dir: &OwnedFd,
-    path: &[u8],
-    flags: i32,
-    mode: u32,
-    resolve: ResolveFlags,
+    live: &Live<()>,
+    (dir, path): (&OwnedFd, &[u8]),
+    (flags, mode, resolve): (i32, u32, ResolveFlags),
 ) -> Result<OwnedFd, i32> {
     let accesses = |flags: i32| -> Vec<Access> {
         if flags & libc::O_PATH != 0 {
@@ -553,7 +539,7 @@ fn checked_open(
             }
             let p = fd_path(&obj)?;
             for a in accesses(flags) {
-                policy(c, s, &p, a)?;
+                policy(c, s, live, &p, a)?;
             }
             if flags & libc::O_PATH != 0 {
                 return Ok(obj);
@@ -570,7 +556,7 @@ fn checked_open(
         }
         Err(rustix::io::Errno::NOENT) if flags & libc::O_CREAT != 0 => {
             let (p, name) = parent(c, dir, path)?;
-            policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+            policy(c, s, live, &child_path(&p, &name)?, Access::Write)?;
             beneath::open(&p, &name, flags | libc::O_NOFOLLOW, mode, resolve)
                 .map_err(|e| walk_error(c, path, e))
         }
@@ -580,7 +566,15 @@ fn checked_open(
 
 /// The dynamic loader's read-only open of a library or of its cache (see `warden_capsicum`):
 /// strictly beneath the library directory, and only an ELF file there.
-fn library(c: &Client, s: &Session, path: &[u8], dir: &str, rest: &[u8], cloexec: bool) -> Handled {
+fn library(
+    c: &Client,
+    s: &Session,
+    live: &Live<()>,
+    path: &[u8],
+    dir: &str,
+    rest: &[u8],
+    cloexec: bool,
+) -> Handled {
     let d = rustix::fs::open(
         dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -608,41 +602,26 @@ fn library(c: &Client, s: &Session, path: &[u8], dir: &str, rest: &[u8], cloexec
             ));
         }
     }
-    policy(c, s, &fd_path(&fd)?, Access::Read)?;
-    c.allow_by(&text(path), "capability-mode:library");
+    policy(c, s, live, &fd_path(&fd)?, Access::Read)?;
+    c.allow_by(live, &text(path), "capability-mode:library");
     Ok(Answer::Fd(fd, cloexec))
 }
 
 // ---- stat, access -------------------------------------------------------------------------------
 
-fn stat(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, flags, buf) = match c.nr() {
-        libc::SYS_stat => (libc::AT_FDCWD, c.arg(0), 0, c.arg(1)),
-        libc::SYS_lstat => (
-            libc::AT_FDCWD,
-            c.arg(0),
-            libc::AT_SYMLINK_NOFOLLOW,
-            c.arg(1),
-        ),
-        libc::SYS_newfstatat => (c.int(0), c.arg(1), c.int(3), c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(4)),
-    };
-    let path = if path_addr == 0 && flags & libc::AT_EMPTY_PATH != 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    if path.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+fn stat(c: &Client, s: &Session, call: Live<StatArgs>) -> Handled {
+    if call.args().path.is_empty() && call.args().flags & libc::AT_EMPTY_PATH != 0 {
         // fstat of a descriptor the caller holds (glibc's fstat): Linux cannot refuse fstat,
-        // which is direct (warden_capsicum::rights::ENFORCEMENT).
-        return policy_decides(c, Family::Stat);
+        // which is direct (warden_capsicum::rights::ENFORCEMENT). The policy decides.
+        return super::fs::stat(c, call).map_err(errno);
     }
-    c.live()?;
-    let (obj, _) = look_up(c, s, dirfd, &path, flags)?;
+    let (live, a) = call.split();
+    let (dirfd, path, flags, buf) = (a.dirfd.0, a.path, a.flags, a.buf);
+    let (obj, _) = look_up(c, s, &live, dirfd, &path, flags)?;
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | (flags & libc::AT_STATX_SYNC_TYPE);
     let map = c.id_map();
-    if c.nr() == libc::SYS_statx {
-        let mut st = sysfs::statx(obj.as_fd(), c"", at, c.arg(3) as u32)
+    if let Some(mask) = a.statx_mask {
+        let mut st = sysfs::statx(obj.as_fd(), c"", at, mask)
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         (st.stx_uid, st.stx_gid) = (map.uid_inside(st.stx_uid), map.gid_inside(st.stx_gid));
         c.write(buf, st.bytes())?;
@@ -661,6 +640,7 @@ fn stat(c: &Client, s: &Session) -> Handled {
 fn look_up(
     c: &Client,
     s: &Session,
+    live: &Live<()>,
     dirfd: i32,
     path: &[u8],
     flags: i32,
@@ -680,19 +660,14 @@ fn look_up(
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, path, e))?;
-    policy_visible(c, s, &fd_path(&obj)?)?;
+    policy_visible(c, s, live, &fd_path(&obj)?)?;
     Ok((obj, rights))
 }
 
-fn access(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, amode, flags) = match c.nr() {
-        libc::SYS_access => (libc::AT_FDCWD, c.arg(0), c.int(1), 0),
-        libc::SYS_faccessat => (c.int(0), c.arg(1), c.int(2), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.int(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
-    let (obj, rights) = look_up(c, s, dirfd, &path, flags)?;
+fn access(c: &Client, s: &Session, call: Live<AccessArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, amode, flags) = (a.dirfd.0, a.path, a.mode, a.flags);
+    let (obj, rights) = look_up(c, s, &live, dirfd, &path, flags)?;
     // What the descriptor's rights would allow, not only what the file's mode does.
     let wants = [
         (libc::R_OK, Right::Read),
@@ -730,59 +705,43 @@ fn parent(c: &Client, dir: &OwnedFd, path: &[u8]) -> Result<(OwnedFd, CString), 
     Ok((p, cstring(&name)?))
 }
 
-fn mkdir(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, mode) = match c.nr() {
-        libc::SYS_mkdir => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+fn mkdir(c: &Client, s: &Session, call: Live<PathArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, mode) = (a.dirfd.0, a.path, a.bits);
     let (dir, rights) = capability(c, s, dirfd, &path)?;
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Mkdir)?;
     let (p, name) = parent(c, &dir, &path)?;
-    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    policy(c, s, &live, &child_path(&p, &name)?, Access::Write)?;
     let umask = c.ids()?.umask;
     rustix::fs::mkdirat(&p, &name, Mode::from_raw_mode(mode & 0o1777 & !umask)).map_err(errno)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
 }
 
-fn unlink(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_unlink => (libc::AT_FDCWD, c.arg(0), 0),
-        libc::SYS_rmdir => (libc::AT_FDCWD, c.arg(0), libc::AT_REMOVEDIR),
-        _ => (c.int(0), c.arg(1), c.int(2)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+fn unlink(c: &Client, s: &Session, call: Live<PathArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, flags) = (a.dirfd.0, a.path, a.bits as i32);
     let (dir, rights) = capability(c, s, dirfd, &path)?;
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Unlink)?;
     let (p, name) = parent(c, &dir, &path)?;
-    policy(c, s, &child_path(&p, &name)?, Access::Unlink)?;
+    policy(c, s, &live, &child_path(&p, &name)?, Access::Unlink)?;
     rustix::fs::unlinkat(
         &p,
         &name,
         AtFlags::from_bits_retain((flags & libc::AT_REMOVEDIR) as u32),
     )
     .map_err(errno)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
 }
 
 // ---- readlink, rename, link, symlink, chmod, utimensat -----------------------------------------
 
-fn readlink(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, buf, size) = match c.nr() {
-        libc::SYS_readlink => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.int(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.int(3)),
-    };
-    if size <= 0 {
-        return Err(libc::EINVAL);
-    }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+fn readlink(c: &Client, s: &Session, call: Live<ReadlinkArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, buf, size) = (a.dirfd.0, a.path, a.buf, a.size);
     let (dir, rights) = capability(c, s, dirfd, &path)?;
     need(c, &path, rights, Right::Lookup)?;
     let obj = beneath::open(
@@ -793,11 +752,11 @@ fn readlink(c: &Client, s: &Session) -> Handled {
         ResolveFlags::empty(),
     )
     .map_err(|e| walk_error(c, &path, e))?;
-    policy(c, s, &fd_path(&obj)?, Access::Read)?;
+    policy(c, s, &live, &fd_path(&obj)?, Access::Read)?;
     // readlinkat(fd, "") reads the symlink an O_PATH descriptor is; EINVAL for anything else.
     let target = rustix::fs::readlinkat(&obj, c"", Vec::new()).map_err(errno)?;
     let bytes = target.as_bytes();
-    let n = bytes.len().min(size as usize);
+    let n = bytes.len().min(size);
     c.write(buf, &bytes[..n])?;
     value(n as i64)
 }
@@ -823,15 +782,9 @@ fn two_ends(
     Ok((parent(c, &od, old)?, parent(c, &nd, new)?))
 }
 
-fn rename(c: &Client, s: &Session) -> Handled {
-    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
-        libc::SYS_rename => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
-        libc::SYS_renameat => (c.int(0), c.arg(1), c.int(2), c.arg(3), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.arg(4) as u32),
-    };
-    let old = c.path_arg(old_addr)?;
-    let new = c.path_arg(new_addr)?;
-    c.live()?;
+fn rename(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (olddir, old, newdir, new, flags) = (a.odir.0, a.old, a.ndir.0, a.new, a.flags);
     // The name leaves the first directory (unlink) and appears in the second (create).
     let ((p1, n1), (p2, n2)) = two_ends(
         c,
@@ -841,11 +794,11 @@ fn rename(c: &Client, s: &Session) -> Handled {
         (Right::Unlink, Right::Create),
     )?;
     let (from, to) = (child_path(&p1, &n1)?, child_path(&p2, &n2)?);
-    policy(c, s, &from, Access::Unlink)?;
-    policy(c, s, &to, Access::Write)?;
+    policy(c, s, &live, &from, Access::Unlink)?;
+    policy(c, s, &live, &to, Access::Write)?;
     if flags & libc::RENAME_EXCHANGE != 0 {
-        policy(c, s, &to, Access::Unlink)?;
-        policy(c, s, &from, Access::Write)?;
+        policy(c, s, &live, &to, Access::Unlink)?;
+        policy(c, s, &live, &from, Access::Write)?;
     }
     rustix::fs::renameat_with(
         &p1,
@@ -856,20 +809,17 @@ fn rename(c: &Client, s: &Session) -> Handled {
     )
     .map_err(errno)?;
     c.allow_by(
+        &live,
         &format!("{} -> {}", text(&old), text(&new)),
         "capability-mode:beneath",
     );
     value(0)
 }
 
-fn link(c: &Client, s: &Session) -> Handled {
-    let (olddir, old_addr, newdir, new_addr, flags) = match c.nr() {
-        libc::SYS_link => (libc::AT_FDCWD, c.arg(0), libc::AT_FDCWD, c.arg(1), 0),
-        _ => (c.int(0), c.arg(1), c.int(2), c.arg(3), c.int(4)),
-    };
-    let old = c.path_arg(old_addr)?;
-    let new = c.path_arg(new_addr)?;
-    c.live()?;
+fn link(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (olddir, old, newdir, new) = (a.odir.0, a.old, a.ndir.0, a.new);
+    let flags = a.flags as i32;
     if flags & !libc::AT_SYMLINK_FOLLOW != 0 {
         return Err(libc::EINVAL);
     }
@@ -889,32 +839,28 @@ fn link(c: &Client, s: &Session) -> Handled {
         (newdir, &new),
         (Right::Lookup, Right::Create),
     )?;
-    policy(c, s, &child_path(&p1, &n1)?, Access::Read)?;
-    policy(c, s, &child_path(&p2, &n2)?, Access::Write)?;
+    policy(c, s, &live, &child_path(&p1, &n1)?, Access::Read)?;
+    policy(c, s, &live, &child_path(&p2, &n2)?, Access::Write)?;
     rustix::fs::linkat(&p1, &n1, &p2, &n2, AtFlags::empty()).map_err(errno)?;
     c.allow_by(
+        &live,
         &format!("{} -> {}", text(&new), text(&old)),
         "capability-mode:beneath",
     );
     value(0)
 }
 
-fn symlink(c: &Client, s: &Session) -> Handled {
-    let (target_addr, newdir, new_addr) = match c.nr() {
-        libc::SYS_symlink => (c.arg(0), libc::AT_FDCWD, c.arg(1)),
-        _ => (c.arg(0), c.int(1), c.arg(2)),
-    };
+fn symlink(c: &Client, s: &Session, call: Live<SymlinkArgs>) -> Handled {
     // The target is text: whatever it names, a walk beneath a capability never follows it out.
-    let target = c.path_arg(target_addr)?;
-    let new = c.path_arg(new_addr)?;
-    c.live()?;
+    let (live, a) = call.split();
+    let (target, newdir, new) = (a.target, a.dirfd.0, a.path);
     let (dir, rights) = capability(c, s, newdir, &new)?;
     need(c, &new, rights, Right::Lookup)?;
     need(c, &new, rights, Right::Create)?;
     let (p, name) = parent(c, &dir, &new)?;
-    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
+    policy(c, s, &live, &child_path(&p, &name)?, Access::Write)?;
     rustix::fs::symlinkat(cstring(&target)?.as_c_str(), &p, &name).map_err(errno)?;
-    c.allow_by(&text(&new), "capability-mode:beneath");
+    c.allow_by(&live, &text(&new), "capability-mode:beneath");
     value(0)
 }
 
@@ -965,17 +911,12 @@ fn is_symlink(fd: &OwnedFd) -> Result<bool, i32> {
     Ok(rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
 }
 
-fn chmod(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, mode, flags) = match c.nr() {
-        libc::SYS_chmod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, 0),
-        libc::SYS_fchmodat => (c.int(0), c.arg(1), c.arg(2) as u32, 0),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.int(3)),
-    };
+fn chmod(c: &Client, s: &Session, call: Live<ChmodArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, mode, flags) = (a.dirfd.0, a.path, a.mode, a.flags);
     if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(libc::EINVAL);
     }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
     let obj = metadata_target(
         c,
         s,
@@ -989,60 +930,43 @@ fn chmod(c: &Client, s: &Session) -> Handled {
         // As Linux answers lchmod.
         return Err(libc::EOPNOTSUPP);
     }
-    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    policy(c, s, &live, &fd_path(&obj)?, Access::Write)?;
     // No set-id bits: a capability to change a mode is not one to grant privilege.
     rustix::fs::chmod(by_descriptor(&obj), Mode::from_raw_mode(mode & 0o1777)).map_err(errno)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
 }
 
-fn utimensat(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, times_addr, flags) = (c.int(0), c.arg(1), c.arg(2), c.int(3));
+fn utimensat(c: &Client, s: &Session, call: Live<UtimeArgs>) -> Handled {
+    let (live, a) = call.split();
+    let flags = a.flags;
     if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(libc::EINVAL);
     }
-    let times = if times_addr == 0 {
-        let now = rustix::fs::Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_NOW,
-        };
-        rustix::fs::Timestamps {
-            last_access: now,
-            last_modification: now,
-        }
-    } else {
-        let mut raw = [0u8; 32];
-        c.read(times_addr, &mut raw)?;
-        let word = |i: usize| i64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
-        rustix::fs::Timestamps {
-            last_access: rustix::fs::Timespec {
-                tv_sec: word(0),
-                tv_nsec: word(1) as _,
-            },
-            last_modification: rustix::fs::Timespec {
-                tv_sec: word(2),
-                tv_nsec: word(3) as _,
-            },
-        }
+    let stamp = |(tv_sec, tv_nsec): (i64, i64)| rustix::fs::Timespec {
+        tv_sec,
+        tv_nsec: tv_nsec as _,
+    };
+    let [atime, mtime] = a.times.unwrap_or([(0, rustix::fs::UTIME_NOW); 2]);
+    let times = rustix::fs::Timestamps {
+        last_access: stamp(atime),
+        last_modification: stamp(mtime),
     };
     // futimens is utimensat(fd, NULL, ...): the descriptor itself.
-    let path = if path_addr == 0 {
-        Vec::new()
-    } else {
-        c.path_arg(path_addr)?
-    };
-    c.live()?;
+    let null = a.path.is_none();
+    let path = a.path.unwrap_or_default();
+    let dirfd = a.dirfd.0;
     // Changing times is writing the file's metadata: the write right (FreeBSD's CAP_FUTIMES).
     let obj = metadata_target(
         c,
         s,
         dirfd,
         &path,
-        path_addr == 0 || flags & libc::AT_EMPTY_PATH != 0,
+        null || flags & libc::AT_EMPTY_PATH != 0,
         flags & libc::AT_SYMLINK_NOFOLLOW != 0,
         Right::Write,
     )?;
-    policy(c, s, &fd_path(&obj)?, Access::Write)?;
+    policy(c, s, &live, &fd_path(&obj)?, Access::Write)?;
     if is_symlink(&obj)? {
         rustix::fs::utimensat(
             &obj,
@@ -1064,16 +988,12 @@ fn utimensat(c: &Client, s: &Session) -> Handled {
 
 // ---- exec, metadata through descriptors, calls by pid --------------------------------------------
 
-fn exec(c: &Client, s: &Session) -> Handled {
+fn exec(c: &Client, s: &Session, call: Live<ExecArgs>) -> Handled {
     // (The program's own execve never comes here: `serve` answers it.)
-    let (dirfd, path_addr, flags) = match c.nr() {
-        libc::SYS_execve => (libc::AT_FDCWD, c.arg(0), 0),
-        _ => (c.int(0), c.arg(1), c.int(4)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+    let a = call.args();
+    let (dirfd, path, flags) = (a.dirfd.0, &a.path, a.flags);
     if !(path.is_empty() && flags & libc::AT_EMPTY_PATH != 0) {
-        return Err(refuse(c, &text(&path), Rule::ExecByPath, ""));
+        return Err(refuse(c, &text(path), Rule::ExecByPath, ""));
     }
     let fd = c.fd(dirfd)?;
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
@@ -1088,23 +1008,23 @@ fn exec(c: &Client, s: &Session) -> Handled {
     Ok(Answer::Reply(Reply::Continue))
 }
 
-fn fd_metadata(c: &Client, s: &Session) -> Handled {
-    let fd = c.fd(c.int(0))?;
+fn fd_metadata(c: &Client, s: &Session, call: Live<FdMetadataArgs>) -> Handled {
+    let (live, a) = call.split();
+    let fd = c.fd(a.fd)?;
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
     let rights = s.held.rights_of(fd.as_fd(), st.st_dev, st.st_ino);
-    match c.nr() {
-        libc::SYS_fchmod => {
+    match a.change {
+        FdChange::Mode(mode) => {
             need(c, c.syscall().as_bytes(), rights, Right::Fchmod)?;
-            policy(c, s, &fd_path(&fd)?, Access::Write)?;
+            policy(c, s, &live, &fd_path(&fd)?, Access::Write)?;
             // No set-id bits: a capability to change a mode is not one to grant privilege.
-            let mode = c.arg(1) as u32 & 0o1777;
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(errno)?;
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o1777)).map_err(errno)?;
             value(0)
         }
-        libc::SYS_fchown => {
+        FdChange::Owner(uid, gid) => {
             need(c, c.syscall().as_bytes(), rights, Right::Fchown)?;
-            policy(c, s, &fd_path(&fd)?, Access::Write)?;
-            let (uid, gid) = owner(c, c.arg(1), c.arg(2))?;
+            policy(c, s, &live, &fd_path(&fd)?, Access::Write)?;
+            let (uid, gid) = owner(c, uid, gid)?;
             rustix::fs::fchown(&fd, uid, gid).map_err(errno)?;
             value(0)
         }
@@ -1116,12 +1036,12 @@ fn fd_metadata(c: &Client, s: &Session) -> Handled {
 /// agent names them: through the sandbox's id map, as warden's policy path does.
 fn owner(
     c: &Client,
-    uid: u64,
-    gid: u64,
+    uid: u32,
+    gid: u32,
 ) -> Result<(Option<rustix::process::Uid>, Option<rustix::process::Gid>), i32> {
     let map = c.id_map();
-    let uid = map.uid_outside(uid as u32)?;
-    let gid = map.gid_outside(gid as u32)?;
+    let uid = map.uid_outside(uid)?;
+    let gid = map.gid_outside(gid)?;
     Ok((
         uid.map(rustix::process::Uid::from_raw),
         gid.map(rustix::process::Gid::from_raw),
@@ -1132,23 +1052,12 @@ fn owner(
 /// found strictly beneath it with lookup and fchown, checked against the policy's write, its
 /// owner changed through the agent's descriptor of it (a symlink itself with
 /// `AT_SYMLINK_NOFOLLOW`).
-fn chown(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, uid, gid, flags) = match c.nr() {
-        libc::SYS_chown => (libc::AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0),
-        libc::SYS_lchown => (
-            libc::AT_FDCWD,
-            c.arg(0),
-            c.arg(1),
-            c.arg(2),
-            libc::AT_SYMLINK_NOFOLLOW,
-        ),
-        _ => (c.int(0), c.arg(1), c.arg(2), c.arg(3), c.int(4)),
-    };
+fn chown(c: &Client, s: &Session, call: Live<ChownArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, flags) = (a.dirfd.0, a.path, a.flags);
     if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(libc::EINVAL);
     }
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
     let obj = metadata_target(
         c,
         s,
@@ -1158,23 +1067,19 @@ fn chown(c: &Client, s: &Session) -> Handled {
         flags & libc::AT_SYMLINK_NOFOLLOW != 0,
         Right::Fchown,
     )?;
-    policy(c, s, &fd_path(&obj)?, Access::Write)?;
-    let (uid, gid) = owner(c, uid, gid)?;
+    policy(c, s, &live, &fd_path(&obj)?, Access::Write)?;
+    let (uid, gid) = owner(c, a.uid, a.gid)?;
     rustix::fs::chownat(&obj, c"", uid, gid, AtFlags::EMPTY_PATH).map_err(errno)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
 }
 
 /// mknod (by path: refused) and mknodat beneath a directory capability, with lookup and mknod:
 /// a FIFO, a socket or an empty file made in the directory found strictly beneath it; a device
 /// node never.
-fn mknod(c: &Client, s: &Session) -> Handled {
-    let (dirfd, path_addr, mode, dev) = match c.nr() {
-        libc::SYS_mknod => (libc::AT_FDCWD, c.arg(0), c.arg(1) as u32, c.arg(2)),
-        _ => (c.int(0), c.arg(1), c.arg(2) as u32, c.arg(3)),
-    };
-    let path = c.path_arg(path_addr)?;
-    c.live()?;
+fn mknod(c: &Client, s: &Session, call: Live<MknodArgs>) -> Handled {
+    let (live, a) = call.split();
+    let (dirfd, path, mode, dev) = (a.dirfd.0, a.path, a.mode, a.dev);
     let (dir, rights) = capability(c, s, dirfd, &path)?;
     let kind = mode & libc::S_IFMT;
     if kind == libc::S_IFCHR || kind == libc::S_IFBLK {
@@ -1194,43 +1099,37 @@ fn mknod(c: &Client, s: &Session) -> Handled {
     need(c, &path, rights, Right::Lookup)?;
     need(c, &path, rights, Right::Mknod)?;
     let (p, name) = parent(c, &dir, &path)?;
-    policy(c, s, &child_path(&p, &name)?, Access::Write)?;
-    let umask = c.ids()?.umask;
+    policy(c, s, &live, &child_path(&p, &name)?, Access::Write)?;
+    let umask = c.ids_of(&live).map_err(errno)?.umask;
     // No set-id bits: a capability to make a node is not one to grant privilege.
     let perm = Mode::from_raw_mode(mode & 0o1777 & !umask);
     rustix::fs::mknodat(&p, &name, file_type, perm, dev).map_err(errno)?;
-    c.allow_by(&text(&path), "capability-mode:beneath");
+    c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
 }
 
-fn checked_call(c: &Client) -> Handled {
+fn checked_call(c: &Client, call: Live<Registers>) -> Handled {
     let own = c.ids()?.ns_tgid;
-    let args = [0, 1, 2, 3, 4, 5].map(|i| c.arg(i));
-    match mode::call_rule(c.nr() as libc::c_long, &args, own) {
+    let r = call.args();
+    match mode::call_rule(r.nr as libc::c_long, &r.args, own) {
         // A register argument naming the caller itself: the kernel re-reads the same value.
         None => Ok(Answer::Reply(Reply::Continue)),
         Some(rule) => {
             let target = match rule {
-                Rule::OtherProcess if c.nr() == libc::SYS_fcntl => {
-                    format!("owner of descriptor {} (pid {})", c.int(0), c.int(2))
+                Rule::OtherProcess if r.nr == libc::SYS_fcntl => {
+                    format!("owner of descriptor {} (pid {})", r.int(0), r.int(2))
                 }
-                Rule::OtherProcess if c.nr() == libc::SYS_ioctl => {
-                    format!("owner of descriptor {}", c.int(0))
+                Rule::OtherProcess if r.nr == libc::SYS_ioctl => {
+                    format!("owner of descriptor {}", r.int(0))
                 }
-                Rule::OtherProcess if c.nr() == libc::SYS_ptrace => format!("pid {}", c.int(1)),
-                Rule::OtherProcess => format!("pid {}", c.int(0)),
-                Rule::SocketAddress => format!("socket family {}", c.int(0)),
+                Rule::OtherProcess if r.nr == libc::SYS_ptrace => format!("pid {}", r.int(1)),
+                Rule::OtherProcess => format!("pid {}", r.int(0)),
+                Rule::SocketAddress => format!("socket family {}", r.int(0)),
                 _ => c.syscall().to_owned(),
             };
             Err(refuse(c, &target, rule, ""))
         }
     }
-}
-
-/// A call capability mode lets through, decided and performed as without it (the policy's
-/// typed steps).
-fn policy_decides(c: &Client, family: Family) -> Handled {
-    super::dispatch_typed(c, family).map_err(|e| e.raw_os_error())
 }
 
 #[cfg(test)]

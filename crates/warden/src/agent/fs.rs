@@ -124,7 +124,7 @@ pub fn open(c: &Client, call: Live<OpenArgs>) -> Served {
             )))
         }
         Some(_) if excl => {
-            c.decide_visible(&w.path).typed()?;
+            c.allow_visible(&call, &w.path)?;
             return Err(Errno::EXIST);
         }
         Some(kind) => {
@@ -650,7 +650,7 @@ pub fn link(c: &Client, call: Live<TwoPathArgs>) -> Served {
     }
     let o = walk(c, a.odir.0, &a.old, flags & libc::AT_SYMLINK_FOLLOW != 0).typed()?;
     let n = walk(c, a.ndir.0, &a.new, false).typed()?;
-    c.decide_visible(&o.path).typed()?;
+    c.allow_visible(&call, &o.path)?;
     let _allowed = c.allow(&call, &n.path, Access::Write)?;
     existing(c, &o).typed()?;
     if let Some(why) = widening(c, &o.path, &n.path, false) {
@@ -876,7 +876,7 @@ pub fn xattr(c: &Client, call: Live<XattrArgs>) -> Served {
         c.allow(&call, &w.path, Access::Write)?;
         settable_xattr(c, &w.path, name.expect("set and remove name one"))?;
     } else {
-        c.decide_visible(&w.path).typed()?;
+        c.allow_visible(&call, &w.path)?;
     }
     existing(c, &w).typed()?;
     let obj = w.object().typed()?;

@@ -6,11 +6,11 @@
 //! open, a connect) never stalls the others. Each request goes through the same five
 //! steps, whatever its family (see [`fs`] and [`net`]):
 //!
-//! 1. copy the arguments out of the client, once ([`Client::path_arg`], [`Client::read`]);
-//! 2. confirm the request is still live (`NOTIF_ID_VALID`, [`Client::live`]), so a dead caller's
-//!    recycled pid cannot make us act for somebody else;
+//! 1. copy the arguments out of the client, once, with the row's decoder ([`call`]);
+//! 2. confirm the request is still live (`NOTIF_ID_VALID`, [`Client::confirm`]), so a dead
+//!    caller's recycled pid cannot make us act for somebody else;
 //! 3. resolve paths by descriptor ([`resolve`]);
-//! 4. check the policy on the path actually walked ([`Client::decide`]);
+//! 4. check the policy on the path actually walked ([`Client::allow`]);
 //! 5. act on our own descriptors, and reply: a value, an errno, or a descriptor injected with
 //!    `ADDFD|SEND`.
 //!
@@ -20,6 +20,7 @@
 
 pub mod budget;
 pub mod call;
+pub use call::Client;
 pub mod capsicum;
 pub mod decode;
 pub mod fs;
@@ -34,9 +35,8 @@ pub mod stand_in;
 use crate::confine::namespaces::IdMap;
 use crate::sys::{mem, unotify};
 use crate::syscalls::{self, Class, Family};
-use log::{Decision, Log};
+use log::Log;
 use resolve::Resolver;
-use std::cell::OnceCell;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
@@ -58,8 +58,8 @@ pub enum Answer {
     WritableFd(OwnedFd, bool),
 }
 
-/// A handler's result: an answer, or an errno (the handlers not yet converted to
-/// [`call`]'s typed steps).
+/// A helper's result inside a handler: an answer, or a raw errno (capability mode's handlers
+/// and the network helpers speak it; the dispatch takes [`Served`]).
 pub type Handled = Result<Answer, i32>;
 
 /// A typed handler's result: an answer, or an [`rustix::io::Errno`].
@@ -296,8 +296,8 @@ impl Agent {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.handle(notif, family, start)
             }))
-            .unwrap_or(Err(libc::EIO)),
-            None => Err(libc::ENOSYS),
+            .unwrap_or(Err(rustix::io::Errno::IO)),
+            None => Err(rustix::io::Errno::NOSYS),
         };
         slot.set(None);
         // The agent's own work ends here; the reply below waits for the caller to wake (and, for
@@ -334,7 +334,11 @@ impl Agent {
                     other => other.map(drop),
                 }
             }
-            Err(errno) => unotify::send(listener, notif.id, unotify::Reply::Errno(errno)),
+            Err(errno) => unotify::send(
+                listener,
+                notif.id,
+                unotify::Reply::Errno(errno.raw_os_error()),
+            ),
         };
         if let Some((family, _)) = family {
             self.stats.served(family, took);
@@ -349,20 +353,10 @@ impl Agent {
         notif: unotify::Notification,
         (family, name): (Family, &'static str),
         start: std::time::Instant,
-    ) -> Handled {
-        let client = Client {
-            agent: self,
-            notif,
-            name,
-            ids: OnceCell::new(),
-            proc_dir: OnceCell::new(),
-            start,
-            // Only an open answers with a descriptor of a path, the grant `warden inspect`
-            // shows: the other calls need not copy the path they allowed.
-            granted: std::cell::RefCell::new(None),
-            keeps_grant: family == Family::Open,
-            writable: std::cell::Cell::new(None),
-        };
+    ) -> Served {
+        // Only an open answers with a descriptor of a path, the grant `warden inspect` shows:
+        // the other calls need not copy the path they allowed.
+        let client = Client::new(self, notif, name, start, family == Family::Open);
         let (fd, cloexec) = match self.dispatch(&client, family) {
             Ok(Answer::Fd(fd, cloexec)) => (fd, cloexec),
             other => return other,
@@ -380,7 +374,7 @@ impl Agent {
                 == rustix::fs::FileType::CharacterDevice
             && st.st_rdev == tty
         {
-            return Err(libc::ENXIO);
+            return Err(rustix::io::Errno::NXIO);
         }
         if let Some((path, rule)) = client.granted.take() {
             if let Some(rule) = self.rule_spans.get(rule.0) {
@@ -403,65 +397,51 @@ impl Agent {
         }
     }
 
-    fn dispatch(&self, client: &Client<'_>, family: Family) -> Handled {
+    /// Steps 1 and 2 ([`Client::copy`]), then the family's handler on the live arguments:
+    /// capability mode's ([`capsicum`]) when the caller is in it, the policy's otherwise.
+    fn dispatch(&self, client: &Client<'_>, family: Family) -> Served {
+        let mut call = client.copy(family)?;
         if let Some(session) = &self.capsicum {
-            if let Some(handled) = capsicum::serve(client, family, session) {
-                return handled;
-            }
+            call = match capsicum::serve(client, session, call) {
+                Ok(served) => return served,
+                Err(call) => call,
+            };
         }
-        dispatch_typed(client, family).map_err(|e| e.raw_os_error())
+        policy_serves(client, call)
     }
 }
 
-/// The typed steps for the calls [`call`] decodes: copy, confirm live, then the handler; the
-/// others through their own handlers, their errors typed here. (Capability mode's handlers,
-/// [`capsicum`], come back here for the calls it lets through as the policy decides them.)
-pub(crate) fn dispatch_typed(client: &Client<'_>, family: Family) -> Served {
-    use call::Decoder as D;
-    /// Step 1 with the row's decoder, step 2, then the handler on the live arguments.
-    macro_rules! typed {
-        ($copy:expr, $handler:path) => {
-            $handler(client, client.confirm($copy(client)?)?)
-        };
-    }
-    match call::decoder(client.nr()) {
-        // A decoder of another family than the table's: the two disagree (a unit test
-        // keeps them together).
-        Some(d) if d.family() != family => Err(rustix::io::Errno::NOSYS),
-        Some(D::Open(copy)) => typed!(copy, fs::open),
-        Some(D::Stat(copy)) => typed!(copy, fs::stat),
-        Some(D::Access(copy)) => typed!(copy, fs::access),
-        Some(D::Readlink(copy)) => typed!(copy, fs::readlink),
-        Some(D::Mkdir(copy)) => typed!(copy, fs::mkdir),
-        Some(D::Unlink(copy)) => typed!(copy, fs::unlink),
-        Some(D::Mknod(copy)) => typed!(copy, fs::mknod),
-        Some(D::Symlink(copy)) => typed!(copy, fs::symlink),
-        Some(D::Rename(copy)) => typed!(copy, fs::rename),
-        Some(D::Link(copy)) => typed!(copy, fs::link),
-        Some(D::Chmod(copy)) => typed!(copy, fs::chmod),
-        Some(D::Chown(copy)) => typed!(copy, fs::chown),
-        Some(D::Utime(copy)) => typed!(copy, fs::utime),
-        Some(D::Xattr(copy)) => typed!(copy, fs::xattr),
-        Some(D::Inotify(copy)) => typed!(copy, fs::inotify_add_watch),
-        Some(D::Exec(copy)) => typed!(copy, fs::exec),
-        Some(D::FdMetadata(copy)) => typed!(copy, fs::fd_metadata),
-        Some(D::Memfd(copy)) => typed!(copy, fs::memfd_create),
-        Some(D::Statfs(copy)) => typed!(copy, fs::statfs),
-        Some(D::Chdir(copy)) => typed!(copy, fs::chdir),
-        Some(D::Truncate(copy)) => typed!(copy, fs::truncate),
-        None => dispatch_legacy(client, family).map_err(rustix::io::Errno::from_raw_os_error),
-    }
-}
-
-/// The network families, whose handlers still decode their own arguments.
-fn dispatch_legacy(client: &Client<'_>, family: Family) -> Handled {
-    match family {
-        Family::SocketAddress => net::socket_address(client),
-        Family::Socket => net::socket(client),
-        Family::Send => net::send(client),
-        Family::Accept => net::accept(client),
-        // Served through `call`'s decoders; a number of theirs without one is not a call.
-        _ => Err(libc::ENOSYS),
+/// The policy's handler of each family, given its live arguments.
+fn policy_serves(client: &Client<'_>, call: call::Call) -> Served {
+    use call::Call as C;
+    match call {
+        C::Open(a) => fs::open(client, a),
+        C::Stat(a) => fs::stat(client, a),
+        C::Access(a) => fs::access(client, a),
+        C::Readlink(a) => fs::readlink(client, a),
+        C::Mkdir(a) => fs::mkdir(client, a),
+        C::Unlink(a) => fs::unlink(client, a),
+        C::Mknod(a) => fs::mknod(client, a),
+        C::Symlink(a) => fs::symlink(client, a),
+        C::Rename(a) => fs::rename(client, a),
+        C::Link(a) => fs::link(client, a),
+        C::Chmod(a) => fs::chmod(client, a),
+        C::Chown(a) => fs::chown(client, a),
+        C::Utime(a) => fs::utime(client, a),
+        C::Xattr(a) => fs::xattr(client, a),
+        C::Inotify(a) => fs::inotify_add_watch(client, a),
+        C::Exec(a) => fs::exec(client, a),
+        C::FdMetadata(a) => fs::fd_metadata(client, a),
+        C::Memfd(a) => fs::memfd_create(client, a),
+        C::Statfs(a) => fs::statfs(client, a),
+        C::Chdir(a) => fs::chdir(client, a),
+        C::Truncate(a) => fs::truncate(client, a),
+        C::SocketAddress(a) => net::socket_address(client, a),
+        C::Socket(a) => net::socket(client, a),
+        C::Send(a) => net::send(client, a),
+        C::Accept(a) => net::accept(client, a),
+        // Only capability mode's profile sends these, and [`capsicum`] answers them all.
+        C::Checked(_) => Err(rustix::io::Errno::NOSYS),
     }
 }
 
@@ -562,55 +542,10 @@ pub struct Ids {
     pub filters: Option<u32>,
 }
 
-/// One request being served: the notification plus lazily fetched facts about its caller.
-pub struct Client<'a> {
-    agent: &'a Agent,
-    notif: unotify::Notification,
-    name: &'static str,
-    ids: OnceCell<Ids>,
-    /// The caller's `/proc/<tid>`, opened once ([`Client::proc_dir`]).
-    proc_dir: OnceCell<OwnedFd>,
-    /// When the agent received the call.
-    start: std::time::Instant,
-    /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
-    granted: std::cell::RefCell<Option<(String, warden_policy::RuleId)>>,
-    /// Whether the call may answer with a descriptor of the path it allowed (an open), so
-    /// that `granted` is worth keeping.
-    keeps_grant: bool,
-    /// Whether the descriptor answered was opened for writing, when the handler knows (it
-    /// spares asking the kernel).
-    writable: std::cell::Cell<Option<bool>>,
-}
-
 impl Client<'_> {
     /// Says whether the descriptor this call answers with was opened for writing.
     pub fn opened_for_writing(&self, yes: bool) {
         self.writable.set(Some(yes));
-    }
-
-    /// The syscall's name.
-    pub fn syscall(&self) -> &'static str {
-        self.name
-    }
-
-    /// Raw argument `i`.
-    pub fn arg(&self, i: usize) -> u64 {
-        self.notif.args[i]
-    }
-
-    /// Argument `i` as a C `int` (the kernel reads only the low 32 bits).
-    pub fn int(&self, i: usize) -> i32 {
-        self.notif.args[i] as u32 as i32
-    }
-
-    /// The syscall number.
-    pub fn nr(&self) -> i64 {
-        self.notif.nr as i64
-    }
-
-    /// The calling thread.
-    pub fn tid(&self) -> u32 {
-        self.notif.pid
     }
 
     /// The policy.
@@ -638,19 +573,6 @@ impl Client<'_> {
         &self.agent.resolver
     }
 
-    /// Copies a path argument (step 1).
-    pub fn path_arg(&self, addr: u64) -> Result<Vec<u8>, i32> {
-        mem::read_cstring(self.tid(), addr).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))
-    }
-
-    /// Copies exactly `buf.len()` bytes from the caller (step 1).
-    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), i32> {
-        match mem::read(self.tid(), addr, buf) {
-            Ok(n) if n == buf.len() => Ok(()),
-            _ => Err(libc::EFAULT),
-        }
-    }
-
     /// Copies a result into the caller's memory.
     pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), i32> {
         mem::write(self.tid(), addr, data).map_err(|_| libc::EFAULT)
@@ -658,7 +580,7 @@ impl Client<'_> {
 
     /// Step 2: the request is still live. Call after copying arguments, before acting.
     pub fn live(&self) -> Result<(), i32> {
-        if unotify::id_valid(self.agent.listener.as_fd(), self.notif.id) {
+        if unotify::id_valid(self.agent.listener.as_fd(), self.id()) {
             Ok(())
         } else {
             Err(libc::ENOENT)
@@ -748,7 +670,7 @@ impl Client<'_> {
     /// Puts `fd` in the caller at the number `at`, replacing what is there (the caller is still
     /// waiting for its answer; see [`unotify::addfd_at`]).
     pub fn replace_fd(&self, fd: BorrowedFd<'_>, at: i32, cloexec: bool) -> Result<(), i32> {
-        unotify::addfd_at(self.agent.listener.as_fd(), self.notif.id, fd, at, cloexec)
+        unotify::addfd_at(self.agent.listener.as_fd(), self.id(), fd, at, cloexec)
             .map(drop)
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
     }
@@ -885,55 +807,6 @@ impl Client<'_> {
         }
     }
 
-    /// Step 4: checks `access` to `path`, logs the decision, and turns a denial into `EACCES`.
-    pub fn decide(&self, path: &str, access: Access) -> Result<(), i32> {
-        let verdict = self.agent.policy.check(path, access);
-        self.record(path, access, &verdict);
-        if verdict.is_allowed() {
-            Ok(())
-        } else {
-            Err(libc::EACCES)
-        }
-    }
-
-    /// Requires that metadata of `path` may be shown (see [`resolve::visible`]).
-    pub fn decide_metadata(
-        &self,
-        path: &str,
-        kind: Option<rustix::fs::FileType>,
-    ) -> Result<(), i32> {
-        if kind.is_none() && self.agent.resolver.in_view() {
-            // Not in the view: the kernel's answer there, whatever the rules (`-v` still names
-            // the rule a path the host has would need).
-            return Err(self.agent.resolver.missing(self, &self.agent.policy, path));
-        }
-        if self.agent.policy.visible(path).is_none()
-            && resolve::visible(&self.agent.policy, path, kind)
-        {
-            return Ok(());
-        }
-        self.decide_visible(path)
-    }
-
-    /// Requires that some access to `path` is allowed.
-    pub fn decide_visible(&self, path: &str) -> Result<(), i32> {
-        match self.agent.policy.visible(path) {
-            Some(rule) => {
-                self.record(
-                    path,
-                    self.agent.policy.rule(rule).access.unwrap_or(Access::Read),
-                    &Verdict::Allowed(rule),
-                );
-                Ok(())
-            }
-            None => {
-                let verdict = self.agent.policy.check(path, Access::Read);
-                self.record(path, Access::Read, &verdict);
-                Err(libc::EACCES)
-            }
-        }
-    }
-
     /// Records a denial that is not a plain policy check (a device node, EXDEV on rename).
     pub fn refuse(&self, target: &str, why: &str, errno: i32) -> i32 {
         self.agent.stats.count(false);
@@ -956,7 +829,7 @@ impl Client<'_> {
     }
 
     /// Records a use allowed by a named rule that is not a policy rule (capability mode's).
-    pub fn allow_by(&self, target: &str, rule: &str) {
+    fn record_by(&self, target: &str, rule: &str) {
         self.agent.stats.count(true);
         self.log(
             target,
@@ -969,7 +842,7 @@ impl Client<'_> {
     }
 
     /// Records an allowed network use (`what`, such as `tcp 10.0.0.1:443`) and its rule.
-    pub fn allow_net(&self, what: &str, rule: String) {
+    fn record_net(&self, what: &str, rule: String) {
         self.agent.stats.count(true);
         self.log(what, None, true, Some(rule), String::new(), None);
     }
@@ -1001,36 +874,10 @@ impl Client<'_> {
         let errno = (!allowed).then_some(libc::EACCES);
         self.log(path, Some(access), allowed, rule, reason, errno);
     }
-
-    fn log(
-        &self,
-        target: &str,
-        access: Option<Access>,
-        allowed: bool,
-        rule: Option<String>,
-        reason: String,
-        errno: Option<i32>,
-    ) {
-        if !self.agent.log.wants(allowed) {
-            return;
-        }
-        self.agent.log.write(&Decision {
-            tid: self.tid(),
-            pid: self.ids().ok().map(|i| i.tgid),
-            syscall: self.name,
-            args: self.notif.args,
-            target,
-            access,
-            allowed,
-            rule,
-            reason,
-            errno,
-            latency: self.start.elapsed(),
-        });
-    }
 }
 
-impl resolve::Caller for Client<'_> {
+impl Client<'_> {
+    /// The directory a relative path starts from and its logical path ([`resolve::Caller::base`]).
     fn base(&self, base: resolve::Base) -> Result<(OwnedFd, Vec<u8>), i32> {
         use std::os::fd::AsRawFd;
         let actual = match base {
@@ -1045,22 +892,6 @@ impl resolve::Caller for Client<'_> {
         .map_err(|e| e.raw_os_error())?;
         let logical = self.logical_proc_path(text.to_bytes())?;
         Ok((actual, logical))
-    }
-
-    fn ids(&self) -> Result<Ids, i32> {
-        Client::ids(self)
-    }
-
-    fn tid(&self) -> u32 {
-        Client::tid(self)
-    }
-
-    fn is_stand_in(&self, fd: i32) -> bool {
-        Client::is_stand_in(self, fd)
-    }
-
-    fn decide_visible(&self, path: &str) -> Result<(), i32> {
-        Client::decide_visible(self, path)
     }
 }
 

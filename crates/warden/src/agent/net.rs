@@ -24,11 +24,16 @@
 //! binding needs `net-allow incoming unix-domain` or `write` on the new name. Abstract unix
 //! sockets belong to a network namespace too, and Landlock's scope confines them besides.
 
+use super::call::{
+    AcceptArgs, AddressArgs, Live, Message, SendArgs, Sends, SocketArgs, Typed, MMSGHDR,
+};
 use super::decode::{endpoint, family};
 use super::resolve::{Base, WalkFlags};
-use super::{incoming, value, Answer, Client, Handled};
+use super::{incoming, value, Answer, Client, Handled, Served};
 use crate::sys::seccomp::Instruction;
+use crate::sys::unotify::Reply;
 use crate::syscalls::Network;
+use rustix::io::Errno;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::OwnedFd;
 use warden_policy::{Access, Direction, IpUse, NetAddr, NetTarget, Policy, Protocol};
@@ -129,51 +134,44 @@ enum Use {
 }
 
 /// Implements socket(2) for inet and inet6 when the policy allows IP traffic.
-pub fn socket(c: &Client) -> Handled {
-    let (domain, ty) = (c.int(0), c.int(1));
-    let (kind, flags) = (ty & 0xf, ty & !0xf);
-    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
-        return Err(libc::EINVAL);
-    }
+pub fn socket(c: &Client, call: Live<SocketArgs>) -> Served {
+    let a = call.args();
     let proto =
-        match (kind, c.int(2)) {
+        match (a.kind, a.protocol) {
             (libc::SOCK_STREAM, 0 | libc::IPPROTO_TCP) => Protocol::Tcp,
             (libc::SOCK_DGRAM, 0 | libc::IPPROTO_UDP) => Protocol::Udp,
-            _ => return Err(c.refuse(
+            _ => return Err(Errno::from_raw_os_error(c.refuse(
                 "socket",
                 "only TCP and UDP sockets reach the network (raw, ICMP and other protocols do not)",
                 libc::EACCES,
-            )),
+            ))),
         };
     let net = c.net();
     if !net.ip.allows(proto) {
-        return Err(c.refuse(
+        return Err(Errno::from_raw_os_error(c.refuse(
             &format!("{proto} socket"),
             &format!(
                 "the policy has no net-allow {proto} rule; add one such as: \
                  net-allow outgoing {proto} ADDRESS PORT"
             ),
             libc::EACCES,
-        ));
+        )));
     }
-    c.live()?;
     let mut sflags = rustix::net::SocketFlags::CLOEXEC;
-    if ty & libc::SOCK_NONBLOCK != 0 {
+    if a.nonblock {
         sflags |= rustix::net::SocketFlags::NONBLOCK;
     }
     let sock = rustix::net::socket_with(
-        rustix::net::AddressFamily::from_raw(domain as u16),
-        rustix::net::SocketType::from_raw(kind as u32),
+        rustix::net::AddressFamily::from_raw(a.domain as u16),
+        rustix::net::SocketType::from_raw(a.kind as u32),
         sflags,
         None,
-    )
-    .map_err(|e| e.raw_os_error())?;
+    )?;
     if proto == Protocol::Udp {
-        crate::sys::net::attach_locked_filter(&sock, &net.udp_filter)
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        crate::sys::net::attach_locked_filter(&sock, &net.udp_filter).map_err(io_errno)?;
     }
-    admit(c, &sock)?;
-    Ok(Answer::Fd(sock, ty & libc::SOCK_CLOEXEC != 0))
+    admit(c, &sock).typed()?;
+    Ok(Answer::Fd(sock, a.cloexec))
 }
 
 /// Counts a host socket about to be handed to the sandbox, or refuses it at `limit-sockets`
@@ -203,29 +201,25 @@ fn admit(c: &Client, sock: &OwnedFd) -> Result<(), i32> {
 }
 
 /// Implements connect(2) and bind(2).
-pub fn socket_address(c: &Client) -> Handled {
-    let len = c.arg(2) as u32 as usize;
-    if len > SOCKADDR_MAX {
-        return Err(libc::EINVAL);
-    }
-    let mut addr = vec![0u8; len];
-    c.read(c.arg(1), &mut addr)?;
-    let sock = c.fd(c.int(0))?;
-    let is_connect = c.nr() == libc::SYS_connect;
-    let how = if is_connect { Use::Connect } else { Use::Bind };
-    if family(&addr) == libc::AF_UNIX {
-        return unix_address(c, &sock, &addr, is_connect);
+pub fn socket_address(c: &Client, call: Live<AddressArgs>) -> Served {
+    let a = call.args();
+    let sock = c.fd(a.fd).typed()?;
+    let how = if a.connect { Use::Connect } else { Use::Bind };
+    if family(&a.addr) == libc::AF_UNIX {
+        return unix_address(c, &call, &sock).typed();
     }
     if c.net().reaches_out(&sock) {
-        if let Some(concrete) = check_address(c, &sock, &addr, how)? {
-            return raw_call(&sock, &concrete, is_connect);
+        if let Some(concrete) = check_address(c, &call, &sock, &a.addr, how).typed()? {
+            return raw_call(&sock, &concrete, a.connect).typed();
         }
-        return raw_call(&sock, &addr, is_connect);
+        return raw_call(&sock, &a.addr, a.connect).typed();
     }
-    let result = raw_call(&sock, &addr, is_connect);
+    let result = raw_call(&sock, &a.addr, a.connect);
     match result {
-        Err(errno) if is_connect => Err(private_connect_failed(c, &sock, &addr, errno)),
-        other => other,
+        Err(errno) if a.connect => Err(Errno::from_raw_os_error(private_connect_failed(
+            c, &sock, &a.addr, errno,
+        ))),
+        other => other.typed(),
     }
 }
 
@@ -254,7 +248,8 @@ fn private_connect_failed(c: &Client, sock: &OwnedFd, addr: &[u8], errno: i32) -
 
 /// A path-named unix socket is resolved like any path; abstract and unnamed ones are left to
 /// the socket's own namespace (and Landlock's scope).
-fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Handled {
+fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled {
+    let (addr, is_connect) = (&call.args().addr, call.args().connect);
     let Some(path) = super::decode::unix_path(addr) else {
         return raw_call(sock, addr, is_connect);
     };
@@ -273,10 +268,12 @@ fn unix_address(c: &Client, sock: &OwnedFd, addr: &[u8], is_connect: bool) -> Ha
     } else {
         Direction::Incoming
     };
-    match c.policy().check_unix(dir, &w.path) {
-        Some(rule) => c.allow_net(&format!("unix {}", w.path), rule.span.to_string()),
-        None => c.decide(&w.path, Access::Write)?,
-    }
+    let _allowed = match c.policy().check_unix(dir, &w.path) {
+        Some(rule) => c.allow_net(call, &format!("unix {}", w.path), rule.span.to_string()),
+        None => c
+            .allow(call, &w.path, Access::Write)
+            .map_err(|e| e.raw_os_error())?,
+    };
     let name = w.name.as_deref().ok_or(libc::EISDIR)?;
     if is_connect {
         return connect_checked(c, sock, &w.parent, name, &w.path);
@@ -348,8 +345,9 @@ fn connect_checked(
 /// (`0.0.0.0`, `::`) means "this host" to the kernel, which sends it to the address the socket
 /// is bound to (or loopback when it is not bound): the agent checks that address and then
 /// names it itself, so a bind racing in between cannot send the connection somewhere else.
-fn check_address(
+fn check_address<A>(
     c: &Client,
+    live: &Live<A>,
     sock: &OwnedFd,
     addr: &[u8],
     how: Use,
@@ -395,7 +393,7 @@ fn check_address(
     };
     match rule {
         Some(rule) => {
-            c.allow_net(&what, rule.span.to_string());
+            c.allow_net(live, &what, rule.span.to_string());
             Ok(concrete)
         }
         None => {
@@ -500,127 +498,46 @@ fn raw_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> Handled {
     value(0)
 }
 
-/// One message to send, copied out of the caller.
-struct Message {
-    name: Option<Vec<u8>>,
-    data: Vec<u8>,
-    /// The data the caller meant to send (more than `data` when over the copy bound).
-    declared: usize,
-    control: Vec<u8>,
+fn io_errno(e: std::io::Error) -> Errno {
+    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 /// Implements sendto(2) with an address, sendmsg(2) and sendmmsg(2) (when the policy allows
 /// UDP, whose messages may each name a peer).
-pub fn send(c: &Client) -> Handled {
-    match c.nr() {
-        libc::SYS_sendto => {
-            let declared = c.arg(2) as usize;
-            let mut data = vec![0u8; declared.min(SEND_MAX)];
-            c.read(c.arg(1), &mut data)?;
-            let name = copy_name(c, c.arg(4), c.arg(5) as u32 as usize)?;
-            let msg = Message {
-                name,
-                data,
-                declared,
-                control: Vec::new(),
-            };
-            let sock = c.fd(c.int(0))?;
-            value(send_one(c, &sock, msg, c.int(3))? as i64)
+pub fn send(c: &Client, call: Live<SendArgs>) -> Served {
+    let (live, a) = call.split();
+    let sock = c.fd(a.fd).typed()?;
+    match a.sends {
+        Sends::One(msg) => {
+            let n = send_one(c, &live, &sock, msg, a.flags).typed()?;
+            Ok(Answer::Reply(Reply::Value(n as i64)))
         }
-        libc::SYS_sendmsg => {
-            let msg = copy_message(c, c.arg(1), SEND_MAX)?;
-            let sock = c.fd(c.int(0))?;
-            value(send_one(c, &sock, msg, c.int(2))? as i64)
-        }
-        libc::SYS_sendmmsg => {
-            // struct mmsghdr: a msghdr (56 bytes) and the count sent (4, padded to 8).
-            const MMSGHDR: u64 = 64;
-            let (vec, vlen) = (c.arg(1), (c.arg(2) as u32 as usize).min(IOV_MAX));
-            let mut msgs = Vec::new();
-            let mut budget = SENDMMSG_MAX;
-            for i in 0..vlen as u64 {
-                if budget == 0 {
-                    break;
-                }
-                let m = copy_message(c, vec + i * MMSGHDR, budget.min(SEND_MAX))?;
-                // Control data counts too: 1,024 messages of 64 KiB of it each, and no data,
-                // were 64 MiB held for one call.
-                let held = m.data.len() + m.control.len() + m.name.as_ref().map_or(0, Vec::len);
-                budget -= held.min(budget);
-                msgs.push(m);
-            }
-            let sock = c.fd(c.int(0))?;
+        Sends::Many { vec, msgs } => {
             let mut sent = 0u64;
             for m in msgs {
-                match send_one(c, &sock, m, c.int(3)) {
+                match send_one(c, &live, &sock, m, a.flags) {
                     Ok(n) => {
-                        c.write(vec + sent * MMSGHDR + 56, &(n as u32).to_ne_bytes())?;
+                        c.write(vec + sent * MMSGHDR + 56, &(n as u32).to_ne_bytes())
+                            .typed()?;
                         sent += 1;
                     }
-                    Err(e) if sent == 0 => return Err(e),
+                    Err(e) if sent == 0 => return Err(Errno::from_raw_os_error(e)),
                     Err(_) => break,
                 }
             }
-            value(sent as i64)
-        }
-        _ => Err(libc::ENOSYS),
-    }
-}
-
-fn copy_name(c: &Client, ptr: u64, len: usize) -> Result<Option<Vec<u8>>, i32> {
-    if ptr == 0 || len == 0 {
-        return Ok(None);
-    }
-    if len > SOCKADDR_MAX {
-        return Err(libc::EINVAL);
-    }
-    let mut name = vec![0u8; len];
-    c.read(ptr, &mut name)?;
-    Ok(Some(name))
-}
-
-/// Copies a `struct msghdr` at `at` and everything it points to, data up to `cap` bytes.
-fn copy_message(c: &Client, at: u64, cap: usize) -> Result<Message, i32> {
-    let mut hdr = [0u8; 56];
-    c.read(at, &mut hdr)?;
-    let word = |o: usize| u64::from_ne_bytes(hdr[o..o + 8].try_into().expect("8 bytes"));
-    let half = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().expect("4 bytes"));
-    let name = copy_name(c, word(0), half(8) as usize)?;
-    let (iov, iovlen) = (word(16), word(24) as usize);
-    if iovlen > IOV_MAX {
-        return Err(libc::EMSGSIZE);
-    }
-    let mut vecs = vec![0u8; iovlen * 16];
-    c.read(iov, &mut vecs)?;
-    let mut data = Vec::new();
-    let mut declared = 0usize;
-    for v in vecs.chunks_exact(16) {
-        let base = u64::from_ne_bytes(v[..8].try_into().expect("8 bytes"));
-        let len = u64::from_ne_bytes(v[8..].try_into().expect("8 bytes")) as usize;
-        declared = declared.saturating_add(len);
-        let take = len.min(cap - data.len());
-        if take > 0 {
-            let start = data.len();
-            data.resize(start + take, 0);
-            c.read(base, &mut data[start..])?;
+            Ok(Answer::Reply(Reply::Value(sent as i64)))
         }
     }
-    let (control_at, control_len) = (word(32), word(40) as usize);
-    if control_len > CONTROL_MAX {
-        return Err(libc::ENOBUFS);
-    }
-    let mut control = vec![0u8; if control_at == 0 { 0 } else { control_len }];
-    c.read(control_at, &mut control)?;
-    Ok(Message {
-        name,
-        data,
-        declared,
-        control,
-    })
 }
 
 /// Sends one copied message on the agent's duplicate `sock`, after checking its address.
-fn send_one(c: &Client, sock: &OwnedFd, mut msg: Message, flags: i32) -> Result<usize, i32> {
+fn send_one(
+    c: &Client,
+    live: &Live<()>,
+    sock: &OwnedFd,
+    mut msg: Message,
+    flags: i32,
+) -> Result<usize, i32> {
     if flags & libc::MSG_FASTOPEN != 0 {
         return Err(libc::EOPNOTSUPP);
     }
@@ -643,7 +560,7 @@ fn send_one(c: &Client, sock: &OwnedFd, mut msg: Message, flags: i32) -> Result<
                 ));
             }
         } else if c.net().reaches_out(sock) {
-            if let Some(concrete) = check_address(c, sock, name, Use::Send)? {
+            if let Some(concrete) = check_address(c, live, sock, name, Use::Send)? {
                 msg.name = Some(concrete);
             }
         }
@@ -718,49 +635,32 @@ fn translate_rights(c: &Client, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
 /// Implements accept(2) and accept4(2) when the policy allows IP traffic: the agent accepts on
 /// its duplicate of the listening socket, and a connection from an inet peer no `incoming`
 /// rule allows is closed there (and the next one taken), so the program never holds it.
-pub fn accept(c: &Client) -> Handled {
-    let (addr_at, len_at) = (c.arg(1), c.arg(2));
-    let flags = if c.nr() == libc::SYS_accept4 {
-        c.int(3)
-    } else {
-        0
-    };
-    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
-        return Err(libc::EINVAL);
-    }
-    let room = if addr_at == 0 {
-        0
-    } else {
-        let mut len = [0u8; 4];
-        c.read(len_at, &mut len)?;
-        i32::from_ne_bytes(len)
-    };
-    if room < 0 {
-        return Err(libc::EINVAL);
-    }
-    let listener = c.fd(c.int(0))?;
+pub fn accept(c: &Client, call: Live<AcceptArgs>) -> Served {
+    let a = call.args();
+    let listener = c.fd(a.fd).typed()?;
     let checked = c.net().reaches_out(&listener);
     loop {
-        let (conn, peer) = crate::sys::net::accept(&listener, flags & libc::SOCK_NONBLOCK != 0)
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-        if checked && !incoming_allowed(c, &conn, &peer) {
+        let (conn, peer) = crate::sys::net::accept(&listener, a.flags & libc::SOCK_NONBLOCK != 0)
+            .map_err(io_errno)?;
+        if checked && !incoming_allowed(c, &call, &conn, &peer) {
             // Closed here: the peer sees its connection reset, the program sees nothing.
             continue;
         }
         if checked {
-            admit(c, &conn)?;
+            admit(c, &conn).typed()?;
         }
-        if addr_at != 0 {
-            let n = peer.len().min(room as usize);
-            c.write(addr_at, &peer[..n])?;
-            c.write(len_at, &(peer.len() as u32).to_ne_bytes())?;
+        if let Some((addr_at, len_at)) = a.peer {
+            let n = peer.len().min(a.room);
+            c.write(addr_at, &peer[..n]).typed()?;
+            c.write(len_at, &(peer.len() as u32).to_ne_bytes())
+                .typed()?;
         }
-        return Ok(Answer::Fd(conn, flags & libc::SOCK_CLOEXEC != 0));
+        return Ok(Answer::Fd(conn, a.flags & libc::SOCK_CLOEXEC != 0));
     }
 }
 
 /// Whether an accepted connection from `peer` may reach the program (logged either way).
-fn incoming_allowed(c: &Client, conn: &OwnedFd, peer: &[u8]) -> bool {
+fn incoming_allowed(c: &Client, call: &Live<AcceptArgs>, conn: &OwnedFd, peer: &[u8]) -> bool {
     let (Ok((ip, peer_port)), Some(local)) = (endpoint(family(peer), peer), local_port(conn))
     else {
         // Not an inet connection (a unix socket's): nothing to check.
@@ -779,7 +679,7 @@ fn incoming_allowed(c: &Client, conn: &OwnedFd, peer: &[u8]) -> bool {
         &c.net().myhost,
     ) {
         Some(rule) => {
-            c.allow_net(&what, rule.span.to_string());
+            c.allow_net(call, &what, rule.span.to_string());
             true
         }
         None => {

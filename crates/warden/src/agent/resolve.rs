@@ -15,6 +15,8 @@
 //! - `/proc/self`, `/proc/thread-self` and `/proc/<the caller's own pid>` are translated to the
 //!   calling process (the agent's `/proc/self` is the agent); other pids are not visible.
 
+mod bases;
+
 use super::decode::{clean, Part, Pending, NAME_MAX};
 use super::Ids;
 use rustix::fs::{openat, readlinkat, AtFlags, FileType, Mode, OFlags};
@@ -122,6 +124,10 @@ enum Name {
     /// A translated `/proc` entry whose logical path is not its parent's plus a name
     /// (`/proc/thread-self` sits on `/proc/self/task`).
     Mapped(Box<str>),
+    /// Reached by the kernel's walk of this logical path from the root, right above it on the
+    /// stack ([`Resolver::fast_start`]): its parents were never held, and `..` opens them the
+    /// same way ([`Stack::pop`]).
+    Walked(Box<str>),
 }
 
 /// A directory on the walk's stack: our descriptor and how its logical path was made.
@@ -138,6 +144,9 @@ struct Dir {
 struct Stack {
     dirs: Vec<Dir>,
     path: String,
+    /// The directories a [`Name::Walked`] entry stands for besides itself (its ancestors, not
+    /// held): they count towards [`MAX_DEPTH`] as the component walk's would.
+    unheld: usize,
 }
 
 impl Stack {
@@ -148,6 +157,7 @@ impl Stack {
                 name: Name::Root,
             }],
             path: "/".into(),
+            unheld: 0,
         }
     }
 
@@ -159,11 +169,13 @@ impl Stack {
                 name: Name::Mapped(path.as_str().into()),
             }],
             path,
+            unheld: 0,
         }
     }
 
+    /// How deep the walk is: the directories held, and those a [`Name::Walked`] one stands for.
     fn len(&self) -> usize {
-        self.dirs.len()
+        self.dirs.len() + self.unheld
     }
 
     fn top(&self) -> BorrowedFd<'_> {
@@ -181,7 +193,7 @@ impl Stack {
 
     /// Enters `fd`, a translated `/proc` entry whose logical path is `path`.
     fn push_mapped(&mut self, fd: OwnedFd, path: &str) -> Result<(), i32> {
-        if self.dirs.len() >= MAX_DEPTH {
+        if self.len() >= MAX_DEPTH {
             return Err(libc::ENAMETOOLONG);
         }
         self.dirs.push(Dir {
@@ -195,7 +207,7 @@ impl Stack {
     /// Enters `fd`, the directory `name` in the top one, whose logical path (from
     /// [`Stack::child_path`]) is `path`.
     fn push_child(&mut self, fd: OwnedFd, name: &str, path: String) -> Result<(), i32> {
-        if self.dirs.len() >= MAX_DEPTH {
+        if self.len() >= MAX_DEPTH {
             return Err(libc::ENAMETOOLONG);
         }
         self.dirs.push(Dir {
@@ -207,10 +219,12 @@ impl Stack {
     }
 
     /// `..`: removes the top directory (never the root), and the logical path becomes its
-    /// parent's (cut in place for a child).
-    fn pop(&mut self) {
+    /// parent's (cut in place for a child). The parent of a [`Name::Walked`] directory is
+    /// opened as it was: the kernel walks its logical path from the root, refusing symlinks and
+    /// mount crossings, so it is the directory that path names now.
+    fn pop(&mut self) -> Result<(), i32> {
         if self.dirs.len() <= 1 {
-            return;
+            return Ok(());
         }
         let dir = self.dirs.pop().expect("more than the root");
         match &dir.name {
@@ -219,8 +233,21 @@ impl Stack {
                 let keep = self.path.len() - n.len() - 1;
                 self.path.truncate(keep.max(1));
             }
+            Name::Walked(p) => {
+                let parent = &p[..p.rfind('/').unwrap_or(0)];
+                if !parent.is_empty() {
+                    let fd = kernel_walk(self.dirs[0].fd.as_fd(), &parent.as_bytes()[1..])?;
+                    self.dirs.push(Dir {
+                        fd,
+                        name: Name::Walked(parent.into()),
+                    });
+                    self.unheld -= 1;
+                }
+                self.path = self.rebuild();
+            }
             _ => self.path = self.rebuild(),
         }
+        Ok(())
     }
 
     /// The top's logical path from the names: the last root or mapped entry, then the children.
@@ -231,7 +258,7 @@ impl Stack {
             .rposition(|d| !matches!(d.name, Name::Child(_)))
             .unwrap_or(0);
         let mut path = match &self.dirs[base].name {
-            Name::Mapped(p) => p.to_string(),
+            Name::Mapped(p) | Name::Walked(p) => p.to_string(),
             _ => "/".to_owned(),
         };
         for d in &self.dirs[base + 1..] {
@@ -245,6 +272,7 @@ impl Stack {
     /// Back to the root alone (an absolute symlink target).
     fn back_to_root(&mut self) {
         self.dirs.truncate(1);
+        self.unheld = 0;
         self.path = self.rebuild();
     }
 
@@ -330,6 +358,9 @@ pub struct Resolver {
     host_proc: OwnedFd,
     /// Walks start from the sandbox's view.
     in_view: bool,
+    /// Relative walks' starting directories walked before ([`bases`]): only for walks from
+    /// the agent's own root, whose mounts the agent can watch.
+    bases: Option<bases::Bases>,
 }
 
 impl Resolver {
@@ -355,6 +386,7 @@ impl Resolver {
             proc_dev_ino: (proc.st_dev, proc.st_ino),
             view_proc_dev_ino,
             host_proc,
+            bases: if in_view { None } else { bases::Bases::new() },
             in_view,
         })
     }
@@ -458,13 +490,17 @@ impl Resolver {
             return Ok(stack);
         }
         let (actual, logical) = client.base(base)?;
-        let st = rustix::fs::fstat(&actual).map_err(|e| e.raw_os_error())?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        let st = identity(actual.as_fd())?;
+        if FileType::from_raw_mode(u32::from(st.stx_mode)) != FileType::Directory {
             return Err(libc::ENOTDIR);
         }
         if !logical.starts_with(b"/") {
             return Err(libc::ENOENT);
         }
+        let stack = match self.fast_start(policy, stack, actual, &logical, same_object(&st))? {
+            Ok(walked) => return Ok(walked),
+            Err(stack) => stack,
+        };
         // Every component is a directory to enter (never "the final one"), so the stack ends
         // up holding the whole chain and `..` from the start climbs to the real parent.
         let flags = WalkFlags {
@@ -480,12 +516,93 @@ impl Resolver {
                 return Err(libc::ENOTDIR);
             }
         }
-        let walked = rustix::fs::fstat(walk.stack.top()).map_err(|e| e.raw_os_error())?;
-        if (walked.st_dev, walked.st_ino) != (st.st_dev, st.st_ino) {
+        let walked = identity(walk.stack.top())?;
+        let (dev, ino, _) = same_object(&st);
+        if same_object(&walked).0 != dev || walked.stx_ino != ino {
             // The directory is not reachable by its own path (deleted, or outside our view).
             return Err(libc::ENOENT);
         }
         Ok(walk.stack)
+    }
+
+    /// The common case of a relative walk's start, in one call: the base's logical path is
+    /// the kernel's own name for it (no symlink, no `..`), so the kernel walks it from the root
+    /// (`openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`), which
+    /// refuses exactly what the component walk would treat specially (a symlink to check, a
+    /// mount that may be procfs), and the directory it reaches must be the base itself, the
+    /// same object on the same mount (`base`: device, inode, mount id). Every directory on the
+    /// way must be one the policy lets a walk enter, as the component walk requires. The stack
+    /// holds the root and that directory alone ([`Name::Walked`]); a `..` opens its parents the
+    /// same way. `Err`: the stack back, for the component walk (which also computes the masked
+    /// errors, so a failure here is never reported as such).
+    ///
+    /// A base walked before by the same path, under the same mount table ([`bases`]), is not
+    /// walked again: the caller's own descriptor of it (`actual`) is the stack's top.
+    fn fast_start(
+        &self,
+        policy: &Policy,
+        mut stack: Stack,
+        actual: OwnedFd,
+        logical: &[u8],
+        base: bases::Identity,
+    ) -> Result<Result<Stack, Stack>, i32> {
+        let Ok(text) = std::str::from_utf8(logical) else {
+            return Ok(Err(stack));
+        };
+        if text == "/" {
+            return Ok(Err(stack));
+        }
+        if !is_clean(logical) || text.len() >= PATH_MAX {
+            return Ok(Err(stack));
+        }
+        let generation = match self.bases.as_ref().map(|b| b.lookup(base, logical)) {
+            Some(bases::Lookup::Known) => {
+                let depth = text.bytes().filter(|&b| b == b'/').count();
+                stack.dirs.push(Dir {
+                    fd: actual,
+                    name: Name::Walked(text.into()),
+                });
+                stack.unheld = depth - 1;
+                stack.path = text.to_owned();
+                return Ok(Ok(stack));
+            }
+            Some(bases::Lookup::Unknown(generation)) => Some(generation),
+            None => None,
+        };
+        // The directories the component walk would enter, each checked as it checks them; it
+        // would refuse a walk deeper than MAX_DEPTH.
+        let mut depth = 1;
+        for (i, c) in text.char_indices().skip(1) {
+            if c == '/' {
+                depth += 1;
+                if !visible(policy, &text[..i], Some(FileType::Directory)) {
+                    return Ok(Err(stack));
+                }
+            }
+        }
+        if text.split('/').any(|c| c == "..")
+            || depth + 1 > MAX_DEPTH
+            || !visible(policy, text, Some(FileType::Directory))
+        {
+            return Ok(Err(stack));
+        }
+        let Ok(fd) = kernel_walk(stack.top(), &logical[1..]) else {
+            return Ok(Err(stack));
+        };
+        match identity(fd.as_fd()) {
+            Ok(st) if same_object(&st) == base => {}
+            _ => return Ok(Err(stack)),
+        }
+        if let (Some(bases), Some(generation)) = (&self.bases, generation) {
+            bases.record(base, logical, generation);
+        }
+        stack.dirs.push(Dir {
+            fd,
+            name: Name::Walked(text.into()),
+        });
+        stack.unheld = depth - 1;
+        stack.path = text.to_owned();
+        Ok(Ok(stack))
     }
 
     /// Walks `path` for `client` from `base`.
@@ -510,6 +627,11 @@ impl Resolver {
             }
         }
         let stack = self.start(client, policy, base, absolute)?;
+        if !absolute && !flags.beneath {
+            if let Some(walked) = self.fast_descent(client, policy, &stack, path, flags)? {
+                return Ok(walked);
+            }
+        }
         let floor = if flags.beneath { stack.len() } else { 1 };
         // A trailing slash (or `.`) means "a directory", and follows a final symlink: the
         // queue marks the component ([`Part::must_be_directory`]).
@@ -524,14 +646,20 @@ impl Resolver {
         Ok(walk.stack.take_top())
     }
 
-    /// The common case in one call: an absolute path with no `..`, no symlink before its final
-    /// component and no mount crossing. The kernel walks the directories with
+    /// The common case in one call: an absolute path with no symlink before its final component
+    /// and no mount crossing. The kernel walks the directories with
     /// `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, which refuses
     /// exactly what the component walk would treat specially (a symlink to read and check, a
     /// mount that may be procfs), so the directory it returns is the one the component walk
     /// would have reached by the same names, and the logical path is the text itself. The final
     /// component then goes through [`Resolver::step`] as usual. `None`: take the component walk
     /// (which also computes the masked errors, so a failure here is never reported as such).
+    ///
+    /// A path through `..` (`/a/b/../c/f`) too, where no symlink and no mount is on the way:
+    /// there the kernel's `..` is the parent the name was entered from, as the component walk's
+    /// logical `..` is, so the logical path is the text with each `x/..` taken out
+    /// ([`dotdot_path`], which also checks every directory entered, as the component walk does,
+    /// `hidden/../visible` included), and `RESOLVE_BENEATH` refuses a `..` above the root.
     fn fast_walk(
         &self,
         client: &impl Caller,
@@ -551,22 +679,37 @@ impl Resolver {
             cleaned = clean(path);
             &cleaned[..]
         };
-        if path.is_empty() || path.split(|&b| b == b'/').any(|p| p == b"..") {
+        if path.is_empty() {
             return Ok(None);
         }
         let (rel, last) = match path.iter().rposition(|&b| b == b'/') {
             Some(i) => (&path[..i], &path[i + 1..]),
             None => (&path[..0], path),
         };
+        let dotdot = rel.split(|&b| b == b'/').any(|p| p == b"..");
+        if last == b".." {
+            return Ok(None);
+        }
         let stack = if rel.is_empty() {
             Stack::new(self.root_dir()?)
         } else {
             if rel.len() + 1 >= PATH_MAX {
                 return Ok(None);
             }
-            let how = rustix::fs::ResolveFlags::NO_SYMLINKS
+            let logical = if dotdot {
+                match dotdot_path(policy, rel) {
+                    Some(logical) => logical,
+                    None => return Ok(None),
+                }
+            } else {
+                format!("/{}", String::from_utf8_lossy(rel))
+            };
+            let mut how = rustix::fs::ResolveFlags::NO_SYMLINKS
                 | rustix::fs::ResolveFlags::NO_MAGICLINKS
                 | rustix::fs::ResolveFlags::NO_XDEV;
+            if dotdot {
+                how |= rustix::fs::ResolveFlags::BENEATH;
+            }
             let Ok(fd) = rustix::fs::openat2(
                 &self.root,
                 rel,
@@ -576,7 +719,11 @@ impl Resolver {
             ) else {
                 return Ok(None);
             };
-            Stack::at(fd, format!("/{}", String::from_utf8_lossy(rel)))
+            if logical == "/" {
+                Stack::new(fd)
+            } else {
+                Stack::at(fd, logical)
+            }
         };
         // A final symlink to follow continues the walk from a stack we did not build (its
         // target may use `..`): leave that to the component walk.
@@ -584,6 +731,48 @@ impl Resolver {
         walk.fast = true;
         let last = Part::new(last, false);
         self.step(client, policy, &mut walk, &last, true)
+    }
+
+    /// [`Resolver::fast_walk`] for a relative path that only descends (`src/lib/x.c`, no `..`)
+    /// from the start `from`: the kernel walks its directories from the top of `from` in one
+    /// `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, and the final
+    /// component goes through [`Resolver::step`]. Not from inside `/proc` (whose names the walk
+    /// translates). `None`: take the component walk from `from`.
+    fn fast_descent(
+        &self,
+        client: &impl Caller,
+        policy: &Policy,
+        from: &Stack,
+        path: &[u8],
+        flags: WalkFlags,
+    ) -> Result<Option<Walked>, i32> {
+        if path.ends_with(b"/") || path.ends_with(b"/.") || from.path.starts_with("/proc") {
+            return Ok(None);
+        }
+        let cleaned = clean(path);
+        let Some(i) = cleaned.iter().rposition(|&b| b == b'/') else {
+            // One name: one step from `from` either way.
+            return Ok(None);
+        };
+        let (rel, last) = (&cleaned[..i], &cleaned[i + 1..]);
+        if rel.split(|&b| b == b'/').any(|c| c == b"..") || last == b".." {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(rel) else {
+            return Ok(None);
+        };
+        let logical = join(&from.path, text);
+        // The bounds the component walk would meet on the way.
+        let entered = rel.split(|&b| b == b'/').count();
+        if logical.len() + 1 >= PATH_MAX || from.len() + entered > MAX_DEPTH {
+            return Ok(None);
+        }
+        let Ok(fd) = kernel_walk(from.top(), rel) else {
+            return Ok(None);
+        };
+        let mut walk = Walk::new(Stack::at(fd, logical), Pending::default(), flags, 1);
+        walk.fast = true;
+        self.step(client, policy, &mut walk, &Part::new(last, false), true)
     }
 
     /// One component. Returns `Some` when the walk ends here (the final component), `None` when
@@ -606,7 +795,7 @@ impl Resolver {
         }
         if **part == *b".." {
             if walk.stack.len() > walk.floor {
-                walk.stack.pop();
+                walk.stack.pop()?;
             } else if walk.flags.beneath {
                 return Err(libc::EXDEV);
             }
@@ -856,6 +1045,75 @@ pub fn knowable(policy: &Policy, path: &str) -> bool {
 }
 
 /// Whether absolute `path` is [`clean`] after its leading `/`: no empty or `.` component.
+/// The logical path of the directory `rel` names from the root (clean, relative to it, with
+/// `..`), as the component walk makes it: each `..` leaves the directory entered last. `None`
+/// where the component walk would stop or answer otherwise: a `..` at the root, a directory on
+/// the way the policy does not let a walk enter (even one a `..` leaves again), a walk deeper
+/// than [`MAX_DEPTH`] or a logical path past [`PATH_MAX`], a name that is not UTF-8.
+fn dotdot_path(policy: &Policy, rel: &[u8]) -> Option<String> {
+    let mut path = String::with_capacity(rel.len() + 1);
+    let mut depth = 1;
+    for c in rel.split(|&b| b == b'/') {
+        if c == b".." {
+            let cut = path.rfind('/')?;
+            path.truncate(cut);
+            depth -= 1;
+            continue;
+        }
+        path.push('/');
+        path.push_str(std::str::from_utf8(c).ok()?);
+        depth += 1;
+        if depth > MAX_DEPTH
+            || path.len() >= PATH_MAX
+            || !visible(policy, &path, Some(FileType::Directory))
+        {
+            return None;
+        }
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    Some(path)
+}
+
+/// The directory `rel` names beneath `root`, walked by the kernel with no symlink, magic link
+/// or mount crossing on the way.
+fn kernel_walk(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, i32> {
+    let how = rustix::fs::ResolveFlags::NO_SYMLINKS
+        | rustix::fs::ResolveFlags::NO_MAGICLINKS
+        | rustix::fs::ResolveFlags::NO_XDEV;
+    rustix::fs::openat2(
+        root,
+        rel,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        how,
+    )
+    .map_err(|e| e.raw_os_error())
+}
+
+/// The type, device, inode and mount of the object behind `fd`.
+fn identity(fd: BorrowedFd<'_>) -> Result<rustix::fs::Statx, i32> {
+    use rustix::fs::StatxFlags;
+    rustix::fs::statx(
+        fd,
+        c"",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::TYPE | StatxFlags::INO | StatxFlags::MNT_ID,
+    )
+    .map_err(|e| e.raw_os_error())
+}
+
+/// What makes two descriptors name the same directory as the walk sees it: device, inode
+/// and mount.
+fn same_object(st: &rustix::fs::Statx) -> bases::Identity {
+    (
+        rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        st.stx_ino,
+        st.stx_mnt_id,
+    )
+}
+
 fn is_clean(path: &[u8]) -> bool {
     path.len() > 1
         && path[1..]

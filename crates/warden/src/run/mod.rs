@@ -56,8 +56,6 @@ pub struct RunConfig {
     pub report: Option<PathBuf>,
     /// Where to write the JSON run report.
     pub report_json: Option<PathBuf>,
-    /// Told the scratch directory's path once it exists (`warden learn` reads the log with it).
-    pub scratch_seen: Option<std::sync::Arc<std::sync::OnceLock<PathBuf>>>,
     /// Every decision is also recorded here, typed and bounded (for `warden learn`).
     pub observations: Option<std::sync::Arc<std::sync::Mutex<crate::agent::log::Observations>>>,
     /// Whether opens may go straight to the kernel.
@@ -136,55 +134,175 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
 /// Runs the program and returns its exit status (128+N for signal N). Writes the run report if
 /// one was asked for, also when the program could not be run.
 pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
-    // Before warden opens anything itself, so a passed number is one warden inherited.
-    check_pass_fds(&cfg.pass_fds)?;
-    let reports = Reports::open(&cfg)?;
-    let euid = rustix::process::geteuid().as_raw();
-    let egid = rustix::process::getegid().as_raw();
-    let root = euid == 0;
-    let ids = IdMap {
-        inside_uid: cfg.policy.starting_uid.unwrap_or(euid),
-        outside_uid: if root {
-            cfg.policy.starting_uid.unwrap_or(0)
-        } else {
-            euid
-        },
-        inside_gid: cfg.policy.starting_gid.unwrap_or(egid),
-        outside_gid: if root {
-            cfg.policy.starting_gid.unwrap_or(0)
-        } else {
-            egid
-        },
-        // root keeps every id as it is; root with starting ids becomes them before building the
-        // sandbox (below), which is then the same single-id case as any unprivileged user.
-        identity: root
-            && cfg.policy.starting_uid.unwrap_or(0) == 0
-            && cfg.policy.starting_gid.unwrap_or(0) == 0,
-        range: None,
-    };
-    let ids = plan::with_id_range(ids, &cfg.policy)?;
-    let mut measured = Measured::default();
-    let result = match cfg.policy.uses_scratch() {
-        true => Scratch::create(ids, cfg.keep).and_then(|s| {
-            if let Some(seen) = &cfg.scratch_seen {
-                let _ = seen.set(s.path.clone());
+    let mut session = Session::open(cfg)?;
+    let result = session.decide().and_then(|d| session.execute(d));
+    session.close(result)
+}
+
+/// One run, in the steps every caller takes (`warden run` through [`run`], `warden learn`
+/// directly, reading the scratch directory's path on the way): [`Session::open`] makes what
+/// the run needs before anything is decided (the report files, the id map, the scratch
+/// directory), [`Session::decide`] turns the command line and the policy into a [`Plan`],
+/// [`Session::execute`] makes it, and [`Session::close`] removes (or keeps) the scratch
+/// directory and writes the reports, whatever became of the run.
+pub struct Session {
+    cfg: RunConfig,
+    ids: IdMap,
+    scratch: Option<Scratch>,
+    reports: Reports,
+    measured: Measured,
+}
+
+/// What [`Session::decide`] made ready for [`Session::execute`]: the plan, the program's
+/// stdio, and the copies the view shows (removed when this is dropped, after the run).
+pub struct Decided {
+    plan: Plan,
+    stdio: [Option<std::os::fd::OwnedFd>; 3],
+    captures: stdio::Captures,
+    _copies: copies::CopyDir,
+}
+
+impl Decided {
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+impl Session {
+    /// Checks the passed descriptors, creates the report files, chooses the id map and makes
+    /// the scratch directory (when the policy uses one).
+    pub fn open(cfg: RunConfig) -> Result<Session, Failure> {
+        // Before warden opens anything itself, so a passed number is one warden inherited.
+        check_pass_fds(&cfg.pass_fds)?;
+        let reports = Reports::open(&cfg)?;
+        let ids = plan::with_id_range(id_map(&cfg.policy), &cfg.policy)?;
+        let scratch = match cfg.policy.uses_scratch() {
+            true => match Scratch::create(ids, cfg.keep) {
+                Ok(s) => Some(s),
+                Err(f) => {
+                    // The reports say why there was no run.
+                    let measured = Measured {
+                        failure: Some(f.message.clone()),
+                        ..Measured::default()
+                    };
+                    reports.write(&measured, &cfg.policy.limits)?;
+                    return Err(f);
+                }
+            },
+            false => None,
+        };
+        Ok(Session {
+            cfg,
+            ids,
+            scratch,
+            reports,
+            measured: Measured::default(),
+        })
+    }
+
+    /// The run's scratch directory, if the policy uses one.
+    pub fn scratch(&self) -> Option<&std::path::Path> {
+        self.scratch.as_ref().map(|s| s.path.as_path())
+    }
+
+    /// Expands the policy for the scratch directory, makes what must exist before the plan
+    /// looks at the host, opens the program's stdio, then decides the run.
+    pub fn decide(&mut self) -> Result<Decided, Failure> {
+        let (cfg, ids) = (&self.cfg, self.ids);
+        let policy = match &self.scratch {
+            Some(s) => {
+                let path = s
+                    .path
+                    .to_str()
+                    .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?;
+                plan::scratch_on_top(cfg.policy.expand_scratch(path), path)
             }
-            let result = run_in(&cfg, ids, Some(&s), &mut measured);
-            if cfg.keep {
+            None => cfg.policy.clone(),
+        };
+        // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
+        // rules).
+        if let Some(s) = &self.scratch {
+            scratch::make_exec_dirs(&policy, s, ids)?;
+        }
+        let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
+        let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
+        let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
+        let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+        let copies =
+            copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), &mut self.measured)?;
+        Ok(Decided {
+            plan,
+            stdio,
+            captures,
+            _copies: copies,
+        })
+    }
+
+    /// Makes the plan: runs the program to its end and returns its exit status.
+    pub fn execute(&mut self, decided: Decided) -> Result<i32, Failure> {
+        let Decided {
+            plan,
+            stdio,
+            captures,
+            _copies,
+        } = decided;
+        let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
+        execute::execute(
+            &self.cfg,
+            plan,
+            stdio,
+            captures,
+            scratch,
+            &mut self.measured,
+        )
+    }
+
+    /// Ends the run whose outcome is `result`: the scratch directory removed (or kept, and
+    /// said so), the reports written (with the failure, if the run failed).
+    pub fn close(mut self, result: Result<i32, Failure>) -> Result<i32, Failure> {
+        if let Some(s) = self.scratch.take() {
+            if self.cfg.keep {
                 eprintln!("warden: kept the scratch directory {}", s.path.display());
                 s.keep();
             } else {
                 s.remove();
             }
-            result
-        }),
-        false => run_in(&cfg, ids, None, &mut measured),
-    };
-    if let Err(f) = &result {
-        measured.failure = Some(f.message.clone());
+        }
+        if let Err(f) = &result {
+            self.measured.failure = Some(f.message.clone());
+        }
+        self.reports
+            .write(&self.measured, &self.cfg.policy.limits)?;
+        result
     }
-    reports.write(&measured, &cfg.policy.limits)?;
-    result
+}
+
+/// warden's ids outside and the program's inside: the policy's starting ids, or the caller's.
+fn id_map(policy: &Policy) -> IdMap {
+    let euid = rustix::process::geteuid().as_raw();
+    let egid = rustix::process::getegid().as_raw();
+    let root = euid == 0;
+    IdMap {
+        inside_uid: policy.starting_uid.unwrap_or(euid),
+        outside_uid: if root {
+            policy.starting_uid.unwrap_or(0)
+        } else {
+            euid
+        },
+        inside_gid: policy.starting_gid.unwrap_or(egid),
+        outside_gid: if root {
+            policy.starting_gid.unwrap_or(0)
+        } else {
+            egid
+        },
+        // root keeps every id as it is; root with starting ids becomes them before building the
+        // sandbox, which is then the same single-id case as any unprivileged user.
+        identity: root
+            && policy.starting_uid.unwrap_or(0) == 0
+            && policy.starting_gid.unwrap_or(0) == 0,
+        range: None,
+    }
 }
 
 /// The report files, created before the run so a bad path fails before the program runs.
@@ -230,37 +348,6 @@ impl Reports {
         }
         Ok(())
     }
-}
-
-/// Expands the policy for the run's scratch directory, makes what must exist before the plan
-/// looks at the host, opens the program's stdio, then decides the run and makes it.
-fn run_in(
-    cfg: &RunConfig,
-    ids: IdMap,
-    scratch: Option<&Scratch>,
-    measured: &mut Measured,
-) -> Result<i32, Failure> {
-    let policy = match scratch {
-        Some(s) => {
-            let path = s
-                .path
-                .to_str()
-                .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?;
-            plan::scratch_on_top(cfg.policy.expand_scratch(path), path)
-        }
-        None => cfg.policy.clone(),
-    };
-    // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
-    // rules).
-    if let Some(s) = scratch {
-        scratch::make_exec_dirs(&policy, s, ids)?;
-    }
-    let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
-    let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
-    let scratch = scratch.map(|s| s.path.as_path());
-    let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
-    let _copies = copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), measured)?;
-    execute::execute(cfg, plan, stdio, captures, scratch, measured)
 }
 
 /// `--pass-fd` numbers: 3 and up (0–2 have their own flags), each open in warden.

@@ -717,3 +717,186 @@ fn open_dir_or_file(path: &Path) -> OwnedFd {
     )
     .unwrap()
 }
+
+/// A relative walk's start taken by the kernel in one call ([`Resolver::fast_start`]) answers
+/// what the component walk answers: a base inside a directory the policy hides is not passed
+/// through, so `..` from it reaches nothing; a `..` past the base climbs to the directories its
+/// path names (opened then, by that path: after a rename, the directory now at that path, never
+/// the one the base came from); a base that is no longer at its path is `ENOENT`.
+#[test]
+fn a_base_walked_by_the_kernel_is_checked_as_the_component_walk_checks_it() {
+    let tree = TempTree::new("base");
+    for d in ["h/s", "v/a/b", "w"] {
+        std::fs::create_dir_all(tree.0.join(d)).unwrap();
+    }
+    std::fs::write(tree.0.join("v/f"), b"v").unwrap();
+    std::fs::write(tree.0.join("v/a/f"), b"a").unwrap();
+    let policy = Policy::parse("test", "path-allow read /v /v/* /w /w/*\n").unwrap();
+    let resolver = Resolver::rooted(open_dir(&tree.0)).unwrap();
+    let follow = WalkFlags {
+        follow: true,
+        ..WalkFlags::default()
+    };
+    let from = |cwd: &str, path: &str| -> Reached {
+        let me = Me {
+            cwd: (
+                open_dir(&tree.0.join(cwd.trim_start_matches('/'))),
+                cwd.as_bytes().to_vec(),
+            ),
+            policy: &policy,
+        };
+        resolved(&resolver, &me, &policy, Base::Cwd, path.as_bytes(), follow)
+    };
+    let file = |p: &str| id(&open_dir_or_file(&tree.0.join(p)));
+    // Visible bases: the kernel's walk, `..` opening the parents by their paths.
+    assert_eq!(from("/v/a/b", "../f"), file("v/a/f"));
+    assert_eq!(from("/v/a/b", "../../f"), file("v/f"));
+    assert_eq!(from("/v/a/b", "../../../v/f"), file("v/f"));
+    assert_eq!(from("/v/a/b", "../../../../../v/a/f"), file("v/a/f"));
+    // A hidden base is not passed through, whatever `..` climbs to.
+    assert_eq!(from("/h/s", "../../v/f"), Err(libc::EACCES));
+    assert_eq!(from("/h", "../v/f"), Err(libc::EACCES));
+    // The base's path names another directory now: not the base, so no walk from it.
+    let me = Me {
+        cwd: (open_dir(&tree.0.join("v/a/b")), b"/v/a/b".to_vec()),
+        policy: &policy,
+    };
+    std::fs::rename(tree.0.join("v/a"), tree.0.join("w/a")).unwrap();
+    std::fs::create_dir_all(tree.0.join("v/a/b")).unwrap();
+    let walk = |path: &str| resolved(&resolver, &me, &policy, Base::Cwd, path.as_bytes(), follow);
+    assert_eq!(walk("../f"), Err(libc::ENOENT));
+    // Told its new path, the base walks from there, and `..` climbs the new parents.
+    assert_eq!(from("/w/a/b", "../f"), file("w/a/f"));
+    // The new directory at the old path is a base of its own, whose `..` is the new parent.
+    std::fs::write(tree.0.join("v/a/f"), b"new").unwrap();
+    assert_eq!(from("/v/a/b", "../f"), file("v/a/f"));
+}
+
+/// A base the kernel walked counts as deep as the component walk would have held it: the
+/// bound of [`MAX_DEPTH`] directories holds from a deep cwd as from the root.
+#[test]
+fn a_kernel_walked_base_counts_its_depth() {
+    let tree = TempTree::new("depth");
+    let base = "/d".repeat(250);
+    std::fs::create_dir_all(tree.0.join(&format!("{base}/d/d/d/d/d/d/d/d")[1..])).unwrap();
+    let policy = allow_all();
+    let resolver = Resolver::rooted(open_dir(&tree.0)).unwrap();
+    let me = Me {
+        cwd: (
+            open_dir(&tree.0.join(&base[1..])),
+            base.clone().into_bytes(),
+        ),
+        policy: &policy,
+    };
+    let walk = |path: &str| {
+        resolver
+            .walk(
+                &me,
+                &policy,
+                Base::Cwd,
+                path.as_bytes(),
+                WalkFlags::default(),
+            )
+            .map(|w| w.path)
+    };
+    assert_eq!(walk("d/d/d/d"), Ok(format!("{base}/d/d/d/d")));
+    assert_eq!(walk("d/d/d/d/d/d/d/d"), Err(libc::ENAMETOOLONG));
+    // Climbing first frees as many levels as it climbs.
+    assert_eq!(
+        walk("../../d/d/d/d/d/d"),
+        Ok(format!("{}/d/d/d/d/d/d", "/d".repeat(248)))
+    );
+}
+
+/// The starting directories kept between walks ([`bases`]) are used only while they are what
+/// their path names: renamed, the base is walked again by its new path, and another directory
+/// at the old path is not the base; and after a mount on the way (which renames nothing, and
+/// leaves the base's own name for itself unchanged) the base is walked again and found hidden.
+#[test]
+fn a_kept_base_holds_only_while_its_path_and_the_mounts_hold() {
+    if !is_root() {
+        return skip(
+            "agent::resolve::tests::a_kept_base_holds_only_while_its_path_and_the_mounts_hold",
+            "root",
+            "mounting in a namespace of the test's own needs root",
+        );
+    }
+    let tree = TempTree::new("kept");
+    for d in ["v/a/b", "w", "h"] {
+        std::fs::create_dir_all(tree.0.join(d)).unwrap();
+    }
+    std::fs::write(tree.0.join("v/a/b/f"), b"old").unwrap();
+    let root = tree.0.clone();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                crate::sys::process::unshare_mounts().unwrap();
+                rustix::mount::mount_change(
+                    "/",
+                    rustix::mount::MountPropagationFlags::PRIVATE
+                        | rustix::mount::MountPropagationFlags::REC,
+                )
+                .unwrap();
+                let policy = Policy::parse("test", "path-allow read /v /v/* /w /w/*\n").unwrap();
+                // Made in this thread: it watches this thread's mount table.
+                let resolver = Resolver::rooted(open_dir(&root)).unwrap();
+                assert!(resolver.bases.is_some());
+                let old = open_dir(&root.join("v/a/b"));
+                let from = |fd: &OwnedFd, text: &str, path: &str| {
+                    let me = Me {
+                        cwd: (fd.try_clone().unwrap(), text.as_bytes().to_vec()),
+                        policy: &policy,
+                    };
+                    resolved(
+                        &resolver,
+                        &me,
+                        &policy,
+                        Base::Cwd,
+                        path.as_bytes(),
+                        follow(),
+                    )
+                };
+                let file = |p: &str| id(&open_dir_or_file(&root.join(p)));
+                let before = file("v/a/b/f");
+                // Walked, then kept: the same answers.
+                assert_eq!(from(&old, "/v/a/b", "f"), before);
+                assert_eq!(from(&old, "/v/a/b", "f"), before);
+                assert_eq!(from(&old, "/v/a/b", "../../a/b/f"), before);
+                // Renamed: by its new name it is walked again; a new directory at the old
+                // path is another base.
+                std::fs::rename(root.join("v/a"), root.join("w/a")).unwrap();
+                std::fs::create_dir_all(root.join("v/a/b")).unwrap();
+                std::fs::write(root.join("v/a/b/f"), b"new").unwrap();
+                assert_eq!(from(&old, "/w/a/b", "f"), before);
+                let new = open_dir(&root.join("v/a/b"));
+                assert_eq!(from(&new, "/v/a/b", "f"), file("v/a/b/f"));
+                // Kept again under its new name; moved where the policy hides it, it is walked
+                // again by that name and refused, as the component walk refuses it.
+                assert_eq!(from(&old, "/w/a/b", "f"), before);
+                std::fs::rename(root.join("w/a/b"), root.join("h/b")).unwrap();
+                assert_eq!(from(&old, "/h/b", "f"), Err(libc::EACCES));
+                std::fs::rename(root.join("h/b"), root.join("w/a/b")).unwrap();
+                // A tmpfs on /w hides it, its name for itself unchanged: walked again, the path
+                // reaches another directory (none).
+                assert_eq!(from(&old, "/w/a/b", "f"), before);
+                rustix::mount::mount(
+                    "none",
+                    root.join("w"),
+                    "tmpfs",
+                    rustix::mount::MountFlags::empty(),
+                    None,
+                )
+                .unwrap();
+                assert_eq!(from(&old, "/w/a/b", "f"), Err(libc::ENOENT));
+            })
+            .join()
+            .unwrap();
+    });
+}
+
+fn follow() -> WalkFlags {
+    WalkFlags {
+        follow: true,
+        ..WalkFlags::default()
+    }
+}
