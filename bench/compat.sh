@@ -6,14 +6,18 @@
 #
 #   bash bench/compat.sh [--reps N] [--warden PATH] [--view on|off] [--fast-path auto|always|never]
 #
+# Without --view and --fast-path, warden runs as a user runs it (the default: its own view, the
+# kernel first); `--view off --fast-path never` is the first release's default, every path call
+# delegated to the agent.
+#
 # Needs a release build (cargo build --release) unless --warden is given. Workloads whose
 # programs are missing are left out and named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=5
 warden=target/release/warden
-view=off
-fast=never
+view=
+fast=
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) reps=$2; shift 2 ;;
@@ -48,7 +52,10 @@ with f.ThreadPoolExecutor(4) as e: list(e.map(lambda i: subprocess.run([\"true\"
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "warden run --view $view --fast-path $fast; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+mode=()
+[ -z "$view" ] || mode+=(--view "$view")
+[ -z "$fast" ] || mode+=(--fast-path "$fast")
+echo "warden run ${mode[*]:-(the default)}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-32s %12s %12s %8s\n' workload "native ms" "warden ms" ratio
 missing=()
 for w in "${workloads[@]}"; do
@@ -70,7 +77,7 @@ for w in "${workloads[@]}"; do
                 t0=$(now); (cd "$d" && HOME=$d bash -c "$script") > /dev/null 2>&1 || echo "compat.sh: $name failed natively" >&2
                 t1=$(now); rm -rf "$d"; nat+=($(( (t1 - t0) / 1000 )))
             else
-                t0=$(now); "$warden" run --view "$view" --fast-path "$fast" "${wflags[@]}" -- bash -c "export HOME=\$PWD; $script" > /dev/null 2>&1 || echo "compat.sh: $name failed under warden" >&2
+                t0=$(now); "$warden" run "${mode[@]}" "${wflags[@]}" -- bash -c "export HOME=\$PWD; $script" > /dev/null 2>&1 || echo "compat.sh: $name failed under warden" >&2
                 t1=$(now); san+=($(( (t1 - t0) / 1000 )))
             fi
         done
