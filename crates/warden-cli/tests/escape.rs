@@ -1435,10 +1435,20 @@ fn hidden_paths_fail(r: &Report) {
 /// answer tells nothing. A path inside it that the policy denies is masked or refused (EACCES).
 fn hidden_paths_fail_in_view(r: &Report) {
     // /etc/shadow is a `path-deny` inside a tree the default policy allows: the view covers it
-    // with a mask (an empty file of mode 0), which the kernel's stat, access(F_OK) and statfs
-    // see as what it is, never the host's file (its size, owner, times); every other call fails,
-    // as for a file of mode 0 (readlink EINVAL, chdir ENOTDIR).
-    const MASK_LOOKERS: [&str; 6] = ["stat", "lstat", "fstatat", "statx", "access_f", "statfs"];
+    // with a mask (an empty file of mode 0), which the kernel's stat, access(F_OK), statfs and
+    // listxattr see as what it is, never the host's file (its size, owner, times, attributes);
+    // every other call fails, as for a file of mode 0 (readlink EINVAL, chdir ENOTDIR, getxattr
+    // ENODATA).
+    const MASK_LOOKERS: [&str; 8] = [
+        "stat",
+        "lstat",
+        "fstatat",
+        "statx",
+        "access_f",
+        "statfs",
+        "listxattr",
+        "llistxattr",
+    ];
     let masked = |a: &common::report::Attempt| {
         common::kernel_first_in_view()
             && common::fast_path_base().is_none()
