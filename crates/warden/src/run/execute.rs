@@ -50,11 +50,14 @@ pub fn execute(
     command.rlimits = limits::rlimits(&limits, cgroup.is_some());
     command.stdio = stdio;
     let log_file = open_log(cfg.log.as_deref())?;
+    crate::timings::mark("cgroup, log");
     let mut ruleset =
         landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
     let exec_rules = ruleset.exec.clone();
+    crate::timings::mark("landlock prepare");
     let program_filter = filter::program(profile);
+    crate::timings::mark("seccomp filter");
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.
@@ -65,6 +68,7 @@ pub fn execute(
         None => Ok(()),
     };
     let started = Instant::now();
+    crate::timings::mark("starting ids");
     let sandbox = launch::launch(&command, ruleset, program_filter, &attach);
     // The program has its own copies of its stdio now; ours would keep captured pipes open.
     command.stdio = Default::default();
@@ -107,7 +111,9 @@ pub fn execute(
         agent.charge_workers_to(tasks);
     }
     agent.start();
+    crate::timings::mark("agent started");
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
+    crate::timings::mark("registered");
 
     let verdicts = Arc::new(Verdicts::default());
     let target: Arc<dyn Stoppable> = sandbox.shared();
@@ -125,7 +131,9 @@ pub fn execute(
         );
     }
     let caught = stop_on_signals(sandbox.shared());
+    crate::timings::mark("watchers");
     let outcome = sandbox.wait();
+    crate::timings::mark("program ran (exec to exit)");
     measured.wall = started.elapsed();
     measured.exceeded = verdicts.close();
     // Killing init for a limit kills the program with it, by SIGKILL; init has no time to say so.
@@ -148,6 +156,7 @@ pub fn execute(
     measured.outcome = Some(outcome);
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent);
+    crate::timings::mark("reaped, agent quiet");
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);
     }

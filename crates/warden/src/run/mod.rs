@@ -166,6 +166,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
     let mut measured = Measured::default();
     let result = match cfg.policy.uses_scratch() {
         true => Scratch::create(ids, cfg.keep).and_then(|s| {
+            crate::timings::mark("scratch made");
             if let Some(seen) = &cfg.scratch_seen {
                 let _ = seen.set(s.path.clone());
             }
@@ -176,6 +177,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
             } else {
                 s.remove();
             }
+            crate::timings::mark("scratch removed");
             result
         }),
         false => run_in(&cfg, ids, None, &mut measured),
@@ -184,6 +186,7 @@ pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
         measured.failure = Some(f.message.clone());
     }
     reports.write(&measured, &cfg.policy.limits)?;
+    crate::timings::print();
     result
 }
 
@@ -256,9 +259,11 @@ fn run_in(
         scratch::make_exec_dirs(&policy, s, ids)?;
     }
     let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
+    crate::timings::mark("stdio");
     let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
     let scratch = scratch.map(|s| s.path.as_path());
     let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+    crate::timings::mark("plan");
     let _copies = copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), measured)?;
     execute::execute(cfg, plan, stdio, captures, scratch, measured)
 }
