@@ -15,7 +15,8 @@
 //! fsmount(overlay) per copy      `path-map HOST SANDBOX copy`: lower HOST, upper and work in
 //!                                the run's copy directory (outside the view), userxattr
 //! fsmount(proc)                  the PID namespace's own procfs, hidepid=ptraceable; masks on
-//!                                every entry the policy does not name
+//!                                every top entry the policy does not name; a directory named
+//!                                in part covered by a tmpfs holding clones of what it names
 //! pivot_root(".", "."), umount   the host's tree is gone from the namespace
 //! ```
 //!
@@ -422,52 +423,40 @@ fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), 
     let procfs = make().map_err(ViewError::at("mounting a procfs"))?;
     attach(root, "proc", procfs.as_fd(), true).map_err(ViewError::at("mounting /proc"))?;
     if !keep.all {
-        hide_unnamed(procfs.as_fd(), masks, "", keep, true)?;
+        hide_unnamed(procfs.as_fd(), masks, keep)?;
     }
     Ok(())
 }
 
-/// Masks every entry of directory `rel` (beneath the procfs `base`) that `keep` does not name,
-/// descending into the ones it names in part. At the top, process directories stay.
-fn hide_unnamed(
-    base: BorrowedFd<'_>,
-    masks: BorrowedFd<'_>,
-    rel: &str,
-    keep: &Keep,
-    top: bool,
-) -> Result<(), ViewError> {
-    let dir_path = if rel.is_empty() { "." } else { rel };
+/// Masks every entry of the procfs's top directory (`base`) that `keep` does not name: the
+/// process directories are the sandbox's own and stay, so this one directory cannot be
+/// replaced. A directory named in part (`sys` for `/proc/sys/kernel/*`) is covered with an
+/// empty tmpfs that holds only what is named in it ([`cover`]): a few mounts for what is named
+/// rather than one per name that is not, and its listing shows only the policy's names.
+fn hide_unnamed(base: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
     let dir = rfs::openat(
         base,
-        dir_path,
+        ".",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    .map_err(|e| ViewError::at("listing /proc")(errno(e)))?;
     let mut names = Vec::new();
-    let entries = rfs::Dir::read_from(&dir)
-        .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    let entries =
+        rfs::Dir::read_from(&dir).map_err(|e| ViewError::at("listing /proc")(errno(e)))?;
     for entry in entries {
         let Ok(entry) = entry else { break };
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "." || name == ".." {
+        if name == "." || name == ".." || name.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         names.push((name, entry.file_type()));
     }
     for (name, ft) in names {
-        if top && name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let path = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
         match keep.children.get(&name) {
             Some(k) if k.all => continue,
             Some(k) if ft == rfs::FileType::Directory => {
-                hide_unnamed(base, masks, &path, k, false)?;
+                cover(base, &name, k)?;
                 continue;
             }
             _ => {}
@@ -476,8 +465,107 @@ fn hide_unnamed(
         if ft == rfs::FileType::Symlink {
             continue;
         }
-        mask(masks, base, &path, ft == rfs::FileType::Directory)
-            .map_err(ViewError::at(format!("hiding /proc/{path}")))?;
+        mask(masks, base, &name, ft == rfs::FileType::Directory)
+            .map_err(ViewError::at(format!("hiding /proc/{name}")))?;
+    }
+    Ok(())
+}
+
+/// Covers the procfs directory `rel` (beneath `base`) with an empty tmpfs, read-only once it
+/// holds what `keep` names there: each named tree is a clone of the procfs's own, attached
+/// at its name; a directory named in part is a directory of the tmpfs, filled the same way.
+/// What the policy does not name is not there at all, neither readable nor listed.
+fn cover(base: BorrowedFd<'_>, rel: &str, keep: &Keep) -> Result<(), ViewError> {
+    let at = |what: &str| ViewError::at(format!("{what} /proc/{rel}"));
+    // The clones first: once the tmpfs is on top, the procfs's names are out of reach.
+    let mut named = Vec::new();
+    clones(base, rel, "", keep, &mut named).map_err(at("keeping the named parts of"))?;
+    let fs = tmpfs(
+        "0555",
+        MountAttrFlags::MOUNT_ATTR_NOSUID
+            | MountAttrFlags::MOUNT_ATTR_NODEV
+            | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+    )
+    .map_err(at("creating the cover of"))?;
+    // Filled while detached, made read-only, then attached (the kernel changes a mount's flags
+    // only in the caller's namespace or at the top of a detached tree).
+    for (path, tree) in named {
+        match tree {
+            Named::Dir => {
+                // Directories come before what they hold (`clones` goes depth first).
+                match rfs::mkdirat(fs.as_fd(), &path, Mode::from_bits_truncate(0o555)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(at("filling the cover of")(errno(e))),
+                }
+            }
+            Named::Link(target) => match rfs::symlinkat(target.as_str(), fs.as_fd(), &path) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(at("filling the cover of")(errno(e))),
+            },
+            Named::Mount(tree, dir) => {
+                attach(fs.as_fd(), &path, tree.as_fd(), dir).map_err(at("filling the cover of"))?
+            }
+        }
+    }
+    set_attributes(fs.as_fd(), MountAttrFlags::MOUNT_ATTR_RDONLY, false)
+        .map_err(at("making read-only the cover of"))?;
+    move_mount(
+        fs.as_fd(),
+        "",
+        base,
+        rel,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )
+    .map_err(|e| at("covering")(errno(e)))?;
+    Ok(())
+}
+
+/// One thing a [`cover`] holds, at its path beneath the covered directory.
+enum Named {
+    /// A directory named in part, made in the tmpfs.
+    Dir,
+    /// A link, as the procfs has it.
+    Link(String),
+    /// A clone of the procfs's tree (a directory when true) to attach.
+    Mount(OwnedFd, bool),
+}
+
+/// The parts of the procfs's `dir/sub` that `keep` names, in the order [`cover`] makes them
+/// (a directory before its contents). A name the procfs lacks is left out.
+fn clones(
+    base: BorrowedFd<'_>,
+    dir: &str,
+    sub: &str,
+    keep: &Keep,
+    out: &mut Vec<(String, Named)>,
+) -> io::Result<()> {
+    for (name, k) in &keep.children {
+        let path = if sub.is_empty() {
+            name.clone()
+        } else {
+            format!("{sub}/{name}")
+        };
+        let full = format!("{dir}/{path}");
+        let Ok(st) = rfs::statat(base, &full, rfs::AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let ft = rfs::FileType::from_raw_mode(st.st_mode);
+        if ft == rfs::FileType::Symlink {
+            let target = rfs::readlinkat(base, &full, Vec::new())?;
+            out.push((path, Named::Link(target.to_string_lossy().into_owned())));
+        } else if k.all {
+            let is_dir = ft == rfs::FileType::Directory;
+            let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+            if is_dir {
+                flags |= OpenTreeFlags::AT_RECURSIVE;
+            }
+            let tree = open_tree(base, &full, flags)?;
+            out.push((path, Named::Mount(tree, is_dir)));
+        } else if ft == rfs::FileType::Directory {
+            out.push((path.clone(), Named::Dir));
+            clones(base, dir, &path, k, out)?;
+        }
+        // A file named in part (`/proc/cpuinfo/x`) names nothing that exists.
     }
     Ok(())
 }
