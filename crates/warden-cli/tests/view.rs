@@ -511,11 +511,17 @@ fn private_copy(who: As) {
         ],
     );
     assert!(stdout(&o).contains("ok"), "{}", common::stderr(&o));
-    // (The registry of an unprivileged user lives there too, and stays: it is no run's.)
+    // (The registry of an unprivileged user lives there too, and stays: it is no run's; so does
+    // the directory a user's runs keep their scratch in, empty.)
     let left: Vec<_> = std::fs::read_dir(&tmp2)
         .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| !n.to_string_lossy().starts_with("warden-run-"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            let empty_runs_dir = n.starts_with("warden-scratch-")
+                && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none());
+            !n.starts_with("warden-run-") && !empty_runs_dir
+        })
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert_eq!(snapshot(&tree), before);
