@@ -77,6 +77,35 @@ impl Host for HostFs {
     }
 }
 
+/// [`HostFs`], asking the host once per path: the planner asks again and again about the
+/// same few places (`/usr` for each of the rules around it), and each answer is a `statx`, and
+/// a `readlink` for a link. One plan's worth: the answers are as the host was when first asked.
+#[derive(Default)]
+pub struct RememberedHost {
+    nodes: std::cell::RefCell<std::collections::HashMap<String, Node>>,
+    lists: std::cell::RefCell<std::collections::HashMap<String, Vec<String>>>,
+}
+
+impl Host for RememberedHost {
+    fn node(&self, path: &str) -> Node {
+        if let Some(n) = self.nodes.borrow().get(path) {
+            return n.clone();
+        }
+        let n = HostFs.node(path);
+        self.nodes.borrow_mut().insert(path.to_owned(), n.clone());
+        n
+    }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        if let Some(l) = self.lists.borrow().get(dir) {
+            return l.clone();
+        }
+        let l = HostFs.list(dir);
+        self.lists.borrow_mut().insert(dir.to_owned(), l.clone());
+        l
+    }
+}
+
 /// What the host has at `path` with a final symlink followed (a map's host path is cloned as
 /// the kernel finds it), for [`warden_policy::map::host_problems`].
 pub fn host_stat(path: &str) -> Node {
