@@ -4,9 +4,11 @@
 //! ```text
 //! warden (agent, outside)                     sandbox (new user/pid/ipc/uts/net namespaces)
 //!   clone(NEW*, PIDFD) ───────────────────▶  init (pid 1): waits for "go"
-//!   write uid_map/gid_map, send "go" ─────▶    fork ─▶ program (pid 2):
-//!                                                       chdir, close fds, Landlock, no_new_privs,
-//!   recv listener  ◀──────────────────────────────────  seccomp filter + listener, send it
+//!   write uid_map/gid_map, send "go" ─────▶    builds the view, fork ─▶ program (pid 2):
+//!   add the Landlock rules, send "ready" ──────────────────────────▶  chdir, close fds,
+//!                                                       (waits for "ready") Landlock,
+//!   recv listener  ◀──────────────────────────────────  no_new_privs, seccomp filter +
+//!                                                       listener, send it
 //!   start agent                                         execve (notified: agent checks, continues)
 //!   recv "exit status" ◀────────────────────  init reaps everything, reports the program's status
 //! ```
@@ -120,6 +122,9 @@ pub enum LaunchError {
     /// The channel to the sandbox failed.
     #[error("lost contact with the sandbox while starting it: {0}")]
     Channel(#[source] io::Error),
+    /// Adding the Landlock rules failed.
+    #[error("{0}")]
+    Ruleset(String),
     /// Moving the sandbox into its cgroup failed.
     #[error("cannot move the sandbox into its cgroup: {0}")]
     Cgroup(#[source] io::Error),
@@ -214,6 +219,7 @@ pub enum Outcome {
 }
 
 const MSG_GO: u8 = b'G';
+const MSG_READY: u8 = b'R';
 const MSG_LISTENER: u8 = b'L';
 const MSG_FAILED: u8 = b'E';
 const MSG_STATUS: u8 = b'S';
@@ -226,7 +232,7 @@ const SANDBOX_MARKS: [&str; 9] = [
     "init: view built",
     "program: forked",
     "program: chdir, descriptors",
-    "program: landlock view rules",
+    "program: ruleset ready, view rules",
     "program: landlock restrict",
     "program: privileges dropped",
     "program: seccomp filters",
@@ -246,11 +252,15 @@ const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
 
 /// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach` is
 /// called with init's pid before anything runs in the sandbox (to move it into a cgroup).
+/// `fill` adds the rules of `landlock`'s ruleset through a descriptor of warden's
+/// ([`Prepared::filler`]) once init has been told to go, so warden does it while init builds
+/// the view; the program applies the ruleset only after warden says it is complete.
 pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
     attach: &dyn Fn(i32) -> io::Result<()>,
+    fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
     let (ours, theirs) = socketpair(
         AddressFamily::UNIX,
@@ -305,7 +315,7 @@ pub fn launch(
             crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            parent_side(pid, pidfd, ours, cmd.ids, attach).map(|l| Sandbox(Arc::new(l)))
+            parent_side(pid, pidfd, ours, cmd.ids, attach, fill).map(|l| Sandbox(Arc::new(l)))
         }
     }
 }
@@ -316,6 +326,7 @@ fn parent_side(
     channel: OwnedFd,
     ids: IdMap,
     attach: &dyn Fn(i32) -> io::Result<()>,
+    fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
@@ -335,6 +346,14 @@ fn parent_side(
     rustix::net::sockopt::set_socket_passcred(&channel, true)
         .map_err(|e| LaunchError::Channel(e.into()))?;
     send(channel.as_fd(), &[MSG_GO]).map_err(LaunchError::Channel)?;
+    // Init builds the view meanwhile; the program waits for "ready" before it applies the
+    // ruleset (init has read "go" and reads nothing more, so "ready" is the program's).
+    if let Err(e) = fill() {
+        kill(&pidfd);
+        return Err(LaunchError::Ruleset(e));
+    }
+    crate::timings::mark("landlock rules added");
+    send(channel.as_fd(), &[MSG_READY]).map_err(LaunchError::Channel)?;
     let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
@@ -604,6 +623,11 @@ fn program_child(channel: OwnedFd, mut child: Child<'_>) -> ! {
         process::exit_now(125);
     }
     child.marks[DESCRIPTORS] = crate::timings::now();
+    // The ruleset is complete once warden says so.
+    match recv(channel.as_fd()) {
+        Ok((m, _)) if m.first() == Some(&MSG_READY) => {}
+        _ => process::exit_now(125),
+    }
     let mut landlock = child.landlock;
     if let Some(plan) = &child.cmd.view {
         if let Err(e) = landlock.allow_view(plan) {

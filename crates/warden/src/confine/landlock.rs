@@ -49,6 +49,9 @@ pub enum LandlockError {
          (--fast-path); run with --fast-path=never"
     )]
     NotFullyEnforced,
+    /// A second descriptor of the ruleset could not be had.
+    #[error("failed to prepare the Landlock ruleset: {0}")]
+    Descriptor(#[from] std::io::Error),
     /// Landlock is not enforced at all, and `execve` relies on its execute right.
     #[error(
         "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
@@ -121,30 +124,58 @@ pub fn enforces_exec() -> bool {
 /// kernel that would enforce none of it ([`LandlockError::NoExecBackstop`]); on one that
 /// enforces part (an older ABI), the rights it lacks are the agent's alone.
 pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
+    let mut prepared = create(policy)?;
+    let (rules, exec) = prepared.filler()?.fill(policy)?;
+    prepared.rules = rules;
+    prepared.exec = exec;
+    Ok(prepared)
+}
+
+/// The ruleset for `policy`, its rules not added yet: [`Prepared::filler`] gives a second
+/// descriptor of it to add them with, [`Filler::fill`]. A ruleset is one kernel object that
+/// every descriptor of it names, so rules added through warden's descriptor after the sandbox
+/// was cloned are in the ruleset the sandbox's copy of the descriptor applies; warden adds them
+/// while the sandbox's init builds the view, and the program waits for them
+/// (`crate::launch`). Whether the kernel enforces all of it is settled here, at creation:
+/// every right a rule asks for is one the ruleset handles.
+pub fn create(policy: &Policy) -> Result<Prepared, LandlockError> {
     if !enforces_exec() {
         return Err(LandlockError::NoExecBackstop);
     }
     let abi = TARGET_ABI;
-    let mut ruleset = Ruleset::default()
+    let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))?
         // No TCP rule: the client never binds or connects itself; the agent does, on its behalf.
         .handle_access(AccessNet::from_all(abi))?
         .scope(Scope::from_all(abi))?
         .create()?;
-    let targets = targets(policy, None);
-    let mut exec = ExecRules {
-        maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
-        ..ExecRules::default()
-    };
-    let added = add_targets(&mut ruleset, targets, &mut exec)?;
     Ok(Prepared {
         ruleset,
-        rules: added,
-        exec,
+        rules: 0,
+        exec: ExecRules::default(),
         required: false,
         in_view: (!policy.maps().is_empty()).then(|| policy.clone()),
     })
+}
+
+/// A second descriptor of a [`Prepared`] ruleset, to add the policy's rules through.
+pub struct Filler {
+    ruleset: RulesetCreated,
+}
+
+impl Filler {
+    /// Adds `policy`'s rules on the host's objects; returns how many, and what they let the
+    /// sandbox execute.
+    pub fn fill(mut self, policy: &Policy) -> Result<(usize, ExecRules), LandlockError> {
+        let targets = targets(policy, None);
+        let mut exec = ExecRules {
+            maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
+            ..ExecRules::default()
+        };
+        let added = add_targets(&mut self.ruleset, targets, &mut exec)?;
+        Ok((added, exec))
+    }
 }
 
 /// The objects `policy`'s rules name, with their rights. `within` `None`: every rule except
@@ -422,6 +453,13 @@ fn expand(
 }
 
 impl Prepared {
+    /// A second descriptor of this ruleset, to add the policy's rules with [`Filler::fill`].
+    pub fn filler(&self) -> Result<Filler, LandlockError> {
+        Ok(Filler {
+            ruleset: self.ruleset.try_clone()?,
+        })
+    }
+
     /// Adds the rules only the sandbox's own view can name, once it is the caller's root: the
     /// view's `/` may be listed when the policy lets `/` be listed (it holds nothing but what
     /// the policy brings in), and its fresh `/proc` may be read when the policy lets the

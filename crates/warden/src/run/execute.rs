@@ -51,11 +51,23 @@ pub fn execute(
     command.stdio = stdio;
     let log_file = open_log(cfg.log.as_deref())?;
     crate::timings::mark("cgroup, log");
-    let mut ruleset =
-        landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    // The ruleset now, its rules while the sandbox's init builds the view (launch's `fill`).
+    let mut ruleset = landlock::create(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
-    let exec_rules = ruleset.exec.clone();
-    crate::timings::mark("landlock prepare");
+    let filler = ruleset
+        .filler()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let mut filler = Some(filler);
+    let mut exec_rules = landlock::ExecRules::default();
+    let mut fill = || -> Result<(), String> {
+        let Some(f) = filler.take() else {
+            return Ok(());
+        };
+        let (_, exec) = f.fill(&policy).map_err(|e| e.to_string())?;
+        exec_rules = exec;
+        Ok(())
+    };
+    crate::timings::mark("landlock ruleset");
     let program_filter = filter::program(profile);
     crate::timings::mark("seccomp filter");
 
@@ -69,7 +81,7 @@ pub fn execute(
     };
     let started = Instant::now();
     crate::timings::mark("starting ids");
-    let sandbox = launch::launch(&command, ruleset, program_filter, &attach);
+    let sandbox = launch::launch(&command, ruleset, program_filter, &attach, &mut fill);
     // The program has its own copies of its stdio now; ours would keep captured pipes open.
     command.stdio = Default::default();
     let sandbox = sandbox.map_err(|e| launch_failure(&e, &command))?;
