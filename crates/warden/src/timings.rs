@@ -45,18 +45,36 @@ pub fn mark_at(name: &'static str, at: u64) {
     }
 }
 
-/// The phases, as (name, microseconds since the previous mark), in the order of the clock, and
-/// the total from the first mark to the last.
-pub fn phases(marks: &[(&'static str, u64)]) -> (Vec<(&'static str, u64)>, u64) {
+/// Whether a mark is the sandbox's (`init: ...`, `program: ...`) rather than warden's.
+fn in_sandbox(name: &str) -> bool {
+    name.starts_with("init:") || name.starts_with("program:")
+}
+
+/// One phase: its name, microseconds since the previous mark, and since the previous mark on
+/// the same side (warden's or the sandbox's: the two work at once for a while, warden adding
+/// the Landlock rules while init builds the view).
+pub type Phase = (&'static str, u64, u64);
+
+/// The phases in the order of the clock, and the total from the first mark to the last.
+pub fn phases(marks: &[(&'static str, u64)]) -> (Vec<Phase>, u64) {
     let mut sorted = marks.to_vec();
     sorted.sort_by_key(|&(_, t)| t);
     let Some(&(_, first)) = sorted.first() else {
         return (Vec::new(), 0);
     };
-    let mut last = first;
+    let (mut last, mut last_warden, mut last_sandbox) = (first, first, first);
     let mut out = Vec::new();
     for &(name, t) in &sorted[1..] {
-        out.push((name, (t - last) / 1000));
+        let sandbox = in_sandbox(name);
+        let since = if sandbox { last_sandbox } else { last_warden };
+        out.push((name, (t - last) / 1000, (t - since) / 1000));
+        // The sandbox starts where warden's clone ends.
+        if sandbox || name == "clone" {
+            last_sandbox = t;
+        }
+        if !sandbox {
+            last_warden = t;
+        }
         last = t;
     }
     (out, (last - first) / 1000)
@@ -72,11 +90,14 @@ pub fn print() {
         Err(_) => return,
     };
     let (phases, total) = phases(&marks);
-    let mut text = String::from("warden: timings (us, each phase ends at its name):\n");
-    for (name, us) in phases {
-        text.push_str(&format!("warden:   {name:<28} {us:>8}\n"));
+    let mut text = String::from(
+        "warden: timings (us; each phase ends at its name; since the previous mark, and since \
+         the previous on its side, warden's or the sandbox's)\n",
+    );
+    for (name, us, own) in phases {
+        text.push_str(&format!("warden:   {name:<36} {us:>8} {own:>8}\n"));
     }
-    text.push_str(&format!("warden:   {:<28} {total:>8}\n", "total"));
+    text.push_str(&format!("warden:   {:<36} {total:>8}\n", "total"));
     eprint!("{text}");
 }
 
@@ -89,13 +110,22 @@ mod tests {
         let marks = [
             ("start", 1_000_000),
             ("c", 9_000_000),
-            ("a", 3_000_000),
-            ("b", 4_500_000),
+            ("clone", 3_000_000),
+            ("init: b", 4_500_000),
+            ("d", 5_000_000),
         ];
         let (p, total) = phases(&marks);
-        assert_eq!(p, vec![("a", 2000), ("b", 1500), ("c", 4500)]);
+        assert_eq!(
+            p,
+            vec![
+                ("clone", 2000, 2000),
+                ("init: b", 1500, 1500),
+                ("d", 500, 2000),
+                ("c", 4000, 4000)
+            ]
+        );
         assert_eq!(total, 8000);
-        assert_eq!(p.iter().map(|&(_, us)| us).sum::<u64>(), total);
+        assert_eq!(p.iter().map(|&(_, us, _)| us).sum::<u64>(), total);
     }
 
     #[test]

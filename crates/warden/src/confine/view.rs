@@ -171,11 +171,14 @@ pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
             (fs, plan.steps.as_slice(), true)
         }
     };
-    let masks = mask_sources().map_err(ViewError::at("creating the masks"))?;
+    let masks = Masks {
+        fs: mask_sources().map_err(ViewError::at("creating the masks"))?,
+        placed: Default::default(),
+    };
     let mut has_dev = false;
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
-        apply(step, root.as_fd(), masks.as_fd(), plan.copy_dir.as_deref())?;
+        apply(step, root.as_fd(), &masks, plan.copy_dir.as_deref())?;
     }
     pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
     // Attached now: the tmpfs mounts the steps wrote into become read-only.
@@ -196,7 +199,7 @@ fn read_only(path: &str) -> io::Result<()> {
 fn apply(
     step: &Step,
     root: BorrowedFd<'_>,
-    masks: BorrowedFd<'_>,
+    masks: &Masks,
     copy_dir: Option<&str>,
 ) -> Result<(), ViewError> {
     match step {
@@ -251,9 +254,9 @@ fn apply(
                 Err(e) => Err(ViewError::at(format!("linking {path}"))(errno(e))),
             }
         }
-        Step::Mask { path, dir } => {
-            mask(masks, root, relative(path), *dir).map_err(ViewError::at(format!("hiding {path}")))
-        }
+        Step::Mask { path, dir } => masks
+            .hide(root, relative(path), *dir)
+            .map_err(ViewError::at(format!("hiding {path}"))),
         Step::DevTmpfs => {
             let fs = tmpfs(
                 "0755",
@@ -417,25 +420,47 @@ fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io:
     attach(root, relative(path), tree.as_fd(), dir)
 }
 
-/// Covers `rel` beneath `base` with the empty file or directory of `masks`.
-fn mask(masks: BorrowedFd<'_>, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
-    let source = open_tree(
-        masks,
-        if dir { "d" } else { "f" },
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
-    )?;
-    move_mount(
-        source.as_fd(),
-        "",
-        base,
-        rel,
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-    )?;
-    Ok(())
+/// The masks' tmpfs ([`mask_sources`]). The first directory it hides is hidden by the tmpfs's
+/// own root (mode 0, so its `f` and `d` cannot be listed or reached either), which attaches it:
+/// a detached mount is dissolved when its last descriptor closes, and dissolving waits for an
+/// RCU grace period, which on a loaded machine took milliseconds of every start.
+struct Masks {
+    fs: OwnedFd,
+    placed: std::cell::Cell<bool>,
+}
+
+impl Masks {
+    /// Covers `rel` beneath `base` with an empty file or directory of mode 0.
+    fn hide(&self, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
+        if dir && !self.placed.get() {
+            move_mount(
+                self.fs.as_fd(),
+                "",
+                base,
+                rel,
+                MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            )?;
+            self.placed.set(true);
+            return Ok(());
+        }
+        let source = open_tree(
+            self.fs.as_fd(),
+            if dir { "d" } else { "f" },
+            OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+        )?;
+        move_mount(
+            source.as_fd(),
+            "",
+            base,
+            rel,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
+        Ok(())
+    }
 }
 
 /// A procfs of the caller's PID namespace at `/proc`, with what `keep` does not name masked.
-fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
+fn proc(root: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
     let make = || -> io::Result<OwnedFd> {
         let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
         // Processes the caller may not inspect (init, once it is not dumpable) are not listed, whatever group the caller is in.
@@ -462,7 +487,7 @@ fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), 
 /// replaced. A directory named in part (`sys` for `/proc/sys/kernel/*`) is covered with an
 /// empty tmpfs that holds only what is named in it ([`cover`]): a few mounts for what is named
 /// rather than one per name that is not, and its listing shows only the policy's names.
-fn hide_unnamed(base: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
+fn hide_unnamed(base: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
     let dir = rfs::openat(
         base,
         ".",
@@ -494,7 +519,8 @@ fn hide_unnamed(base: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Res
         if ft == rfs::FileType::Symlink {
             continue;
         }
-        mask(masks, base, &name, ft == rfs::FileType::Directory)
+        masks
+            .hide(base, &name, ft == rfs::FileType::Directory)
             .map_err(ViewError::at(format!("hiding /proc/{name}")))?;
     }
     Ok(())
