@@ -97,12 +97,50 @@ impl Host for RememberedHost {
     }
 
     fn list(&self, dir: &str) -> Vec<String> {
+        use std::os::unix::fs::FileTypeExt;
         if let Some(l) = self.lists.borrow().get(dir) {
             return l.clone();
         }
-        let l = HostFs.list(dir);
-        self.lists.borrow_mut().insert(dir.to_owned(), l.clone());
-        l
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for e in entries.filter_map(Result::ok) {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            // What each entry is comes with the listing (the directory's d_type, an lstat only
+            // where the file system does not say): the planner asks next about each name of
+            // `/`, as HostFs::node would answer.
+            let path = match dir {
+                "/" => format!("/{name}"),
+                d => format!("{}/{name}", d.trim_end_matches('/')),
+            };
+            let known = self.nodes.borrow().contains_key(&path);
+            if let (false, Ok(ft)) = (known, e.file_type()) {
+                let node = if ft.is_symlink() {
+                    match std::fs::read_link(e.path()) {
+                        Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
+                        Err(_) => Node::Missing,
+                    }
+                } else if ft.is_dir() {
+                    Node::Dir
+                } else if ft.is_char_device() {
+                    Node::Device
+                } else if ft.is_block_device() {
+                    Node::Missing
+                } else {
+                    Node::File
+                };
+                self.nodes.borrow_mut().insert(path, node);
+            }
+            names.push(name);
+        }
+        names.sort();
+        self.lists
+            .borrow_mut()
+            .insert(dir.to_owned(), names.clone());
+        names
     }
 }
 
@@ -643,4 +681,25 @@ fn pivot(root: BorrowedFd<'_>) -> io::Result<()> {
     rustix::mount::unmount(".", UnmountFlags::DETACH)?;
     rustix::process::chdir("/")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_policy::Policy;
+
+    /// The remembered host answers as the host does: the same plan for the default policy on
+    /// this machine's real tree (its listing's types come from d_type, the rest from lstat).
+    #[test]
+    fn the_remembered_host_plans_as_the_host() {
+        let policy = Policy::default_policy().expand_scratch("/tmp");
+        let direct = warden_policy::view::view_plan(&policy, &HostFs);
+        let remembered = warden_policy::view::view_plan(&policy, &RememberedHost::default());
+        assert_eq!(direct, remembered);
+        let host = RememberedHost::default();
+        for name in host.list("/") {
+            let path = format!("/{name}");
+            assert_eq!(host.node(&path), HostFs.node(&path), "{path}");
+        }
+    }
 }
