@@ -353,7 +353,9 @@ fn parent_side(
         return Err(LaunchError::Ruleset(e));
     }
     crate::timings::mark("landlock rules added");
-    send(channel.as_fd(), &[MSG_READY]).map_err(LaunchError::Channel)?;
+    // A sandbox that failed meanwhile (its view, say) has said why and closed its end: the
+    // reply below reads what it said, so a refused "ready" is not the error to report.
+    let _ = send(channel.as_fd(), &[MSG_READY]);
     let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {

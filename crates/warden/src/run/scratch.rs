@@ -108,26 +108,32 @@ impl Scratch {
     }
 }
 
-/// The directory of this user's runs in `tmp`: `warden-scratch-UID`, made by the first run with
-/// mode 0711 (the sandbox's user, another one when root runs with `starting_uid`, must reach
-/// its own scratch in it; no one else may list it or add to it). One that is not a directory
-/// of this user's that only it may change (made by someone else first, or a link) is not
-/// used: the runs then keep their scratch in `tmp` itself, as the sweep there still finds.
+/// The directory of this user's runs in `tmp`: `warden-scratch-UID`, made by the first run.
+/// An unprivileged user's is private (0700: the sandbox runs as that user). root's is 01733,
+/// /tmp's own rules without the listing: root runs with `starting_uid` hand their scratch to
+/// another user, who must reach it and, as warden once it has become that user, remove it (a
+/// sticky directory lets each remove only its own entries), and no one but root lists it. One
+/// that is not a directory of this user's with exactly those rights (made by someone else
+/// first, or a link) is not used: the runs then keep their scratch in `tmp` itself, as the
+/// sweep there still finds.
 fn runs_dir(tmp: &Path) -> PathBuf {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let uid = rustix::process::geteuid().as_raw();
+    let mode = if uid == 0 { 0o1733 } else { 0o700 };
     let dir = tmp.join(format!("warden-scratch-{uid}"));
-    // The mode is at most 0711 from the start (the umask only takes bits away).
-    match std::fs::DirBuilder::new().mode(0o711).create(&dir) {
+    // Made with no more than 0700 (the umask only takes bits away), then given its mode.
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {
             use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711));
+            if std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).is_err() {
+                return tmp.to_path_buf();
+            }
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(_) => return tmp.to_path_buf(),
     }
     match std::fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0 => dir,
+        Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o7777 == mode => dir,
         _ => tmp.to_path_buf(),
     }
 }
