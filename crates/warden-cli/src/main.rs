@@ -35,6 +35,7 @@ enum Commands {
 }
 
 fn main() {
+    warden::timings::mark("start");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -194,6 +194,7 @@ pub fn main(args: RunArgs) -> i32 {
             return EXIT_WARDEN;
         }
     };
+    warden::timings::mark("policy");
     let mut command = args.command.into_iter();
     let program = command.next().expect("clap requires a program");
     let view = match args.view.as_str() {

@@ -2371,14 +2371,22 @@ fn program_is_looked_up_on_the_sandbox_path_as_nobody() {
 /// A warden killed with SIGKILL cannot remove its scratch directory; the next run removes it.
 /// Each run holds a lock (`flock`) on a file next to its directory for as long as it lives, so
 /// the sweep never touches a live run's directory, whatever its pid, nor one kept with
-/// `--keep` (even by a warden killed so).
+/// `--keep` (even by a warden killed so). A user's runs keep their scratch in
+/// `$TMPDIR/warden-scratch-UID`, which is all a run lists to sweep.
 fn sweep_killed_scratch(who: As) {
     let tmp = common::fresh_dir(&format!("sweep-{who:?}"));
     common::chmod(&tmp, 0o1777);
-    // Scratch directories and their locks (not the registry, which is here for nobody).
+    let uid = match who {
+        As::Nobody => 65534,
+        _ => rustix::process::geteuid().as_raw(),
+    };
+    let runs = tmp.join(format!("warden-scratch-{uid}"));
+    // Scratch directories and their locks.
     let entries = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&tmp)
-            .unwrap()
+        let Ok(dir) = std::fs::read_dir(&runs) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = dir
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| {
                 n.strip_prefix("warden-")
@@ -2430,12 +2438,23 @@ fn sweep_killed_scratch(who: As) {
     let (mut live, live_dir) = start(false, args[2].clone());
     // Old enough to be swept (a lock file younger than 10 s may not be locked yet).
     for e in entries() {
-        let f = std::fs::File::options().write(true).open(tmp.join(&e));
+        let f = std::fs::File::options().write(true).open(runs.join(&e));
         if let Ok(f) = f {
             let _ = f.set_modified(std::time::SystemTime::now() - Duration::from_secs(60));
         }
     }
-    assert!(tmp.join(&dead_dir).is_dir(), "{:?}", entries());
+    assert!(runs.join(&dead_dir).is_dir(), "{:?}", entries());
+    // The runs' directory is its user's: private for nobody; root's is sticky and unlistable by
+    // others (its runs with starting_uid hand their scratch to another user, who removes it).
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(&runs).unwrap();
+        let mode = if uid == 0 { 0o1733 } else { 0o700 };
+        assert!(
+            m.is_dir() && m.uid() == uid && m.mode() & 0o7777 == mode,
+            "{m:?}"
+        );
+    }
     let mut cmd = warden_cmd(who);
     cmd.env("TMPDIR", &tmp).args(["run", "--", "true"]);
     let o = common::finish(cmd, common::RUN_DEADLINE).0;
@@ -2455,7 +2474,7 @@ fn sweep_killed_scratch(who: As) {
         "a live run's scratch was swept: {left:?}"
     );
     assert!(left.contains(&format!("{live_dir}.lock")), "{left:?}");
-    assert!(tmp.join(&live_dir).is_dir());
+    assert!(runs.join(&live_dir).is_dir());
     // A child we spawned and have not yet reaped.
     common::signal(live.id() as i32, libc::SIGTERM).expect("kill");
     live.wait().unwrap();

@@ -252,6 +252,108 @@ fn proc_lists_only_the_sandboxs_own_processes() {
     each_user("proc_lists_only_the_sandboxs_own_processes", proc_lists);
 }
 
+/// The default policy names a few files of /proc and two places in /proc/sys: everything else
+/// in the sandbox's procfs is unreadable by every route tried, /proc/sys and /proc/sys/vm list
+/// only what is named (they are covered by an empty read-only tmpfs holding clones of the named
+/// parts), nothing there can be written or made, and /proc lists no process of the host's.
+fn proc_holds_only_what_is_named(who: As) {
+    let unnamed = [
+        "/proc/kallsyms",
+        "/proc/version",
+        "/proc/cmdline",
+        "/proc/modules",
+        "/proc/iomem",
+        "/proc/zoneinfo",
+        "/proc/vmstat",
+        "/proc/partitions",
+        "/proc/sys/vm/swappiness",
+        "/proc/sys/kernel/../vm/swappiness",
+        "/proc/sys/kernel/../../sys/fs/file-max",
+        "/proc/sys/fs/file-max",
+        "/proc/sys/net/core/somaxconn",
+        "/proc/sys/vm/../../version",
+        "/proc/self/root/proc/sys/vm/swappiness",
+        "/proc/thread-self/root/proc/kallsyms",
+        "/proc/1/root/proc/sys/vm/swappiness",
+        "/proc/1/environ",
+    ];
+    let named = [
+        "/proc/cpuinfo",
+        "/proc/meminfo",
+        "/proc/sys/vm/overcommit_memory",
+        "/proc/sys/kernel/ostype",
+        "/proc/self/status",
+    ];
+    let mut script = String::new();
+    for p in unnamed.iter().chain(&named) {
+        script.push_str(&format!(
+            "if cat {p} >/dev/null 2>&1; then echo READ {p}; else echo DENIED {p}; fi; "
+        ));
+    }
+    // Through a descriptor of the covered directory, and by changing into it.
+    script.push_str(
+        "exec 3</proc/sys; cat /proc/self/fd/3/vm/swappiness 2>/dev/null && echo READ fd3; \
+         (cd /proc/sys/vm && cat swappiness 2>/dev/null && echo READ cd); \
+         echo LIST-SYS $(ls /proc/sys); echo LIST-VM $(ls /proc/sys/vm); \
+         (echo 1 > /proc/sys/vm/overcommit_memory) 2>/dev/null && echo WROTE overcommit; \
+         (: > /proc/sys/x) 2>/dev/null && echo MADE file; mkdir /proc/sys/vm/d 2>/dev/null && \
+         echo MADE dir; echo PIDS $(ls /proc | grep '^[0-9]'); echo end",
+    );
+    let before = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap();
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &["run", "--view", "on", "--", "/bin/sh", "-c", &script],
+    );
+    common::assert_ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("end"), "{out}");
+    for p in unnamed {
+        assert!(
+            out.contains(&format!("DENIED {p}\n")),
+            "{p} is readable though the policy does not name it:\n{out}"
+        );
+    }
+    for p in named {
+        assert!(
+            out.contains(&format!("READ {p}\n")),
+            "{p} is not readable:\n{out}"
+        );
+    }
+    for bad in ["READ fd3", "READ cd", "WROTE", "MADE"] {
+        assert!(!out.contains(bad), "{bad}:\n{out}");
+    }
+    assert!(out.contains("LIST-SYS kernel vm\n"), "{out}");
+    assert!(out.contains("LIST-VM overcommit_memory\n"), "{out}");
+    // Checked from outside: the host's value is untouched, and no process of the host's is
+    // listed inside (the sandbox's are numbered from 1 in its own namespace).
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap(),
+        before
+    );
+    let pids: Vec<u32> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PIDS "))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    // The shell, the subshell of `$(...)`, ls and grep, numbered past the ~40 processes the
+    // script started before; init (1) is not listed, nor is any process outside.
+    assert!(
+        !pids.is_empty() && pids.len() <= 4 && pids.iter().all(|&p| (2..100).contains(&p)),
+        "{pids:?}"
+    );
+}
+
+#[test]
+fn proc_holds_only_what_the_policy_names() {
+    each_user(
+        "proc_holds_only_what_the_policy_names",
+        proc_holds_only_what_is_named,
+    );
+}
+
 fn default_policy_programs(who: As) {
     let script = "ls / | tr '\\n' ' '; echo; cat /etc/shadow 2>&1 | head -c 0; \
                   echo hi > f && cat f; ls /root 2>/dev/null || echo no-root";
@@ -451,11 +553,17 @@ fn private_copy(who: As) {
         ],
     );
     assert!(stdout(&o).contains("ok"), "{}", common::stderr(&o));
-    // (The registry of an unprivileged user lives there too, and stays: it is no run's.)
+    // (The registry of an unprivileged user lives there too, and stays: it is no run's; so does
+    // the directory a user's runs keep their scratch in, empty.)
     let left: Vec<_> = std::fs::read_dir(&tmp2)
         .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| !n.to_string_lossy().starts_with("warden-run-"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            let empty_runs_dir = n.starts_with("warden-scratch-")
+                && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none());
+            !n.starts_with("warden-run-") && !empty_runs_dir
+        })
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert_eq!(snapshot(&tree), before);

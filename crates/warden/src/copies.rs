@@ -2,7 +2,7 @@
 //! `warden diff`, which lists it.
 //!
 //! A run with copies gets a directory of its own next to scratch directories
-//! (`$TMPDIR/warden-PID-RAND`, locked and swept the same way), outside the sandbox's view.
+//! (`$TMPDIR/warden-scratch-UID/warden-PID-RAND`, locked and swept the same way), outside the sandbox's view.
 //! Copy `N` keeps its overlay's upper layer in `N/upper` (and the overlay's `N/work`);
 //! `copies.json` says which sandbox path and host tree each `N` is. Without `--keep` the
 //! directory goes when the run ends; with it, `warden diff NAME` reads the upper layers:
@@ -86,16 +86,27 @@ pub struct Change {
     pub host: PathBuf,
 }
 
-/// The copy directory `id` names: a path, or a name in `$TMPDIR` (or `/tmp`), as the run
-/// printed it.
+/// The copy directory `id` names: a path, or a name as the run printed it, in this user's
+/// runs' directory in `$TMPDIR` (or `/tmp`), or in `$TMPDIR` itself (where a run keeps it when
+/// that directory cannot be used).
 pub fn find(id: &str) -> Result<PathBuf, String> {
     let path = if id.contains('/') {
         PathBuf::from(id)
     } else {
-        std::env::var_os("TMPDIR")
+        let tmp = std::env::var_os("TMPDIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp"))
-            .join(id)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let runs = tmp
+            .join(format!(
+                "warden-scratch-{}",
+                rustix::process::geteuid().as_raw()
+            ))
+            .join(id);
+        if runs.join(MANIFEST).is_file() {
+            runs
+        } else {
+            tmp.join(id)
+        }
     };
     if path.join(MANIFEST).is_file() {
         Ok(path)

@@ -4,9 +4,11 @@
 //! ```text
 //! warden (agent, outside)                     sandbox (new user/pid/ipc/uts/net namespaces)
 //!   clone(NEW*, PIDFD) ───────────────────▶  init (pid 1): waits for "go"
-//!   write uid_map/gid_map, send "go" ─────▶    fork ─▶ program (pid 2):
-//!                                                       chdir, close fds, Landlock, no_new_privs,
-//!   recv listener  ◀──────────────────────────────────  seccomp filter + listener, send it
+//!   write uid_map/gid_map, send "go" ─────▶    builds the view, fork ─▶ program (pid 2):
+//!   add the Landlock rules, send "ready" ──────────────────────────▶  chdir, close fds,
+//!                                                       (waits for "ready") Landlock,
+//!   recv listener  ◀──────────────────────────────────  no_new_privs, seccomp filter +
+//!                                                       listener, send it
 //!   start agent                                         execve (notified: agent checks, continues)
 //!   recv "exit status" ◀────────────────────  init reaps everything, reports the program's status
 //! ```
@@ -120,6 +122,9 @@ pub enum LaunchError {
     /// The channel to the sandbox failed.
     #[error("lost contact with the sandbox while starting it: {0}")]
     Channel(#[source] io::Error),
+    /// Adding the Landlock rules failed.
+    #[error("{0}")]
+    Ruleset(String),
     /// Moving the sandbox into its cgroup failed.
     #[error("cannot move the sandbox into its cgroup: {0}")]
     Cgroup(#[source] io::Error),
@@ -214,17 +219,48 @@ pub enum Outcome {
 }
 
 const MSG_GO: u8 = b'G';
+const MSG_READY: u8 = b'R';
 const MSG_LISTENER: u8 = b'L';
 const MSG_FAILED: u8 = b'E';
 const MSG_STATUS: u8 = b'S';
 
+/// The steps inside the sandbox whose end is read from the clock (`crate::timings`), in the
+/// order they happen; the program's process sends the readings with its listener.
+const SANDBOX_MARKS: [&str; 9] = [
+    "init: go received",
+    "init: loopback, terminal",
+    "init: view built",
+    "program: forked",
+    "program: chdir, descriptors",
+    "program: ruleset ready, view rules",
+    "program: landlock restrict",
+    "program: privileges dropped",
+    "program: seccomp filters",
+];
+/// Where each reading goes in [`Child::marks`].
+const GO: usize = 0;
+const LOOPBACK: usize = 1;
+const VIEW: usize = 2;
+const FORKED: usize = 3;
+const DESCRIPTORS: usize = 4;
+const LANDLOCK_VIEW: usize = 5;
+const LANDLOCK: usize = 6;
+const PRIVILEGES: usize = 7;
+const FILTERS: usize = 8;
+/// The listener message: the tag, the descriptor's number, the readings.
+const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
+
 /// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach` is
 /// called with init's pid before anything runs in the sandbox (to move it into a cgroup).
+/// `fill` adds the rules of `landlock`'s ruleset through a descriptor of warden's
+/// ([`Prepared::filler`]) once init has been told to go, so warden does it while init builds
+/// the view; the program applies the ruleset only after warden says it is complete.
 pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
     attach: &dyn Fn(i32) -> io::Result<()>,
+    fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
     let (ours, theirs) = socketpair(
         AddressFamily::UNIX,
@@ -271,13 +307,15 @@ pub fn launch(
                 envp: &envp,
                 landlock,
                 filter,
+                marks: [0; SANDBOX_MARKS.len()],
             };
             sandbox_init(theirs, child)
         }
         Cloned::Parent { pid, pidfd } => {
+            crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            parent_side(pid, pidfd, ours, cmd.ids, attach).map(|l| Sandbox(Arc::new(l)))
+            parent_side(pid, pidfd, ours, cmd.ids, attach, fill).map(|l| Sandbox(Arc::new(l)))
         }
     }
 }
@@ -288,6 +326,7 @@ fn parent_side(
     channel: OwnedFd,
     ids: IdMap,
     attach: &dyn Fn(i32) -> io::Result<()>,
+    fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
@@ -296,18 +335,34 @@ fn parent_side(
         kill(&pidfd);
         return Err(LaunchError::IdMap(e));
     }
+    crate::timings::mark("id maps");
     if let Err(e) = attach(pid) {
         kill(&pidfd);
         return Err(LaunchError::Cgroup(e));
     }
+    crate::timings::mark("cgroup attach");
     // The kernel tells us who sent each message, so the listener can be fetched from the
     // program's process.
     rustix::net::sockopt::set_socket_passcred(&channel, true)
         .map_err(|e| LaunchError::Channel(e.into()))?;
     send(channel.as_fd(), &[MSG_GO]).map_err(LaunchError::Channel)?;
+    // Init builds the view meanwhile; the program waits for "ready" before it applies the
+    // ruleset (init has read "go" and reads nothing more, so "ready" is the program's).
+    if let Err(e) = fill() {
+        kill(&pidfd);
+        return Err(LaunchError::Ruleset(e));
+    }
+    crate::timings::mark("landlock rules added");
+    // A sandbox that failed meanwhile (its view, say) has said why and closed its end: the
+    // reply below reads what it said, so a refused "ready" is not the error to report.
+    let _ = send(channel.as_fd(), &[MSG_READY]);
     let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
-        (Some(&MSG_LISTENER), Some(sender)) if msg.len() == 5 => {
+        (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
+            for (name, at) in SANDBOX_MARKS.iter().zip(msg[5..].chunks_exact(8)) {
+                let at = u64::from_ne_bytes(at.try_into().unwrap_or_default());
+                crate::timings::mark_at(name, at);
+            }
             let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
             Some(take_listener(pid, sender, fd).map_err(|e| {
                 kill(&pidfd);
@@ -317,14 +372,17 @@ fn parent_side(
         _ => None,
     };
     match (msg.first(), listener) {
-        (Some(&MSG_LISTENER), Some(listener)) => Ok(Launched {
-            init_pid: pid,
-            init_pidfd: pidfd,
-            listener,
-            program_pid: sender.unwrap_or_default(),
-            channel,
-            reaped: Default::default(),
-        }),
+        (Some(&MSG_LISTENER), Some(listener)) => {
+            crate::timings::mark("listener taken");
+            Ok(Launched {
+                init_pid: pid,
+                init_pidfd: pidfd,
+                listener,
+                program_pid: sender.unwrap_or_default(),
+                channel,
+                reaped: Default::default(),
+            })
+        }
         (Some(&MSG_FAILED), _) => {
             kill(&pidfd);
             let (stage, errno) = decode_failure(&msg);
@@ -462,15 +520,18 @@ struct Child<'a> {
     envp: &'a [*const libc::c_char],
     landlock: Prepared,
     filter: &'a [Instruction],
+    /// The clock's readings at the end of each of [`SANDBOX_MARKS`] (0: not reached).
+    marks: [u64; SANDBOX_MARKS.len()],
 }
 
 /// Init: waits for "go", starts the program, reaps every child, reports the program's status.
-fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
+fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     match recv(channel.as_fd()) {
         Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
         _ => process::exit_now(1),
     }
+    child.marks[GO] = crate::timings::now();
     // The private network namespace starts with loopback down; bring it up so processes of the
     // sandbox can talk to each other. Failure only costs that, so it is not fatal.
     let _ = process::loopback_up();
@@ -490,6 +551,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(1);
         }
     }
+    child.marks[LOOPBACK] = crate::timings::now();
     // Counted at the fork: the view may have no /proc.
     let tasks = match process::open_own_tasks() {
         Ok(t) => t,
@@ -509,6 +571,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(1);
         }
     }
+    child.marks[VIEW] = crate::timings::now();
     let program = match process::fork_counting(&tasks) {
         Ok(None) => program_child(channel, child),
         Ok(Some(pid)) => pid,
@@ -547,7 +610,8 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
+fn program_child(channel: OwnedFd, mut child: Child<'_>) -> ! {
+    child.marks[FORKED] = crate::timings::now();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
@@ -560,6 +624,12 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         fail(channel.as_fd(), Stage::Resources, &e);
         process::exit_now(125);
     }
+    child.marks[DESCRIPTORS] = crate::timings::now();
+    // The ruleset is complete once warden says so.
+    match recv(channel.as_fd()) {
+        Ok((m, _)) if m.first() == Some(&MSG_READY) => {}
+        _ => process::exit_now(125),
+    }
     let mut landlock = child.landlock;
     if let Some(plan) = &child.cmd.view {
         if let Err(e) = landlock.allow_view(plan) {
@@ -571,6 +641,7 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(125);
         }
     }
+    child.marks[LANDLOCK_VIEW] = crate::timings::now();
     if let Err(e) = landlock.restrict_self(&child.cmd.program) {
         fail(
             channel.as_fd(),
@@ -579,6 +650,7 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         );
         process::exit_now(125);
     }
+    child.marks[LANDLOCK] = crate::timings::now();
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
         process::exit_now(125);
@@ -589,6 +661,7 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
         fail(channel.as_fd(), Stage::Capabilities, &e);
         process::exit_now(125);
     }
+    child.marks[PRIVILEGES] = crate::timings::now();
     // The argument denials first (a filter with no listener); the kernel runs both programs on
     // every call and the stricter verdict wins.
     if let Err(e) = seccomp::install(crate::filter::argument_denials()) {
@@ -605,8 +678,13 @@ fn program_child(channel: OwnedFd, child: Child<'_>) -> ! {
     // warden takes the listener with pidfd_getfd (a sendmsg could be delegated to the agent
     // that this very listener is for); it stays open here until exec closes it, and the exec
     // itself waits for the agent.
-    let mut msg = [MSG_LISTENER, 0, 0, 0, 0];
-    msg[1..].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
+    child.marks[FILTERS] = crate::timings::now();
+    let mut msg = [0u8; LISTENER_LEN];
+    msg[0] = MSG_LISTENER;
+    msg[1..5].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
+    for (slot, at) in msg[5..].chunks_exact_mut(8).zip(child.marks) {
+        slot.copy_from_slice(&at.to_ne_bytes());
+    }
     if let Err(e) = send(channel.as_fd(), &msg) {
         fail(channel.as_fd(), Stage::Handoff, &e);
         process::exit_now(125);

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod timings;
 /// The raw system calls, fenced in their own crate.
 pub use warden_sys as sys;
 pub mod unique;

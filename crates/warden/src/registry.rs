@@ -323,10 +323,12 @@ fn remove_stale(dir: &Path) {
     }
 }
 
-/// A registration: the file is kept up to date by a thread and removed on drop.
+/// A registration: the file is written and kept up to date by a thread and removed on drop.
 pub struct Registration {
     path: PathBuf,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the registration ends; the thread writes only while holding the lock and
+    /// seeing it unset, so no write lands after the removal.
+    stop: Arc<std::sync::Mutex<bool>>,
 }
 
 impl Registration {
@@ -338,10 +340,10 @@ impl Registration {
         capsicum: Option<Arc<warden_capsicum::Session>>,
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
-        remove_stale(dir);
         let path = dir.join(format!("{}.json", entry.id));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::new(std::sync::Mutex::new(false));
         let (p, s) = (path.clone(), Arc::clone(&stop));
+        let dir = dir.to_path_buf();
         let write = move |entry: &mut Entry| {
             let (delegated, denied) = snapshot();
             entry.delegated = delegated;
@@ -356,16 +358,18 @@ impl Registration {
             }
         };
         let mut entry = entry;
-        write(&mut entry);
+        // All of it on the thread, the first write too: a run's start does not wait for the
+        // registry (`warden ps` sees the run a moment after it starts).
         let _ = std::thread::Builder::new()
             .name("warden-registry".into())
             .spawn(move || {
-                while !s.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(500));
-                    if s.load(std::sync::atomic::Ordering::Relaxed) {
-                        break;
+                remove_stale(&dir);
+                loop {
+                    match s.lock() {
+                        Ok(stopped) if !*stopped => write(&mut entry),
+                        _ => break,
                     }
-                    write(&mut entry);
+                    std::thread::sleep(std::time::Duration::from_millis(500));
                 }
             });
         Registration { path, stop }
@@ -374,7 +378,8 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut stopped = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        *stopped = true;
         let _ = std::fs::remove_file(&self.path);
         let _ = std::fs::remove_file(self.path.with_extension("tmp"));
     }

@@ -49,6 +49,9 @@ pub enum LandlockError {
          (--fast-path); run with --fast-path=never"
     )]
     NotFullyEnforced,
+    /// A second descriptor of the ruleset could not be had.
+    #[error("failed to prepare the Landlock ruleset: {0}")]
+    Descriptor(#[from] std::io::Error),
     /// Landlock is not enforced at all, and `execve` relies on its execute right.
     #[error(
         "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
@@ -124,27 +127,36 @@ pub fn enforces_exec() -> bool {
 /// kernel that would enforce none of it ([`LandlockError::NoExecBackstop`]); on one that
 /// enforces part (an older ABI), the rights it lacks are the agent's alone.
 pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
+    let mut prepared = create(policy)?;
+    let (rules, exec) = prepared.filler()?.fill(policy)?;
+    prepared.rules = rules;
+    prepared.exec = exec;
+    Ok(prepared)
+}
+
+/// The ruleset for `policy`, its rules not added yet: [`Prepared::filler`] gives a second
+/// descriptor of it to add them with, [`Filler::fill`]. A ruleset is one kernel object that
+/// every descriptor of it names, so rules added through warden's descriptor after the sandbox
+/// was cloned are in the ruleset the sandbox's copy of the descriptor applies; warden adds them
+/// while the sandbox's init builds the view, and the program waits for them
+/// (`crate::launch`). Whether the kernel enforces all of it is settled here, at creation:
+/// every right a rule asks for is one the ruleset handles.
+pub fn create(policy: &Policy) -> Result<Prepared, LandlockError> {
     if !enforces_exec() {
         return Err(LandlockError::NoExecBackstop);
     }
     let abi = TARGET_ABI;
-    let mut ruleset = Ruleset::default()
+    let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))?
         // No TCP rule: the client never binds or connects itself; the agent does, on its behalf.
         .handle_access(AccessNet::from_all(abi))?
         .scope(Scope::from_all(abi))?
         .create()?;
-    let targets = targets(policy, None);
-    let mut exec = ExecRules {
-        maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
-        ..ExecRules::default()
-    };
-    let added = add_targets(&mut ruleset, targets, &mut exec)?;
     Ok(Prepared {
         ruleset,
-        rules: added,
-        exec,
+        rules: 0,
+        exec: ExecRules::default(),
         required: false,
         in_view: (!policy.maps().is_empty()).then(|| policy.clone()),
         capabilities: None,
@@ -175,6 +187,25 @@ fn capability_access(rights: warden_capsicum::Rights, dir: bool) -> BitFlags<Acc
         a
     } else {
         a & AccessFs::from_file(TARGET_ABI)
+    }
+}
+
+/// A second descriptor of a [`Prepared`] ruleset, to add the policy's rules through.
+pub struct Filler {
+    ruleset: RulesetCreated,
+}
+
+impl Filler {
+    /// Adds `policy`'s rules on the host's objects; returns how many, and what they let the
+    /// sandbox execute.
+    pub fn fill(mut self, policy: &Policy) -> Result<(usize, ExecRules), LandlockError> {
+        let targets = targets(policy, None);
+        let mut exec = ExecRules {
+            maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
+            ..ExecRules::default()
+        };
+        let added = add_targets(&mut self.ruleset, targets, &mut exec)?;
+        Ok((added, exec))
     }
 }
 
@@ -262,17 +293,26 @@ fn add_targets(
     let abi = TARGET_ABI;
     let mut added = 0;
     for (path, access) in targets {
-        // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
-        // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
-        let Ok(meta) = std::fs::metadata(&path) else {
+        // Opened first (links followed, as Landlock would), then asked what it is: one walk of
+        // the path, not two, for each of the ~200 rules of the default policy.
+        let Ok(fd) = rustix::fs::open(
+            &path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
             continue;
         };
-        let ft = meta.file_type();
-        if !ft.is_dir() && !holds_rule(ft) {
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            continue;
+        };
+        // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
+        // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
+        let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+        let is_dir = ft == rustix::fs::FileType::Directory;
+        if !is_dir && !holds_rule_raw(ft) {
             continue;
         }
-        let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = if ft.is_dir() {
+        let access = if is_dir {
             access
         } else {
             access & AccessFs::from_file(abi)
@@ -281,7 +321,7 @@ fn add_targets(
             continue;
         }
         if access.contains(AccessFs::Execute) {
-            exec.add(&fd, ft.is_dir());
+            exec.add_id((st.st_dev, st.st_ino), is_dir);
         }
         ruleset.add_rule(PathBeneath::new(fd, access))?;
         added += 1;
@@ -311,14 +351,11 @@ impl ExecRules {
             .any(|m| warden_policy::map::at_or_beneath(path, m))
     }
 
-    fn add(&mut self, fd: &PathFd, dir: bool) {
-        if let Ok(st) = rustix::fs::fstat(fd.as_fd()) {
-            let id = (st.st_dev, st.st_ino);
-            if dir {
-                self.dirs.push(id);
-            } else {
-                self.files.push(id);
-            }
+    fn add_id(&mut self, id: (u64, u64), dir: bool) {
+        if dir {
+            self.dirs.push(id);
+        } else {
+            self.files.push(id);
         }
     }
 
@@ -370,6 +407,15 @@ impl ExecRules {
 fn holds_rule(ft: std::fs::FileType) -> bool {
     use std::os::unix::fs::FileTypeExt;
     ft.is_file() || ft.is_char_device() || ft.is_block_device()
+}
+
+/// [`holds_rule`], for a type from `fstat`.
+fn holds_rule_raw(ft: rustix::fs::FileType) -> bool {
+    use rustix::fs::FileType;
+    matches!(
+        ft,
+        FileType::RegularFile | FileType::CharacterDevice | FileType::BlockDevice
+    )
 }
 
 /// What `path` names now, for [`warden_policy::kernel::kernel_plan`]: its canonical path (links
@@ -453,6 +499,13 @@ fn expand(
 }
 
 impl Prepared {
+    /// A second descriptor of this ruleset, to add the policy's rules with [`Filler::fill`].
+    pub fn filler(&self) -> Result<Filler, LandlockError> {
+        Ok(Filler {
+            ruleset: self.ruleset.try_clone()?,
+        })
+    }
+
     /// Adds the rules only the sandbox's own view can name, once it is the caller's root: the
     /// view's `/` may be listed when the policy lets `/` be listed (it holds nothing but what
     /// the policy brings in), and its fresh `/proc` may be read when the policy lets the

@@ -15,7 +15,8 @@
 //! fsmount(overlay) per copy      `path-map HOST SANDBOX copy`: lower HOST, upper and work in
 //!                                the run's copy directory (outside the view), userxattr
 //! fsmount(proc)                  the PID namespace's own procfs, hidepid=ptraceable; masks on
-//!                                every entry the policy does not name
+//!                                every top entry the policy does not name; a directory named
+//!                                in part covered by a tmpfs holding clones of what it names
 //! pivot_root(".", "."), umount   the host's tree is gone from the namespace
 //! ```
 //!
@@ -72,6 +73,73 @@ impl Host for HostFs {
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         names.sort();
+        names
+    }
+}
+
+/// [`HostFs`], asking the host once per path: the planner asks again and again about the
+/// same few places (`/usr` for each of the rules around it), and each answer is a `statx`, and
+/// a `readlink` for a link. One plan's worth: the answers are as the host was when first asked.
+#[derive(Default)]
+pub struct RememberedHost {
+    nodes: std::cell::RefCell<std::collections::HashMap<String, Node>>,
+    lists: std::cell::RefCell<std::collections::HashMap<String, Vec<String>>>,
+}
+
+impl Host for RememberedHost {
+    fn node(&self, path: &str) -> Node {
+        if let Some(n) = self.nodes.borrow().get(path) {
+            return n.clone();
+        }
+        let n = HostFs.node(path);
+        self.nodes.borrow_mut().insert(path.to_owned(), n.clone());
+        n
+    }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        use std::os::unix::fs::FileTypeExt;
+        if let Some(l) = self.lists.borrow().get(dir) {
+            return l.clone();
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for e in entries.filter_map(Result::ok) {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            // What each entry is comes with the listing (the directory's d_type, an lstat only
+            // where the file system does not say): the planner asks next about each name of
+            // `/`, as HostFs::node would answer.
+            let path = match dir {
+                "/" => format!("/{name}"),
+                d => format!("{}/{name}", d.trim_end_matches('/')),
+            };
+            let known = self.nodes.borrow().contains_key(&path);
+            if let (false, Ok(ft)) = (known, e.file_type()) {
+                let node = if ft.is_symlink() {
+                    match std::fs::read_link(e.path()) {
+                        Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
+                        Err(_) => Node::Missing,
+                    }
+                } else if ft.is_dir() {
+                    Node::Dir
+                } else if ft.is_char_device() {
+                    Node::Device
+                } else if ft.is_block_device() {
+                    Node::Missing
+                } else {
+                    Node::File
+                };
+                self.nodes.borrow_mut().insert(path, node);
+            }
+            names.push(name);
+        }
+        names.sort();
+        self.lists
+            .borrow_mut()
+            .insert(dir.to_owned(), names.clone());
         names
     }
 }
@@ -141,11 +209,14 @@ pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
             (fs, plan.steps.as_slice(), true)
         }
     };
-    let masks = mask_sources().map_err(ViewError::at("creating the masks"))?;
+    let masks = Masks {
+        fs: mask_sources().map_err(ViewError::at("creating the masks"))?,
+        placed: Default::default(),
+    };
     let mut has_dev = false;
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
-        apply(step, root.as_fd(), masks.as_fd(), plan.copy_dir.as_deref())?;
+        apply(step, root.as_fd(), &masks, plan.copy_dir.as_deref())?;
     }
     pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
     // Attached now: the tmpfs mounts the steps wrote into become read-only.
@@ -166,7 +237,7 @@ fn read_only(path: &str) -> io::Result<()> {
 fn apply(
     step: &Step,
     root: BorrowedFd<'_>,
-    masks: BorrowedFd<'_>,
+    masks: &Masks,
     copy_dir: Option<&str>,
 ) -> Result<(), ViewError> {
     match step {
@@ -223,9 +294,9 @@ fn apply(
         }
         Step::Dir { path } => placeholder(root, relative(path), true)
             .map_err(ViewError::at(format!("making the directory {path}"))),
-        Step::Mask { path, dir } => {
-            mask(masks, root, relative(path), *dir).map_err(ViewError::at(format!("hiding {path}")))
-        }
+        Step::Mask { path, dir } => masks
+            .hide(root, relative(path), *dir)
+            .map_err(ViewError::at(format!("hiding {path}"))),
         Step::DevTmpfs => {
             let fs = tmpfs(
                 "0755",
@@ -389,25 +460,47 @@ fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io:
     attach(root, relative(path), tree.as_fd(), dir)
 }
 
-/// Covers `rel` beneath `base` with the empty file or directory of `masks`.
-fn mask(masks: BorrowedFd<'_>, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
-    let source = open_tree(
-        masks,
-        if dir { "d" } else { "f" },
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
-    )?;
-    move_mount(
-        source.as_fd(),
-        "",
-        base,
-        rel,
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-    )?;
-    Ok(())
+/// The masks' tmpfs ([`mask_sources`]). The first directory it hides is hidden by the tmpfs's
+/// own root (mode 0, so its `f` and `d` cannot be listed or reached either), which attaches it:
+/// a detached mount is dissolved when its last descriptor closes, and dissolving waits for an
+/// RCU grace period, which on a loaded machine took milliseconds of every start.
+struct Masks {
+    fs: OwnedFd,
+    placed: std::cell::Cell<bool>,
+}
+
+impl Masks {
+    /// Covers `rel` beneath `base` with an empty file or directory of mode 0.
+    fn hide(&self, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
+        if dir && !self.placed.get() {
+            move_mount(
+                self.fs.as_fd(),
+                "",
+                base,
+                rel,
+                MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            )?;
+            self.placed.set(true);
+            return Ok(());
+        }
+        let source = open_tree(
+            self.fs.as_fd(),
+            if dir { "d" } else { "f" },
+            OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+        )?;
+        move_mount(
+            source.as_fd(),
+            "",
+            base,
+            rel,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
+        Ok(())
+    }
 }
 
 /// A procfs of the caller's PID namespace at `/proc`, with what `keep` does not name masked.
-fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), ViewError> {
+fn proc(root: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
     let make = || -> io::Result<OwnedFd> {
         let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
         // Processes the caller may not inspect (init, once it is not dumpable) are not listed, whatever group the caller is in.
@@ -424,52 +517,40 @@ fn proc(root: BorrowedFd<'_>, masks: BorrowedFd<'_>, keep: &Keep) -> Result<(), 
     let procfs = make().map_err(ViewError::at("mounting a procfs"))?;
     attach(root, "proc", procfs.as_fd(), true).map_err(ViewError::at("mounting /proc"))?;
     if !keep.all {
-        hide_unnamed(procfs.as_fd(), masks, "", keep, true)?;
+        hide_unnamed(procfs.as_fd(), masks, keep)?;
     }
     Ok(())
 }
 
-/// Masks every entry of directory `rel` (beneath the procfs `base`) that `keep` does not name,
-/// descending into the ones it names in part. At the top, process directories stay.
-fn hide_unnamed(
-    base: BorrowedFd<'_>,
-    masks: BorrowedFd<'_>,
-    rel: &str,
-    keep: &Keep,
-    top: bool,
-) -> Result<(), ViewError> {
-    let dir_path = if rel.is_empty() { "." } else { rel };
+/// Masks every entry of the procfs's top directory (`base`) that `keep` does not name: the
+/// process directories are the sandbox's own and stay, so this one directory cannot be
+/// replaced. A directory named in part (`sys` for `/proc/sys/kernel/*`) is covered with an
+/// empty tmpfs that holds only what is named in it ([`cover`]): a few mounts for what is named
+/// rather than one per name that is not, and its listing shows only the policy's names.
+fn hide_unnamed(base: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
     let dir = rfs::openat(
         base,
-        dir_path,
+        ".",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    .map_err(|e| ViewError::at("listing /proc")(errno(e)))?;
     let mut names = Vec::new();
-    let entries = rfs::Dir::read_from(&dir)
-        .map_err(|e| ViewError::at(format!("listing /proc/{rel}"))(errno(e)))?;
+    let entries =
+        rfs::Dir::read_from(&dir).map_err(|e| ViewError::at("listing /proc")(errno(e)))?;
     for entry in entries {
         let Ok(entry) = entry else { break };
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "." || name == ".." {
+        if name == "." || name == ".." || name.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         names.push((name, entry.file_type()));
     }
     for (name, ft) in names {
-        if top && name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let path = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
         match keep.children.get(&name) {
             Some(k) if k.all => continue,
             Some(k) if ft == rfs::FileType::Directory => {
-                hide_unnamed(base, masks, &path, k, false)?;
+                cover(base, &name, k)?;
                 continue;
             }
             _ => {}
@@ -478,8 +559,108 @@ fn hide_unnamed(
         if ft == rfs::FileType::Symlink {
             continue;
         }
-        mask(masks, base, &path, ft == rfs::FileType::Directory)
-            .map_err(ViewError::at(format!("hiding /proc/{path}")))?;
+        masks
+            .hide(base, &name, ft == rfs::FileType::Directory)
+            .map_err(ViewError::at(format!("hiding /proc/{name}")))?;
+    }
+    Ok(())
+}
+
+/// Covers the procfs directory `rel` (beneath `base`) with an empty tmpfs, read-only once it
+/// holds what `keep` names there: each named tree is a clone of the procfs's own, attached
+/// at its name; a directory named in part is a directory of the tmpfs, filled the same way.
+/// What the policy does not name is not there at all, neither readable nor listed.
+fn cover(base: BorrowedFd<'_>, rel: &str, keep: &Keep) -> Result<(), ViewError> {
+    let at = |what: &str| ViewError::at(format!("{what} /proc/{rel}"));
+    // The clones first: once the tmpfs is on top, the procfs's names are out of reach.
+    let mut named = Vec::new();
+    clones(base, rel, "", keep, &mut named).map_err(at("keeping the named parts of"))?;
+    let fs = tmpfs(
+        "0555",
+        MountAttrFlags::MOUNT_ATTR_NOSUID
+            | MountAttrFlags::MOUNT_ATTR_NODEV
+            | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+    )
+    .map_err(at("creating the cover of"))?;
+    // Filled while detached, made read-only, then attached (the kernel changes a mount's flags
+    // only in the caller's namespace or at the top of a detached tree).
+    for (path, tree) in named {
+        match tree {
+            Named::Dir => {
+                // Directories come before what they hold (`clones` goes depth first).
+                match rfs::mkdirat(fs.as_fd(), &path, Mode::from_bits_truncate(0o555)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(at("filling the cover of")(errno(e))),
+                }
+            }
+            Named::Link(target) => match rfs::symlinkat(target.as_str(), fs.as_fd(), &path) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(at("filling the cover of")(errno(e))),
+            },
+            Named::Mount(tree, dir) => {
+                attach(fs.as_fd(), &path, tree.as_fd(), dir).map_err(at("filling the cover of"))?
+            }
+        }
+    }
+    set_attributes(fs.as_fd(), MountAttrFlags::MOUNT_ATTR_RDONLY, false)
+        .map_err(at("making read-only the cover of"))?;
+    move_mount(
+        fs.as_fd(),
+        "",
+        base,
+        rel,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )
+    .map_err(|e| at("covering")(errno(e)))?;
+    Ok(())
+}
+
+/// One thing a [`cover`] holds, at its path beneath the covered directory.
+enum Named {
+    /// A directory named in part, made in the tmpfs.
+    Dir,
+    /// A link, as the procfs has it.
+    Link(String),
+    /// A clone of the procfs's tree (a directory when true) to attach.
+    Mount(OwnedFd, bool),
+}
+
+/// The parts of the procfs's `dir/sub` that `keep` names, in the order [`cover`] makes them
+/// (a directory before its contents). A name the procfs lacks is left out.
+fn clones(
+    base: BorrowedFd<'_>,
+    dir: &str,
+    sub: &str,
+    keep: &Keep,
+    out: &mut Vec<(String, Named)>,
+) -> io::Result<()> {
+    for (name, k) in &keep.children {
+        let path = if sub.is_empty() {
+            name.clone()
+        } else {
+            format!("{sub}/{name}")
+        };
+        let full = format!("{dir}/{path}");
+        let Ok(st) = rfs::statat(base, &full, rfs::AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let ft = rfs::FileType::from_raw_mode(st.st_mode);
+        if ft == rfs::FileType::Symlink {
+            let target = rfs::readlinkat(base, &full, Vec::new())?;
+            out.push((path, Named::Link(target.to_string_lossy().into_owned())));
+        } else if k.all {
+            let is_dir = ft == rfs::FileType::Directory;
+            let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+            if is_dir {
+                flags |= OpenTreeFlags::AT_RECURSIVE;
+            }
+            let tree = open_tree(base, &full, flags)?;
+            out.push((path, Named::Mount(tree, is_dir)));
+        } else if ft == rfs::FileType::Directory {
+            out.push((path.clone(), Named::Dir));
+            clones(base, dir, &path, k, out)?;
+        }
+        // A file named in part (`/proc/cpuinfo/x`) names nothing that exists.
     }
     Ok(())
 }
@@ -502,4 +683,25 @@ fn pivot(root: BorrowedFd<'_>) -> io::Result<()> {
     rustix::mount::unmount(".", UnmountFlags::DETACH)?;
     rustix::process::chdir("/")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_policy::Policy;
+
+    /// The remembered host answers as the host does: the same plan for the default policy on
+    /// this machine's real tree (its listing's types come from d_type, the rest from lstat).
+    #[test]
+    fn the_remembered_host_plans_as_the_host() {
+        let policy = Policy::default_policy().expand_scratch("/tmp");
+        let direct = warden_policy::view::view_plan(&policy, &HostFs);
+        let remembered = warden_policy::view::view_plan(&policy, &RememberedHost::default());
+        assert_eq!(direct, remembered);
+        let host = RememberedHost::default();
+        for name in host.list("/") {
+            let path = format!("/{name}");
+            assert_eq!(host.node(&path), HostFs.node(&path), "{path}");
+        }
+    }
 }

@@ -50,8 +50,9 @@ pub fn execute(
     command.rlimits = limits::rlimits(&limits, cgroup.is_some());
     command.stdio = stdio;
     let log_file = open_log(cfg.log.as_deref())?;
-    let mut ruleset =
-        landlock::prepare(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    crate::timings::mark("cgroup, log");
+    // The ruleset now, its rules while the sandbox's init builds the view (launch's `fill`).
+    let mut ruleset = landlock::create(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
     // --capability-mode: a second layer allowing only what the starting capabilities grant.
     if let Some(session) = cfg.capsicum.as_ref() {
@@ -60,8 +61,31 @@ pub fn execute(
             ruleset.with_capabilities(roots.unwrap_or_default());
         }
     }
-    let exec_rules = ruleset.exec.clone();
+    let filler = ruleset
+        .filler()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let mut filler = Some(filler);
+    let mut exec_rules = landlock::ExecRules::default();
+    let mut fill = || -> Result<(), String> {
+        let Some(f) = filler.take() else {
+            return Ok(());
+        };
+        // On a thread of its own: the kernel puts a new thread on an idle CPU, while init,
+        // woken by warden's "go", tends to be queued on warden's own; waiting for the thread
+        // leaves that CPU to init, so the rules and the view are made at once.
+        let policy = &policy;
+        let (_, exec) = std::thread::scope(|s| {
+            s.spawn(move || f.fill(policy))
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+        .map_err(|e| e.to_string())?;
+        exec_rules = exec;
+        Ok(())
+    };
+    crate::timings::mark("landlock ruleset");
     let program_filter = filter::program(profile);
+    crate::timings::mark("seccomp filter");
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
     // exec), and take them synchronously on a thread once the sandbox exists.
@@ -72,7 +96,8 @@ pub fn execute(
         None => Ok(()),
     };
     let started = Instant::now();
-    let sandbox = launch::launch(&command, ruleset, program_filter, &attach);
+    crate::timings::mark("starting ids");
+    let sandbox = launch::launch(&command, ruleset, program_filter, &attach, &mut fill);
     // The program has its own copies of its stdio now; ours would keep captured pipes open.
     command.stdio = Default::default();
     let sandbox = sandbox.map_err(|e| launch_failure(&e, &command))?;
@@ -115,7 +140,9 @@ pub fn execute(
     }
     agent.start();
     serve_grants(cfg.capsicum.as_ref());
+    crate::timings::mark("agent started");
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
+    crate::timings::mark("registered");
 
     let verdicts = Arc::new(Verdicts::default());
     let target: Arc<dyn Stoppable> = sandbox.shared();
@@ -133,7 +160,9 @@ pub fn execute(
         );
     }
     let caught = stop_on_signals(sandbox.shared());
+    crate::timings::mark("watchers");
     let outcome = sandbox.wait();
+    crate::timings::mark("program ran (exec to exit)");
     measured.wall = started.elapsed();
     measured.exceeded = verdicts.close();
     // Killing init for a limit kills the program with it, by SIGKILL; init has no time to say so.
@@ -156,6 +185,7 @@ pub fn execute(
     measured.outcome = Some(outcome);
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent);
+    crate::timings::mark("reaped, agent quiet");
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);
     }

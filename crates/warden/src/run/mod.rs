@@ -179,7 +179,10 @@ impl Session {
         let ids = plan::with_id_range(id_map(&cfg.policy), &cfg.policy)?;
         let scratch = match cfg.policy.uses_scratch() {
             true => match Scratch::create(ids, cfg.keep) {
-                Ok(s) => Some(s),
+                Ok(s) => {
+                    crate::timings::mark("scratch made");
+                    Some(s)
+                }
                 Err(f) => {
                     // The reports say why there was no run.
                     let measured = Measured {
@@ -226,9 +229,11 @@ impl Session {
             scratch::make_exec_dirs(&policy, s, ids)?;
         }
         let (stdio, captures) = stdio::open(cfg, policy.limits.output)?;
+        crate::timings::mark("stdio");
         let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
         let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
         let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+        crate::timings::mark("plan");
         let copies =
             copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), &mut self.measured)?;
         Ok(Decided {
@@ -268,12 +273,14 @@ impl Session {
             } else {
                 s.remove();
             }
+            crate::timings::mark("scratch removed");
         }
         if let Err(f) = &result {
             self.measured.failure = Some(f.message.clone());
         }
         self.reports
             .write(&self.measured, &self.cfg.policy.limits)?;
+        crate::timings::print();
         result
     }
 }

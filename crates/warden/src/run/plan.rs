@@ -168,7 +168,8 @@ fn view_for(
             .into_iter()
             .map(|(span, text)| format!("{span}: {text}"))
             .collect();
-    let plan = warden_policy::view::view_plan(policy, &crate::confine::view::HostFs);
+    let plan =
+        warden_policy::view::view_plan(policy, &crate::confine::view::RememberedHost::default());
     problems.extend(plan.errors.iter().cloned());
     if !problems.is_empty() {
         return Err(failure(EXIT_WARDEN, problems.join("\n")));
@@ -285,10 +286,20 @@ fn choose_opens(
                 .into(),
         )
     } else {
+        // Each path once: the planner asks about the same few trees for rule after rule.
+        let seen = std::cell::RefCell::new(std::collections::HashMap::new());
+        let found = |path: &str| -> warden_policy::kernel::Found {
+            if let Some(f) = seen.borrow().get(path) {
+                return Clone::clone(f);
+            }
+            let f = landlock::found(path);
+            seen.borrow_mut().insert(path.to_owned(), f.clone());
+            f
+        };
         let plan = if view {
-            warden_policy::kernel::kernel_plan_in_view(policy, &landlock::found)
+            warden_policy::kernel::kernel_plan_in_view(policy, &found)
         } else {
-            warden_policy::kernel::kernel_plan(policy, &landlock::found)
+            warden_policy::kernel::kernel_plan(policy, &found)
         };
         (!plan.exact()).then(|| {
             let mut text = String::from("Landlock cannot enforce every path rule exactly:");

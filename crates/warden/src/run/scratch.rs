@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warden_policy::{Access, Policy};
 
-/// The private scratch directory of one run.
+/// The private scratch directory of one run: `$TMPDIR/warden-scratch-UID/warden-PID-RAND`.
 ///
-/// Next to it, `NAME.lock` (warden's own, never the sandbox's) is held with `flock` for as long
+/// Every run of a user keeps its scratch in that user's own directory ([`runs_dir`]), so the
+/// sweep below lists only that user's runs, not all of `$TMPDIR` (which on a shared machine
+/// holds hundreds of names, read on every start). Next to it, `NAME.lock` (warden's own, never the sandbox's) is held with `flock` for as long
 /// as the run lives. A warden killed with SIGKILL cannot remove its directory, but the kernel
 /// drops its lock; every later run sweeps the directories whose lock it can take ([`sweep`]).
 /// A lock held is a live run, whatever its pid (reused, or in another PID namespace), so a
@@ -27,9 +29,10 @@ const SWEEP_AFTER: Duration = Duration::from_secs(10);
 
 impl Scratch {
     pub fn create(ids: IdMap, keep: bool) -> Result<Scratch, Failure> {
-        let base = std::env::var_os("TMPDIR")
+        let tmp = std::env::var_os("TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let base = runs_dir(&tmp);
         sweep(&base);
         for attempt in 0..16u32 {
             let name = format!(
@@ -102,6 +105,36 @@ impl Scratch {
         if let Some((p, _)) = &self.lock {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+/// The directory of this user's runs in `tmp`: `warden-scratch-UID`, made by the first run.
+/// An unprivileged user's is private (0700: the sandbox runs as that user). root's is 01733,
+/// /tmp's own rules without the listing: root runs with `starting_uid` hand their scratch to
+/// another user, who must reach it and, as warden once it has become that user, remove it (a
+/// sticky directory lets each remove only its own entries), and no one but root lists it. One
+/// that is not a directory of this user's with exactly those rights (made by someone else
+/// first, or a link) is not used: the runs then keep their scratch in `tmp` itself, as the
+/// sweep there still finds.
+fn runs_dir(tmp: &Path) -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = rustix::process::geteuid().as_raw();
+    let mode = if uid == 0 { 0o1733 } else { 0o700 };
+    let dir = tmp.join(format!("warden-scratch-{uid}"));
+    // Made with no more than 0700 (the umask only takes bits away), then given its mode.
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {
+            use std::os::unix::fs::PermissionsExt;
+            if std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).is_err() {
+                return tmp.to_path_buf();
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return tmp.to_path_buf(),
+    }
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o7777 == mode => dir,
+        _ => tmp.to_path_buf(),
     }
 }
 
