@@ -1138,16 +1138,19 @@ fn output_both_streams(who: As) {
     let opts = ["--output-limit", "1M", "--stdout", s(&o), "--stderr", s(&e)];
     let r = sandbox(who, "limit_output", &opts, &["600000", "600000"]);
     let (out, err) = (read_bytes(&o), read_bytes(&e));
+    // The two streams are two pipes read side by side: the last stdout bytes may still sit in
+    // their pipe when stderr's fill the limit, so which stream is cut is the reader's race. What
+    // holds: each file is the start of what was written to it, and together they are the limit.
     r.expect_output_limit()
         .expect_killed()
         .ensure(
-            out == pattern(600_000),
-            format_args!("stdout ({} bytes) is not the whole first 600000", out.len()),
+            is_output_prefix(&out) && is_output_prefix(&err),
+            format_args!("stdout or stderr is not the start of what was written"),
         )
         .ensure(
-            (out.len() + err.len()) as u64 <= MIB && is_output_prefix(&err),
+            (out.len() + err.len()) as u64 == MIB,
             format_args!(
-                "stdout {} + stderr {} bytes, want at most 1 MiB together",
+                "stdout {} + stderr {} bytes, want 1 MiB together",
                 out.len(),
                 err.len()
             ),

@@ -216,9 +216,15 @@ pub fn tail(text: &str, n: usize) -> String {
     out
 }
 
-/// In a view with the kernel first (the default, and the fast-path pass in a view), the kernel
-/// refuses where the agent would say EACCES: a path the view does not hold is not there
-/// (ENOENT), and a tree the policy gives no `write` is a read-only mount (EROFS).
+/// In a view, a path the view does not hold is not there (ENOENT) where the host's tree would
+/// answer EACCES, whether the kernel or the agent answers (the agent answers for the view as
+/// the kernel would). With the kernel first (the default, and the fast-path pass in a view), a
+/// tree the policy gives no `write` is also a read-only mount (EROFS).
 pub fn view_kernel_refusal(want: &str, got: &str) -> bool {
-    want == "EACCES" && ["ENOENT", "EROFS"].contains(&got) && super::kernel_first_in_view()
+    want == "EACCES"
+        && match got {
+            "ENOENT" => super::view_on(),
+            "EROFS" => super::kernel_first_in_view(),
+            _ => false,
+        }
 }
