@@ -324,21 +324,30 @@ pub fn wider_than(fd: BorrowedFd<'_>, rights: Rights) -> io::Result<Option<&'sta
 /// left neither read nor write is an `O_PATH` descriptor). A socket, which cannot be opened
 /// again, fails with `EOPNOTSUPP` then.
 pub fn narrow(fd: BorrowedFd<'_>, rights: Rights) -> io::Result<OwnedFd> {
-    use rustix::fs::{FileType, Mode, OFlags};
+    use rustix::fs::FileType;
     if wider_than(fd, rights)?.is_none() {
         return Ok(rustix::io::fcntl_dupfd_cloexec(fd, 3)?);
     }
-    let st = rustix::fs::fstat(fd)?;
-    let kind = FileType::from_raw_mode(st.st_mode);
+    let (reads, _) = access_mode(fd)?;
+    let dir = FileType::from_raw_mode(rustix::fs::fstat(fd)?.st_mode) == FileType::Directory;
+    reopen(
+        fd,
+        rights.has(Right::Read) || (dir && reads),
+        rights.has(Right::Write),
+    )
+}
+
+/// The object of `fd` opened again through this process's `/proc/self/fd`, reading and writing
+/// only as `read` and `write` say (neither: an `O_PATH` descriptor), close-on-exec, with `fd`'s
+/// status flags and, for a file, its offset. A socket cannot be opened again (`EOPNOTSUPP`).
+/// The agent narrows the descriptors of programs in capability mode with it too.
+pub fn reopen(fd: BorrowedFd<'_>, read: bool, write: bool) -> io::Result<OwnedFd> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(fd)?.st_mode);
     if kind == FileType::Socket {
         return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
-    let (reads, _) = access_mode(fd)?;
-    let dir = kind == FileType::Directory;
-    let mode = match (
-        rights.has(Right::Read) || (dir && reads),
-        rights.has(Right::Write),
-    ) {
+    let mode = match (read, write) {
         (true, true) => OFlags::RDWR,
         (true, false) => OFlags::RDONLY,
         (false, true) => OFlags::WRONLY,

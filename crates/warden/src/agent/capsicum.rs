@@ -28,7 +28,7 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 use warden_capsicum::held::Limit;
 use warden_capsicum::request::Request;
-use warden_capsicum::{beneath, mode, Entry, Right, Rights, Rule, Session};
+use warden_capsicum::{beneath, mode, sandbox, Entry, Right, Rights, Rule, Session};
 use warden_policy::{Access, Denial, Verdict};
 
 /// Serves one call of a sandbox with capability mode (`--capability-mode` or `--capsicum`),
@@ -199,7 +199,7 @@ fn limit(c: &Client, s: &Session, live: &Live<Registers>, n: i32, rights: Rights
         matches!(kind, FileType::RegularFile | FileType::Directory) && (reads || writes);
     let tracked = per_description && s.held.is_limited(fd.as_fd(), dev, ino);
     let narrower = if keep != (reads, writes) || (per_description && !tracked) {
-        Some(reopen(&fd, &st, keep).map_err(|e| {
+        Some(sandbox::reopen(fd.as_fd(), keep.0, keep.1).map_err(|e| {
             refuse(
                 c,
                 &target,
@@ -246,47 +246,6 @@ fn limit(c: &Client, s: &Session, live: &Live<Registers>, n: i32, rights: Rights
         "capability-mode:limit",
     );
     value(0)
-}
-
-/// The object of `fd` opened again through the agent's own `/proc/self/fd`, reading and
-/// writing only as `keep` says, with `fd`'s status flags and offset. A socket cannot be opened
-/// again (`EOPNOTSUPP`).
-fn reopen(fd: &OwnedFd, st: &rustix::fs::Stat, keep: (bool, bool)) -> Result<OwnedFd, String> {
-    use rustix::fs::FileType;
-    let kind = FileType::from_raw_mode(st.st_mode);
-    if kind == FileType::Socket {
-        return Err("a socket cannot be opened again with fewer rights".into());
-    }
-    let old = rustix::fs::fcntl_getfl(fd).map_err(|e| e.to_string())?;
-    let mode = match keep {
-        (true, true) => OFlags::RDWR,
-        (true, false) => OFlags::RDONLY,
-        (false, true) => OFlags::WRONLY,
-        (false, false) => OFlags::PATH,
-    };
-    let kept = old
-        & (OFlags::APPEND
-            | OFlags::NONBLOCK
-            | OFlags::DIRECT
-            | OFlags::NOATIME
-            | OFlags::SYNC
-            | OFlags::DSYNC);
-    // Non-blocking for the open itself: a FIFO would otherwise wait for its other end.
-    let new = rustix::fs::open(
-        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd)),
-        mode | kept | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| e.to_string())?;
-    if mode != OFlags::PATH {
-        rustix::fs::fcntl_setfl(&new, kept).map_err(|e| e.to_string())?;
-    }
-    if matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
-        let pos =
-            rustix::fs::seek(fd, rustix::fs::SeekFrom::Current(0)).map_err(|e| e.to_string())?;
-        rustix::fs::seek(&new, rustix::fs::SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
-    }
-    Ok(new)
 }
 
 /// Serves one call of a process in capability mode.
@@ -864,6 +823,24 @@ fn symlink(c: &Client, s: &Session, call: Live<SymlinkArgs>) -> Handled {
     value(0)
 }
 
+/// [`metadata_target`] for the `*at` calls whose `flags` may hold only `AT_SYMLINK_NOFOLLOW` and
+/// `AT_EMPTY_PATH` (fchmodat2, fchownat): anything else is EINVAL, as Linux answers.
+fn flagged_target(
+    c: &Client,
+    s: &Session,
+    dirfd: i32,
+    path: &[u8],
+    flags: i32,
+    right: Right,
+) -> Result<OwnedFd, i32> {
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let empty_path = flags & libc::AT_EMPTY_PATH != 0;
+    let nofollow = flags & libc::AT_SYMLINK_NOFOLLOW != 0;
+    metadata_target(c, s, dirfd, path, empty_path, nofollow, right)
+}
+
 /// The object `path` names beneath the capability `dirfd` (not following a last symlink when
 /// `nofollow`), for a call that changes its metadata with `right`; or, for an empty path with
 /// `AT_EMPTY_PATH`, the object of `dirfd` itself.
@@ -914,18 +891,7 @@ fn is_symlink(fd: &OwnedFd) -> Result<bool, i32> {
 fn chmod(c: &Client, s: &Session, call: Live<ChmodArgs>) -> Handled {
     let (live, a) = call.split();
     let (dirfd, path, mode, flags) = (a.dirfd.0, a.path, a.mode, a.flags);
-    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
-        return Err(libc::EINVAL);
-    }
-    let obj = metadata_target(
-        c,
-        s,
-        dirfd,
-        &path,
-        flags & libc::AT_EMPTY_PATH != 0,
-        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
-        Right::Fchmod,
-    )?;
+    let obj = flagged_target(c, s, dirfd, &path, flags, Right::Fchmod)?;
     if is_symlink(&obj)? {
         // As Linux answers lchmod.
         return Err(libc::EOPNOTSUPP);
@@ -1055,18 +1021,7 @@ fn owner(
 fn chown(c: &Client, s: &Session, call: Live<ChownArgs>) -> Handled {
     let (live, a) = call.split();
     let (dirfd, path, flags) = (a.dirfd.0, a.path, a.flags);
-    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
-        return Err(libc::EINVAL);
-    }
-    let obj = metadata_target(
-        c,
-        s,
-        dirfd,
-        &path,
-        flags & libc::AT_EMPTY_PATH != 0,
-        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
-        Right::Fchown,
-    )?;
+    let obj = flagged_target(c, s, dirfd, &path, flags, Right::Fchown)?;
     policy(c, s, &live, &fd_path(&obj)?, Access::Write)?;
     let (uid, gid) = owner(c, a.uid, a.gid)?;
     rustix::fs::chownat(&obj, c"", uid, gid, AtFlags::EMPTY_PATH).map_err(errno)?;

@@ -35,32 +35,36 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use warden_policy::view::{Flags, Host, Keep, Node, Step, ViewPlan};
 
 use crate::sys::mount::set_attributes;
+use std::path::Path;
+
+/// What the planner makes of an entry of type `ft` at `path` (its target read for a symlink).
+fn node_of(ft: std::fs::FileType, path: &Path) -> Node {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_symlink() {
+        match std::fs::read_link(path) {
+            Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
+            Err(_) => Node::Missing,
+        }
+    } else if ft.is_dir() {
+        Node::Dir
+    } else if ft.is_char_device() {
+        Node::Device
+    } else if ft.is_block_device() {
+        // Never bound: a block device is a disk.
+        Node::Missing
+    } else {
+        Node::File
+    }
+}
 
 /// The host as the planner sees it: `lstat`, `readlink`, `readdir`.
 pub struct HostFs;
 
 impl Host for HostFs {
     fn node(&self, path: &str) -> Node {
-        use std::os::unix::fs::FileTypeExt;
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            return Node::Missing;
-        };
-        let ft = meta.file_type();
-        if ft.is_symlink() {
-            return match std::fs::read_link(path) {
-                Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
-                Err(_) => Node::Missing,
-            };
-        }
-        if ft.is_dir() {
-            Node::Dir
-        } else if ft.is_char_device() {
-            Node::Device
-        } else if ft.is_block_device() {
-            // Never bound: a block device is a disk.
-            Node::Missing
-        } else {
-            Node::File
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => node_of(meta.file_type(), Path::new(path)),
+            Err(_) => Node::Missing,
         }
     }
 
@@ -97,7 +101,6 @@ impl Host for RememberedHost {
     }
 
     fn list(&self, dir: &str) -> Vec<String> {
-        use std::os::unix::fs::FileTypeExt;
         if let Some(l) = self.lists.borrow().get(dir) {
             return l.clone();
         }
@@ -118,20 +121,7 @@ impl Host for RememberedHost {
             };
             let known = self.nodes.borrow().contains_key(&path);
             if let (false, Ok(ft)) = (known, e.file_type()) {
-                let node = if ft.is_symlink() {
-                    match std::fs::read_link(e.path()) {
-                        Ok(t) => Node::Symlink(t.to_string_lossy().into_owned()),
-                        Err(_) => Node::Missing,
-                    }
-                } else if ft.is_dir() {
-                    Node::Dir
-                } else if ft.is_char_device() {
-                    Node::Device
-                } else if ft.is_block_device() {
-                    Node::Missing
-                } else {
-                    Node::File
-                };
+                let node = node_of(ft, &e.path());
                 self.nodes.borrow_mut().insert(path, node);
             }
             names.push(name);
