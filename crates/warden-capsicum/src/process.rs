@@ -42,6 +42,18 @@ impl ProcessDescriptor {
     /// Starts `program` with `args` (`args[0]` is its name) and this process's environment,
     /// as a child whose process descriptor this is. The descriptor is close-on-exec.
     pub fn spawn(program: &CStr, args: &[&CStr]) -> io::Result<ProcessDescriptor> {
+        Self::spawn_keeping(program, args, &[])
+    }
+
+    /// [`ProcessDescriptor::spawn`], the child inheriting `keep` (descriptors this process
+    /// holds close-on-exec, which they stay here: a child another thread starts meanwhile
+    /// inherits none of them).
+    pub fn spawn_keeping(
+        program: &CStr,
+        args: &[&CStr],
+        keep: &[BorrowedFd<'_>],
+    ) -> io::Result<ProcessDescriptor> {
+        let keep: Vec<i32> = keep.iter().map(AsRawFd::as_raw_fd).collect();
         let env: Vec<CString> = std::env::vars_os()
             .filter_map(|(k, v)| {
                 let mut kv = k.as_bytes().to_vec();
@@ -72,6 +84,7 @@ impl ProcessDescriptor {
             &envp,
             child.as_raw_fd(),
             parent.as_raw_fd(),
+            &keep,
         )?;
         // The parent's end holds the pidfd and the pid in its own queue, sent from the child's
         // end (which this process then closes; the child keeps its own copy).

@@ -84,9 +84,10 @@ fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     )?)
 }
 
-/// A copy of `fd` that a child inherits (no close-on-exec), and its number.
+/// A close-on-exec copy of `fd`, numbered 3 or above, for the child to inherit (it alone clears
+/// the flag, [`ProcessDescriptor::spawn_keeping`]), and its number.
 fn inheritable(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, i32)> {
-    let copy = rustix::io::dup(fd)?;
+    let copy = rustix::io::fcntl_dupfd_cloexec(fd, 3)?;
     let n = copy.as_raw_fd();
     Ok((copy, n))
 }
@@ -141,7 +142,8 @@ impl Sandbox {
         let refs: Vec<&std::ffi::CStr> = cargs.iter().map(CString::as_c_str).collect();
         let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(warden.as_os_str()))
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        let process = ProcessDescriptor::spawn(&path, &refs)?;
+        let keep: Vec<BorrowedFd<'_>> = held.iter().map(AsFd::as_fd).collect();
+        let process = ProcessDescriptor::spawn_keeping(&path, &refs, &keep)?;
         // The child has its copies; ours (and our ends of theirs) close here.
         drop(held);
         Ok(Sandbox {

@@ -1596,6 +1596,65 @@ fn report(bytes: &[u8]) -> HashMap<String, String> {
         .collect()
 }
 
+/// The descriptors a host hands a sandbox it starts are inherited by that sandbox alone: while
+/// the host starts and stops sandboxes, another of its threads keeps starting programs (as a
+/// library's host process would), and none of those ever holds the sandbox's socket or its
+/// input. They did when the copies lost close-on-exec in the host before the spawn.
+fn starting_leaks_nothing_to_other_children(warden: &Path, input: &std::fs::File) {
+    use std::os::fd::AsFd;
+    use warden_capsicum::sandbox::{Named, Sandbox};
+    use warden_capsicum::{Right, Rights};
+    let input_path = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(input)
+    ))
+    .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&done);
+    let spawner = std::thread::spawn(move || {
+        let (mut runs, mut leaked) = (0, Vec::new());
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) || runs == 0 {
+            let o = std::process::Command::new("/bin/ls")
+                .args(["-l", "/proc/self/fd/"])
+                .output()
+                .unwrap();
+            runs += 1;
+            let held: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.contains("socket:") || l.contains(&*input_path.to_string_lossy()))
+                .map(str::to_owned)
+                .collect();
+            if !held.is_empty() {
+                leaked.push(held.join("\n"));
+            }
+        }
+        (runs, leaked)
+    });
+    for _ in 0..200 {
+        let sandbox = Sandbox::start(
+            warden,
+            &[],
+            &["/bin/true"],
+            &[Named {
+                name: "in",
+                fd: input.as_fd(),
+                rights: Rights::of(&[Right::Read]),
+            }],
+        )
+        .unwrap();
+        sandbox.stop().unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (runs, leaked) = spawner.join().unwrap();
+    assert!(
+        leaked.is_empty(),
+        "{} of {runs} other children inherited a sandbox's descriptors:\n{}",
+        leaked.len(),
+        leaked.join("\n--\n")
+    );
+    println!("sandbox-host: {runs} other children, none inherited a sandbox's descriptor");
+}
+
 #[test]
 #[ignore = "the host, run by a_sandbox_started_by_a_host_holds_exactly_its_descriptors"]
 fn sandbox_host() {
@@ -1612,6 +1671,7 @@ fn sandbox_host() {
         .write(true)
         .open(dir.join("in"))
         .unwrap();
+    starting_leaks_nothing_to_other_children(Path::new(&warden), &input);
     let (alive_r, alive_w) = rustix::pipe::pipe().unwrap();
     let read_seek = Rights::of(&[Right::Read, Right::Seek, Right::Fstat]);
     let sandbox = Sandbox::start(

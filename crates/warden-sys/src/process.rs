@@ -436,8 +436,10 @@ pub fn pass_fds(cmd: &mut std::process::Command, pairs: &[(RawFd, RawFd)]) {
 /// `path` with `argv` and `envp` (NULL-terminated arrays of pointers into strings the caller
 /// keeps alive). Before it executes, the child closes `parent_end` and sets `child_end` (kept
 /// across exec) to send it `SIGKILL` when its peer hangs up (`O_ASYNC`, `F_SETSIG`, itself as
-/// owner), so closing the last copy of `parent_end` kills it. Returns the child's pid and
-/// pidfd.
+/// owner), so closing the last copy of `parent_end` kills it. The descriptors `keep` (the
+/// caller's close-on-exec ones) lose close-on-exec in the child alone, so the program inherits
+/// them and no other child the caller's threads start meanwhile can. Returns the child's pid
+/// and pidfd.
 ///
 /// Safe in a multithreaded process: the child runs only async-signal-safe system calls on
 /// values prepared before the clone, then executes or exits.
@@ -447,6 +449,7 @@ pub fn spawn_descriptor(
     envp: &[*const libc::c_char],
     child_end: RawFd,
     parent_end: RawFd,
+    keep: &[RawFd],
 ) -> io::Result<(i32, OwnedFd)> {
     if !(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null())) {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -475,6 +478,11 @@ pub fn spawn_descriptor(
             // allocates or takes a lock another thread of the parent could have held.
             unsafe {
                 libc::close(parent_end);
+                for &fd in keep {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        libc::_exit(127);
+                    }
+                }
                 let ok = libc::fcntl(child_end, libc::F_SETFD, 0) == 0
                     && libc::fcntl(child_end, libc::F_SETOWN, libc::getpid()) == 0
                     && libc::fcntl(child_end, 10 /* F_SETSIG */, libc::SIGKILL) == 0
