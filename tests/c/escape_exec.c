@@ -67,9 +67,16 @@ static volatile unsigned long race_flips;
 static void *rewriter(void *arg) {
     (void)arg;
     size_t la = strlen(race_a) + 1, lb = strlen(race_b) + 1;
+    /* Each value stays about as long as the other: with two back-to-back copies the path was
+     * the second one nearly all the time, and under load (few tries) the allowed program could
+     * miss every try, failing the benign control. */
     while (!race_stop) {
         memcpy(race_path, race_a, la);
+        for (volatile int i = 0; i < 64; i++)
+            ;
         memcpy(race_path, race_b, lb);
+        for (volatile int i = 0; i < 64; i++)
+            ;
         race_flips++;
     }
     return NULL;
@@ -186,7 +193,8 @@ int main(int argc, char **argv) {
         unsigned long benign = 0, payload = 0, failed = 0, tries = 0;
         char *av[] = {"race", "--payload", (char *)self, NULL};
         double end = now_s() + seconds;
-        while (now_s() < end) {
+        /* At least 32 tries, however slow a loaded machine makes each. */
+        while (now_s() < end || tries < 32) {
             pid_t pid = fork();
             if (pid == 0) {
                 race_stop = 0;
