@@ -52,18 +52,7 @@ pub fn execute(
     let log_file = open_log(cfg.log.as_deref())?;
     crate::timings::mark("cgroup, log");
     // The ruleset now, its rules while the sandbox's init builds the view (launch's `fill`).
-    let mut ruleset = landlock::create(&policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    ruleset.required = opens != Opens::Agent;
-    // --capability-mode: a second layer allowing only what the starting capabilities grant.
-    if let Some(session) = cfg.capsicum.as_ref() {
-        if session.entry == warden_capsicum::Entry::Warden {
-            let roots = session.roots.lock().map(|mut r| std::mem::take(&mut *r));
-            ruleset.with_capabilities(roots.unwrap_or_default());
-        }
-    }
-    let filler = ruleset
-        .filler()
-        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let (ruleset, filler) = ruleset(cfg, &policy, opens)?;
     let mut filler = Some(filler);
     let mut exec_rules = landlock::ExecRules::default();
     let mut fill = || -> Result<(), String> {
@@ -112,34 +101,17 @@ pub fn execute(
         crate::syscalls::Network::Host { .. } => "host",
     };
     let confinement = crate::agent::Confinement {
-        view_root: match command.view {
-            Some(_) => Some(sandbox.program_root().map_err(|e| {
-                failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}"))
-            })?),
-            None => None,
-        },
+        view_root: None,
         exec_rules,
         capsicum: cfg.capsicum.clone(),
     };
-    let listener = sandbox
-        .listener
-        .try_clone()
-        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    let agent = Agent::new(
-        listener,
+    let served = Served {
         policy,
         net,
-        command.ids,
         log,
-        cfg.terminal,
         confinement,
-    )
-    .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
-    if let Some(tasks) = cgroup.as_ref().and_then(|cg| cg.memory_tasks()) {
-        agent.charge_workers_to(tasks);
-    }
-    agent.start();
-    serve_grants(cfg.capsicum.as_ref());
+    };
+    let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
     crate::timings::mark("registered");
@@ -190,6 +162,80 @@ pub fn execute(
         return Ok(128 + sig);
     }
     status(outcome, &program)
+}
+
+/// The run's Landlock ruleset, created (required unless the agent decides every open; with
+/// capability mode's second layer), and what fills in its rules.
+fn ruleset(
+    cfg: &RunConfig,
+    policy: &warden_policy::Policy,
+    opens: Opens,
+) -> Result<(landlock::Prepared, landlock::Filler), Failure> {
+    let mut ruleset = landlock::create(policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    ruleset.required = opens != Opens::Agent;
+    // --capability-mode: a second layer allowing only what the starting capabilities grant.
+    if let Some(session) = cfg.capsicum.as_ref() {
+        if session.entry == warden_capsicum::Entry::Warden {
+            let roots = session.roots.lock().map(|mut r| std::mem::take(&mut *r));
+            ruleset.with_capabilities(roots.unwrap_or_default());
+        }
+    }
+    let filler = ruleset
+        .filler()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    Ok((ruleset, filler))
+}
+
+/// What the agent of a run is given to decide with: the policy, the network's context, the
+/// log, and what confines it.
+struct Served {
+    policy: warden_policy::Policy,
+    net: crate::agent::net::Context,
+    log: Log,
+    confinement: crate::agent::Confinement,
+}
+
+/// The sandbox's agent, serving its listener (with the view's root, when there is a view),
+/// its workers charged to the run's memory group; and capability mode's grant socket served.
+fn start_agent(
+    cfg: &RunConfig,
+    sandbox: &launch::Sandbox,
+    command: &Command,
+    served: Served,
+    cgroup: Option<&Cgroup>,
+) -> Result<Arc<Agent>, Failure> {
+    let Served {
+        policy,
+        net,
+        log,
+        mut confinement,
+    } = served;
+    if command.view.is_some() {
+        confinement.view_root =
+            Some(sandbox.program_root().map_err(|e| {
+                failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}"))
+            })?);
+    }
+    let listener = sandbox
+        .listener
+        .try_clone()
+        .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    let agent = Agent::new(
+        listener,
+        policy,
+        net,
+        command.ids,
+        log,
+        cfg.terminal,
+        confinement,
+    )
+    .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    if let Some(tasks) = cgroup.and_then(|cg| cg.memory_tasks()) {
+        agent.charge_workers_to(tasks);
+    }
+    agent.start();
+    serve_grants(cfg.capsicum.as_ref());
+    Ok(agent)
 }
 
 /// The cgroup the plan asks for (`wanted`), made; `None` when the run needs none or none can
