@@ -290,8 +290,8 @@ pub fn recv_message(socket: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Vec<OwnedFd>
     Ok((buf, fds))
 }
 
-/// Whether `fd` reads and writes, by its access mode.
-fn access_mode(fd: BorrowedFd<'_>) -> io::Result<(bool, bool)> {
+/// Whether `fd` reads and writes, by its access mode (an `O_PATH` descriptor does neither).
+pub fn access_mode(fd: BorrowedFd<'_>) -> io::Result<(bool, bool)> {
     use rustix::fs::OFlags;
     let fl = rustix::fs::fcntl_getfl(fd)?;
     if fl.contains(OFlags::PATH) {

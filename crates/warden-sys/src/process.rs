@@ -474,8 +474,9 @@ pub fn spawn_descriptor(
         0 => {
             // The child: only raw, async-signal-safe calls from here to execve or _exit.
             // SAFETY: close, fcntl, getpid, poll, kill, execve and _exit take plain values and
-            // pointers prepared before the clone (`path`, `argv`, `envp`, the local `pfd`); none
-            // allocates or takes a lock another thread of the parent could have held.
+            // pointers prepared before the clone (`path`, `argv`, `envp`, the `keep` slice, the
+            // local `pfd`); none allocates or takes a lock another thread of the parent could
+            // have held.
             unsafe {
                 libc::close(parent_end);
                 for &fd in keep {

@@ -19,6 +19,7 @@ use super::call::{
     OpenArgs, PathArgs, ReadlinkArgs, Registers, StatArgs, SymlinkArgs, TwoPathArgs, Typed,
     UtimeArgs,
 };
+use super::fs::io_errno;
 use super::{value, Answer, Client, Handled, Served};
 use crate::sys::fs as sysfs;
 use crate::sys::fs::KernelStruct;
@@ -123,7 +124,7 @@ fn request(c: &Client, s: &Session, live: &Live<Registers>, r: Request) -> Handl
         Request::Get { fd } => {
             let f = c.fd(fd)?;
             let st = rustix::fs::fstat(&f).map_err(errno)?;
-            let (reads, writes) = access_mode(&f)?;
+            let (reads, writes) = sandbox::access_mode(f.as_fd()).map_err(io_errno)?;
             let mut held = s.held.rights_of(f.as_fd(), st.st_dev, st.st_ino);
             // What the access mode refuses, the descriptor cannot do, whatever the table says.
             if !reads {
@@ -136,19 +137,6 @@ fn request(c: &Client, s: &Session, live: &Live<Registers>, r: Request) -> Handl
         }
         Request::Limit { fd, rights } => limit(c, s, live, fd, rights),
     }
-}
-
-/// Whether a descriptor reads and writes, by its access mode.
-fn access_mode(f: &OwnedFd) -> Result<(bool, bool), i32> {
-    let fl = rustix::fs::fcntl_getfl(f).map_err(errno)?;
-    if fl.contains(OFlags::PATH) {
-        return Ok((false, false));
-    }
-    Ok(match fl & OFlags::RWMODE {
-        m if m == OFlags::WRONLY => (false, true),
-        m if m == OFlags::RDWR => (true, true),
-        _ => (true, false),
-    })
 }
 
 /// `cap_rights_limit(n, rights)`. A regular file or directory gets an open file description of
@@ -172,7 +160,7 @@ fn limit(c: &Client, s: &Session, live: &Live<Registers>, n: i32, rights: Rights
             &format!(" (it has {held}; a limit narrows, never widens)"),
         ));
     }
-    let (reads, writes) = access_mode(&fd)?;
+    let (reads, writes) = sandbox::access_mode(fd.as_fd()).map_err(io_errno)?;
     let keep = (
         reads && rights.has(Right::Read),
         writes && rights.has(Right::Write),
@@ -580,13 +568,12 @@ fn stat(c: &Client, s: &Session, call: Live<StatArgs>) -> Handled {
     let at = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | (flags & libc::AT_STATX_SYNC_TYPE);
     let map = c.id_map();
     if let Some(mask) = a.statx_mask {
-        let mut st = sysfs::statx(obj.as_fd(), c"", at, mask)
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let mut st = sysfs::statx(obj.as_fd(), c"", at, mask).map_err(io_errno)?;
         (st.stx_uid, st.stx_gid) = (map.uid_inside(st.stx_uid), map.gid_inside(st.stx_gid));
         c.write(buf, st.bytes())?;
     } else {
-        let mut st = sysfs::fstatat(obj.as_fd(), c"", at & !libc::AT_STATX_SYNC_TYPE)
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let mut st =
+            sysfs::fstatat(obj.as_fd(), c"", at & !libc::AT_STATX_SYNC_TYPE).map_err(io_errno)?;
         (st.st_uid, st.st_gid) = (map.uid_inside(st.st_uid), map.gid_inside(st.st_gid));
         c.write(buf, st.bytes())?;
     }

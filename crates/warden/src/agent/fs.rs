@@ -50,7 +50,7 @@ fn errno(e: rustix::io::Errno) -> i32 {
     e.raw_os_error()
 }
 
-fn io_errno(e: std::io::Error) -> i32 {
+pub(super) fn io_errno(e: std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
