@@ -1119,6 +1119,48 @@ fn private_network_without_ip_rules() {
     each_user("private_network_without_ip_rules", private);
 }
 
+/// The private network namespace is not made by the clone that makes init: the program's
+/// process makes its own, first thing (launch.rs). It must still be there before the program
+/// runs, be another namespace than warden's, and be the one everything the program starts
+/// shares.
+fn own_namespace(who: As) {
+    let outside = std::fs::read_link("/proc/self/ns/net").expect("our network namespace");
+    let outside = outside.to_string_lossy().into_owned();
+    let r = run(
+        warden_run(
+            who,
+            &[],
+            &[
+                "/bin/sh",
+                "-c",
+                "readlink /proc/self/ns/net; /bin/sh -c 'readlink /proc/self/ns/net'",
+            ],
+        ),
+        &format!("network namespace as {who:?}"),
+    );
+    let out = r.stdout();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.len() == 2 && lines[0].starts_with("net:[") && lines[0] == lines[1],
+        "the program and its child should name one network namespace\n{}",
+        r.dump()
+    );
+    assert_ne!(
+        lines[0],
+        outside,
+        "ESCAPE: the sandbox runs in warden's network namespace\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn the_network_namespace_is_the_programs_own_and_shared_by_what_it_starts() {
+    each_user(
+        "the_network_namespace_is_the_programs_own_and_shared_by_what_it_starts",
+        own_namespace,
+    );
+}
+
 // ---- 6. unix sockets ------------------------------------------------------------------------------------
 
 /// A path-named and an abstract unix listener outside; each connection gets 'Y' for its byte.

@@ -24,21 +24,12 @@ pub enum Cloned {
 /// on a lock another thread held (malloc's, say). Checking here, at run time, is what makes
 /// [`clone_process`] and [`fork`] safe to call.
 fn ensure_single_threaded() -> io::Result<()> {
-    ensure_single_threaded_in(&open_own_tasks()?)
-}
-
-/// The caller's `/proc/self/task` directory, to count its threads later with
-/// [`fork_counting`] (after its root has changed, say, to a view with no /proc).
-pub fn open_own_tasks() -> io::Result<std::os::fd::OwnedFd> {
-    Ok(rustix::fs::open(
+    let tasks = rustix::fs::open(
         "/proc/self/task",
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
-    )?)
-}
-
-fn ensure_single_threaded_in(tasks: &std::os::fd::OwnedFd) -> io::Result<()> {
-    let dir = rustix::fs::Dir::read_from(tasks)?;
+    )?;
+    let dir = rustix::fs::Dir::read_from(&tasks)?;
     let mut threads = 0;
     for entry in dir {
         if !entry?.file_name().to_bytes().starts_with(b".") {
@@ -87,12 +78,7 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
 
 /// `fork(2)`, for the sandbox's init to start the program. Refuses to run multithreaded.
 pub fn fork() -> io::Result<Option<i32>> {
-    fork_counting(&open_own_tasks()?)
-}
-
-/// [`fork`], counting threads in `tasks` ([`open_own_tasks`], opened earlier by this process).
-pub fn fork_counting(tasks: &std::os::fd::OwnedFd) -> io::Result<Option<i32>> {
-    ensure_single_threaded_in(tasks)?;
+    ensure_single_threaded()?;
     // SAFETY: we checked that we are single-threaded, so the child inherits no lock held by
     // another thread.
     match unsafe { libc::fork() } {
@@ -138,6 +124,16 @@ pub fn execve(
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit has no preconditions and does not return.
     unsafe { libc::_exit(code) }
+}
+
+/// `unshare(CLONE_NEWNET)`: the caller (the sandbox's program process, before it runs
+/// anything) gets a network namespace of its own, owned by its user namespace, with only a
+/// loopback interface, still down ([`loopback_up`]).
+pub fn private_network() -> io::Result<()> {
+    // SAFETY: CLONE_NEWNET moves only the caller's network namespace: no memory, descriptor,
+    // cwd or root is unshared, and nothing in the Rust runtime depends on the namespace.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
+    Ok(())
 }
 
 /// Brings the loopback interface of the current (new, private) network namespace up, so

@@ -90,6 +90,8 @@ pub enum Stage {
     View = 9,
     /// Dropping the program's capabilities.
     Capabilities = 10,
+    /// Making the sandbox's network namespace.
+    Network = 11,
 }
 
 impl Stage {
@@ -105,6 +107,7 @@ impl Stage {
             8 => Stage::Resources,
             9 => Stage::View,
             10 => Stage::Capabilities,
+            11 => Stage::Network,
             _ => return None,
         })
     }
@@ -226,11 +229,12 @@ const MSG_STATUS: u8 = b'S';
 
 /// The steps inside the sandbox whose end is read from the clock (`crate::timings`), in the
 /// order they happen; the program's process sends the readings with its listener.
-const SANDBOX_MARKS: [&str; 9] = [
+const SANDBOX_MARKS: [&str; 10] = [
     "init: go received",
-    "init: loopback, terminal",
+    "init: terminal",
     "init: view built",
     "program: forked",
+    "program: network namespace",
     "program: chdir, descriptors",
     "program: ruleset ready, view rules",
     "program: landlock restrict",
@@ -239,14 +243,15 @@ const SANDBOX_MARKS: [&str; 9] = [
 ];
 /// Where each reading goes in [`Child::marks`].
 const GO: usize = 0;
-const LOOPBACK: usize = 1;
+const TERMINAL: usize = 1;
 const VIEW: usize = 2;
 const FORKED: usize = 3;
-const DESCRIPTORS: usize = 4;
-const LANDLOCK_VIEW: usize = 5;
-const LANDLOCK: usize = 6;
-const PRIVILEGES: usize = 7;
-const FILTERS: usize = 8;
+const NETWORK: usize = 4;
+const DESCRIPTORS: usize = 5;
+const LANDLOCK_VIEW: usize = 6;
+const LANDLOCK: usize = 7;
+const PRIVILEGES: usize = 8;
+const FILTERS: usize = 9;
 /// The listener message: the tag, the descriptor's number, the readings.
 const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
 
@@ -532,9 +537,6 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
         _ => process::exit_now(1),
     }
     child.marks[GO] = crate::timings::now();
-    // The private network namespace starts with loopback down; bring it up so processes of the
-    // sandbox can talk to each other. Failure only costs that, so it is not fatal.
-    let _ = process::loopback_up();
     if !child.cmd.keep_terminal {
         // No controlling terminal, for init and all it starts; init stays in warden's session
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
@@ -551,37 +553,54 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
             process::exit_now(1);
         }
     }
-    child.marks[LOOPBACK] = crate::timings::now();
-    // Counted at the fork: the view may have no /proc.
-    let tasks = match process::open_own_tasks() {
-        Ok(t) => t,
+    child.marks[TERMINAL] = crate::timings::now();
+    // The program's process starts before the view is built, and makes the sandbox's network
+    // namespace while init builds it (the two are the dearest steps of a start, and
+    // independent); it waits on `view` for init's word that the view is in place.
+    let (view_wait, view_done) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+        Ok(p) => p,
         Err(e) => {
-            fail(channel.as_fd(), Stage::Fork, &e);
+            fail(channel.as_fd(), Stage::Fork, &e.into());
             process::exit_now(1)
         }
     };
-    // Last, once nothing of the host's tree is needed (the terminal is /dev/tty there).
-    // Nothing in the sandbox may then inspect or write init's memory through its own /proc
-    // (init has no seccomp filter and every capability of the sandbox's namespaces): Landlock
-    // refuses ptrace access from a domain to a process outside it, which /proc/1/mem and the
-    // rest need, and the view's procfs (hidepid=ptraceable) does not even list init.
-    if let Some(plan) = &child.cmd.view {
-        if let Err(e) = crate::confine::view::enter(plan) {
-            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
-            process::exit_now(1);
+    let program = match process::fork() {
+        Ok(None) => {
+            drop(view_done);
+            program_child(channel, child, view_wait)
         }
-    }
-    child.marks[VIEW] = crate::timings::now();
-    let program = match process::fork_counting(&tasks) {
-        Ok(None) => program_child(channel, child),
         Ok(Some(pid)) => pid,
         Err(e) => {
             fail(channel.as_fd(), Stage::Fork, &e);
             process::exit_now(1)
         }
     };
+    drop(view_wait);
+    // Last, once nothing of the host's tree is needed (the terminal is /dev/tty there).
+    // Nothing in the sandbox may then inspect or write init's memory through its own /proc
+    // (init has no seccomp filter and every capability of the sandbox's namespaces): Landlock
+    // refuses ptrace access from a domain to a process outside it, which /proc/1/mem and the
+    // rest need, and the view's procfs (hidepid=ptraceable) does not even list init.
+    // pivot_root moves the program's process into the view with init: it moves every process
+    // of the mount namespace whose root is the old one (the program checks that it was moved).
+    if let Some(plan) = &child.cmd.view {
+        if let Err(e) = crate::confine::view::enter(plan) {
+            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
+            process::exit_now(1);
+        }
+    }
+    match view_entered(crate::timings::now()) {
+        Ok(msg) => {
+            // A failed write leaves the program at the end of its pipe: it exits unstarted.
+            let _ = rustix::io::write(&view_done, &msg);
+        }
+        Err(e) => {
+            fail(channel.as_fd(), Stage::View, &e);
+            process::exit_now(1);
+        }
+    }
+    drop(view_done);
     drop(child);
-    drop(tasks);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.
@@ -609,13 +628,68 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
     process::exit_now(0)
 }
 
+/// Init's word to the program's process that the view is in place: the clock's reading then,
+/// and the device and inode of the root the program must now have.
+const VIEW_MSG_LEN: usize = 24;
+
+/// The message [`VIEW_MSG_LEN`] describes, for init's root now.
+fn view_entered(at: u64) -> io::Result<[u8; VIEW_MSG_LEN]> {
+    let root = rustix::fs::stat("/")?;
+    let mut msg = [0u8; VIEW_MSG_LEN];
+    msg[..8].copy_from_slice(&at.to_ne_bytes());
+    msg[8..16].copy_from_slice(&root.st_dev.to_ne_bytes());
+    msg[16..].copy_from_slice(&root.st_ino.to_ne_bytes());
+    Ok(msg)
+}
+
+/// The program's process, until the view is in place: its own network namespace with
+/// loopback up, then init's word; returns the clock's reading at the view's end, or why not.
+fn network_and_view(view: OwnedFd) -> Result<u64, (Stage, io::Error)> {
+    process::private_network().map_err(|e| (Stage::Network, e))?;
+    // Loopback starts down; up, processes of the sandbox can talk to each other. Failure only
+    // costs that, so it is not fatal.
+    let _ = process::loopback_up();
+    let mut msg = [0u8; VIEW_MSG_LEN];
+    let mut got = 0;
+    while got < msg.len() {
+        match rustix::io::read(&view, &mut msg[got..]) {
+            Ok(0) => return Err((Stage::View, io::Error::from_raw_os_error(libc::EPIPE))),
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err((Stage::View, e.into())),
+        }
+    }
+    let word = |i: usize| u64::from_ne_bytes(msg[i..i + 8].try_into().expect("8 bytes"));
+    // pivot_root moved this process's root with init's; never run on in the host's tree if it
+    // did not.
+    let root = rustix::fs::stat("/").map_err(|e| (Stage::View, e.into()))?;
+    if (root.st_dev, root.st_ino) != (word(8), word(16)) {
+        return Err((Stage::View, io::Error::from_raw_os_error(libc::EXDEV)));
+    }
+    Ok(word(0))
+}
+
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(channel: OwnedFd, mut child: Child<'_>) -> ! {
+fn program_child(channel: OwnedFd, mut child: Child<'_>, view: OwnedFd) -> ! {
     child.marks[FORKED] = crate::timings::now();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
     process::prefer_for_oom();
+    match network_and_view(view) {
+        Ok(at) => {
+            child.marks[NETWORK] = crate::timings::now();
+            child.marks[VIEW] = at;
+        }
+        Err((Stage::View, _)) => {
+            // init failed to build the view and says why itself.
+            process::exit_now(125);
+        }
+        Err((stage, e)) => {
+            fail(channel.as_fd(), stage, &e);
+            process::exit_now(125);
+        }
+    }
     if let Err(e) = rustix::process::chdir(child.cwd.as_c_str()) {
         fail(channel.as_fd(), Stage::Chdir, &e.into());
         process::exit_now(125);
