@@ -70,6 +70,23 @@ pub fn value(v: i64) -> Handled {
     Ok(Answer::Reply(unotify::Reply::Value(v)))
 }
 
+/// The rest of an agent's start ([`Agent::start`]): the first workers the pool counted but
+/// did not start yet, and the watchdog, started on drop (so they cannot be forgotten).
+#[must_use = "dropping it starts the rest of the agent's workers at once"]
+pub struct Starting(Arc<Agent>);
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        for _ in 1..FIRST_WORKERS {
+            self.0.start_worker();
+        }
+        let agent = Arc::clone(&self.0);
+        let _ = std::thread::Builder::new()
+            .name("warden-watchdog".into())
+            .spawn(move || agent.watchdog());
+    }
+}
+
 /// The agent of one sandbox.
 pub struct Agent {
     listener: OwnedFd,
@@ -180,16 +197,15 @@ impl Agent {
         let _ = self.charge.set(tasks);
     }
 
-    /// Starts the first workers and the watchdog. They run until the process exits.
-    pub fn start(self: &Arc<Self>) {
+    /// Starts one worker, for the program's first call (its `execve`, which it is waiting on);
+    /// the other first workers and the watchdog start when the returned [`Starting`] is
+    /// dropped, so warden can start them once it has nothing more urgent to do, while the
+    /// program runs (each thread costs a few dozen microseconds of a sandbox's start). They
+    /// all run until the process exits.
+    pub fn start(self: &Arc<Self>) -> Starting {
         crate::sys::signals::install_interrupt_handler();
-        for _ in 0..FIRST_WORKERS {
-            self.start_worker();
-        }
-        let agent = Arc::clone(self);
-        let _ = std::thread::Builder::new()
-            .name("warden-watchdog".into())
-            .spawn(move || agent.watchdog());
+        self.start_worker();
+        Starting(Arc::clone(self))
     }
 
     /// Frees workers stuck for callers that are gone.

@@ -6,7 +6,7 @@
 use super::plan::Plan;
 use super::stdio::Captures;
 use super::{failure, Failure, RunConfig, EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, EXIT_WARDEN};
-use crate::agent::{log::Log, Agent};
+use crate::agent::{log::Log, Agent, Starting};
 use crate::confine::landlock;
 use crate::filter;
 use crate::launch::{self, Command, LaunchError, Launched, Outcome, Stage};
@@ -111,7 +111,7 @@ pub fn execute(
         log,
         confinement,
     };
-    let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
+    let (agent, starting) = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
     crate::timings::mark("registered");
@@ -132,6 +132,8 @@ pub fn execute(
         );
     }
     let caught = stop_on_signals(sandbox.shared());
+    // The program runs already; the agent's other workers can start now.
+    drop(starting);
     crate::timings::mark("watchers");
     let outcome = sandbox.wait();
     crate::timings::mark("program ran (exec to exit)");
@@ -197,13 +199,14 @@ struct Served {
 
 /// The sandbox's agent, serving its listener (with the view's root, when there is a view),
 /// its workers charged to the run's memory group; and capability mode's grant socket served.
+/// One worker serves at once; the rest start when the [`Starting`] is dropped.
 fn start_agent(
     cfg: &RunConfig,
     sandbox: &launch::Sandbox,
     command: &Command,
     served: Served,
     cgroup: Option<&Cgroup>,
-) -> Result<Arc<Agent>, Failure> {
+) -> Result<(Arc<Agent>, Starting), Failure> {
     let Served {
         policy,
         net,
@@ -233,9 +236,9 @@ fn start_agent(
     if let Some(tasks) = cgroup.and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
     }
-    agent.start();
+    let starting = agent.start();
     serve_grants(cfg.capsicum.as_ref());
-    Ok(agent)
+    Ok((agent, starting))
 }
 
 /// The cgroup the plan asks for (`wanted`), made; `None` when the run needs none or none can
