@@ -64,6 +64,9 @@ pub struct Command {
     /// The sandbox's own file system view, built by init in a fresh mount namespace before the
     /// program starts (`None`: the sandbox sees the host's tree, and the agent decides).
     pub view: Option<warden_policy::view::ViewPlan>,
+    /// The `attach` callback of [`launch`] moves init to a cgroup: the program's process is
+    /// then forked after it, so that it is in the cgroup too.
+    pub joins_cgroup: bool,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -361,6 +364,7 @@ fn parent_side(
     // A sandbox that failed meanwhile (its view, say) has said why and closed its end: the
     // reply below reads what it said, so a refused "ready" is not the error to report.
     let _ = send(channel.as_fd(), &[MSG_READY]);
+    poll_briefly(channel.as_fd());
     let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
@@ -530,33 +534,13 @@ struct Child<'a> {
 }
 
 /// Init: waits for "go", starts the program, reaps every child, reports the program's status.
-fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
+fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    match recv(channel.as_fd()) {
-        Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
-        _ => process::exit_now(1),
-    }
-    child.marks[GO] = crate::timings::now();
-    if !child.cmd.keep_terminal {
-        // No controlling terminal, for init and all it starts; init stays in warden's session
-        // (a new session would put the sandbox in a scheduler autogroup of its own, which made
-        // every delegated call slower: see give_up_controlling_terminal).
-        if let Err(e) = process::give_up_controlling_terminal() {
-            fail(channel.as_fd(), Stage::Resources, &e);
-            process::exit_now(1);
-        }
-    }
-    if let Some(cpus) = &child.cmd.cpus {
-        // Before the fork, so the program and everything it starts inherit it.
-        if let Err(e) = rustix::thread::sched_setaffinity(None, cpus) {
-            fail(channel.as_fd(), Stage::Resources, &e.into());
-            process::exit_now(1);
-        }
-    }
-    child.marks[TERMINAL] = crate::timings::now();
     // The program's process starts before the view is built, and makes the sandbox's network
     // namespace while init builds it (the two are the dearest steps of a start, and
-    // independent); it waits on `view` for init's word that the view is in place.
+    // independent); it waits on `view` for init's word that the view is in place. It starts
+    // even before "go" (the id maps) unless warden moves init to a cgroup at "go": a process
+    // forked before would stay outside it.
     let (view_wait, view_done) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
         Ok(p) => p,
         Err(e) => {
@@ -564,17 +548,39 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
             process::exit_now(1)
         }
     };
-    let program = match process::fork() {
-        Ok(None) => {
-            drop(view_done);
-            program_child(channel, child, view_wait)
-        }
-        Ok(Some(pid)) => pid,
-        Err(e) => {
-            fail(channel.as_fd(), Stage::Fork, &e);
-            process::exit_now(1)
+    let cmd = child.cmd;
+    // init's own readings; the program's process gets them with the view's word.
+    let mut marks = child.marks;
+    let mut child = Some(child);
+    let mut fork_program = |channel: &OwnedFd| {
+        let child = child.take().expect("the program's process is forked once");
+        match process::fork() {
+            Ok(None) => {
+                let channel = channel
+                    .try_clone()
+                    .unwrap_or_else(|_| process::exit_now(125));
+                program_child(channel, child, &view_wait)
+            }
+            Ok(Some(pid)) => pid,
+            Err(e) => {
+                fail(channel.as_fd(), Stage::Fork, &e);
+                process::exit_now(1)
+            }
         }
     };
+    let early = (!cmd.joins_cgroup).then(|| fork_program(&channel));
+    poll_briefly(channel.as_fd());
+    match recv(channel.as_fd()) {
+        Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
+        _ => process::exit_now(1),
+    }
+    marks[GO] = crate::timings::now();
+    if let Err(e) = detach_and_pin(cmd) {
+        fail(channel.as_fd(), Stage::Resources, &e);
+        process::exit_now(1);
+    }
+    marks[TERMINAL] = crate::timings::now();
+    let program = early.unwrap_or_else(|| fork_program(&channel));
     drop(view_wait);
     // Last, once nothing of the host's tree is needed (the terminal is /dev/tty there).
     // Nothing in the sandbox may then inspect or write init's memory through its own /proc
@@ -583,13 +589,14 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
     // rest need, and the view's procfs (hidepid=ptraceable) does not even list init.
     // pivot_root moves the program's process into the view with init: it moves every process
     // of the mount namespace whose root is the old one (the program checks that it was moved).
-    if let Some(plan) = &child.cmd.view {
+    if let Some(plan) = &cmd.view {
         if let Err(e) = crate::confine::view::enter(plan) {
             fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
             process::exit_now(1);
         }
     }
-    match view_entered(crate::timings::now()) {
+    marks[VIEW] = crate::timings::now();
+    match view_entered(&marks) {
         Ok(msg) => {
             // A failed write leaves the program at the end of its pipe: it exits unstarted.
             let _ = rustix::io::write(&view_done, &msg);
@@ -600,7 +607,6 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
         }
     }
     drop(view_done);
-    drop(child);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.
@@ -628,59 +634,94 @@ fn sandbox_init(channel: OwnedFd, mut child: Child<'_>) -> ! {
     process::exit_now(0)
 }
 
-/// Init's word to the program's process that the view is in place: the clock's reading then,
-/// and the device and inode of the root the program must now have.
-const VIEW_MSG_LEN: usize = 24;
+/// Init's marks that the program's process reports (it may have been forked before them).
+const INIT_MARKS: [usize; 3] = [GO, TERMINAL, VIEW];
+
+/// Init's word to the program's process that the view is in place: the clock's readings of
+/// [`INIT_MARKS`], and the device and inode of the root the program must now have.
+const VIEW_MSG_LEN: usize = 8 * (INIT_MARKS.len() + 2);
 
 /// The message [`VIEW_MSG_LEN`] describes, for init's root now.
-fn view_entered(at: u64) -> io::Result<[u8; VIEW_MSG_LEN]> {
+fn view_entered(marks: &[u64; SANDBOX_MARKS.len()]) -> io::Result<[u8; VIEW_MSG_LEN]> {
     let root = rustix::fs::stat("/")?;
     let mut msg = [0u8; VIEW_MSG_LEN];
-    msg[..8].copy_from_slice(&at.to_ne_bytes());
-    msg[8..16].copy_from_slice(&root.st_dev.to_ne_bytes());
-    msg[16..].copy_from_slice(&root.st_ino.to_ne_bytes());
+    let words = INIT_MARKS
+        .iter()
+        .map(|&m| marks[m])
+        .chain([root.st_dev, root.st_ino]);
+    for (slot, word) in msg.chunks_exact_mut(8).zip(words) {
+        slot.copy_from_slice(&word.to_ne_bytes());
+    }
     Ok(msg)
 }
 
+/// No controlling terminal (unless `--tty`), and the CPUs `--cpus` names: for init and, since
+/// it may be forked before init did this, the program's process too.
+fn detach_and_pin(cmd: &Command) -> io::Result<()> {
+    if !cmd.keep_terminal {
+        // No controlling terminal, for init and all it starts; init stays in warden's session
+        // (a new session would put the sandbox in a scheduler autogroup of its own, which made
+        // every delegated call slower: see give_up_controlling_terminal).
+        process::give_up_controlling_terminal()?;
+    }
+    if let Some(cpus) = &cmd.cpus {
+        // The program and everything it starts inherit it.
+        rustix::thread::sched_setaffinity(None, cpus)?;
+    }
+    Ok(())
+}
+
 /// The program's process, until the view is in place: its own network namespace with
-/// loopback up, then init's word; returns the clock's reading at the view's end, or why not.
-fn network_and_view(view: OwnedFd) -> Result<u64, (Stage, io::Error)> {
+/// loopback up, then init's word; fills in init's marks, or says why not.
+fn network_and_view(
+    view: BorrowedFd<'_>,
+    marks: &mut [u64; SANDBOX_MARKS.len()],
+) -> Result<(), (Stage, io::Error)> {
     process::private_network().map_err(|e| (Stage::Network, e))?;
     // Loopback starts down; up, processes of the sandbox can talk to each other. Failure only
     // costs that, so it is not fatal.
     let _ = process::loopback_up();
     let mut msg = [0u8; VIEW_MSG_LEN];
     let mut got = 0;
+    poll_briefly(view);
     while got < msg.len() {
-        match rustix::io::read(&view, &mut msg[got..]) {
+        match rustix::io::read(view, &mut msg[got..]) {
             Ok(0) => return Err((Stage::View, io::Error::from_raw_os_error(libc::EPIPE))),
             Ok(n) => got += n,
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err((Stage::View, e.into())),
         }
     }
-    let word = |i: usize| u64::from_ne_bytes(msg[i..i + 8].try_into().expect("8 bytes"));
+    let words: Vec<u64> = msg
+        .chunks_exact(8)
+        .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+        .collect();
+    let (init_marks, root_id) = words.split_at(INIT_MARKS.len());
     // pivot_root moved this process's root with init's; never run on in the host's tree if it
     // did not.
     let root = rustix::fs::stat("/").map_err(|e| (Stage::View, e.into()))?;
-    if (root.st_dev, root.st_ino) != (word(8), word(16)) {
+    if [root.st_dev, root.st_ino] != root_id {
         return Err((Stage::View, io::Error::from_raw_os_error(libc::EXDEV)));
     }
-    Ok(word(0))
+    for (&m, &at) in INIT_MARKS.iter().zip(init_marks) {
+        marks[m] = at;
+    }
+    Ok(())
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(channel: OwnedFd, mut child: Child<'_>, view: OwnedFd) -> ! {
+fn program_child(channel: OwnedFd, mut child: Child<'_>, view: &OwnedFd) -> ! {
     child.marks[FORKED] = crate::timings::now();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
     process::prefer_for_oom();
-    match network_and_view(view) {
-        Ok(at) => {
-            child.marks[NETWORK] = crate::timings::now();
-            child.marks[VIEW] = at;
-        }
+    if let Err(e) = detach_and_pin(child.cmd) {
+        fail(channel.as_fd(), Stage::Resources, &e);
+        process::exit_now(125);
+    }
+    match network_and_view(view.as_fd(), &mut child.marks) {
+        Ok(()) => child.marks[NETWORK] = crate::timings::now(),
         Err((Stage::View, _)) => {
             // init failed to build the view and says why itself.
             process::exit_now(125);
@@ -700,6 +741,7 @@ fn program_child(channel: OwnedFd, mut child: Child<'_>, view: OwnedFd) -> ! {
     }
     child.marks[DESCRIPTORS] = crate::timings::now();
     // The ruleset is complete once warden says so.
+    poll_briefly(channel.as_fd());
     match recv(channel.as_fd()) {
         Ok((m, _)) if m.first() == Some(&MSG_READY) => {}
         _ => process::exit_now(125),
@@ -835,6 +877,33 @@ const DETAIL_MAX: usize = 200;
 fn send(channel: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
     rustix::net::send(channel, msg, SendFlags::NOSIGNAL)?;
     Ok(())
+}
+
+/// How long a step of the start polls for the other side's word before it sleeps.
+const POLL_NS: u64 = 400_000;
+
+/// Returns once `fd` is readable or [`POLL_NS`] have passed, yielding the CPU in between:
+/// for the hand-offs of a start, where the other side answers within a few hundred
+/// microseconds. A task that sleeps instead pays a wake-up that costs tens of microseconds on a
+/// virtual CPU, on each of the start's four hand-offs.
+fn poll_briefly(fd: BorrowedFd<'_>) {
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let until = crate::timings::now() + POLL_NS;
+    loop {
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        if rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+            || crate::timings::now() > until
+        {
+            return;
+        }
+        rustix::thread::sched_yield();
+    }
 }
 
 /// Receives one message, and the sender's pid in warden's namespace when the kernel attached

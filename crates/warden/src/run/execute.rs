@@ -80,6 +80,7 @@ pub fn execute(
     // exec), and take them synchronously on a thread once the sandbox exists.
     crate::sys::signals::block(&STOP);
     become_starting_ids(&command)?;
+    command.joins_cgroup = cgroup.is_some();
     let attach = |pid: i32| match &cgroup {
         Some(cg) => cg.attach(pid),
         None => Ok(()),

@@ -110,6 +110,7 @@ impl Plan {
             cpus,
             keep_terminal: cfg.terminal,
             view,
+            joins_cgroup: false,
         };
         Ok(Plan {
             policy,
