@@ -22,16 +22,42 @@ pub fn warden() -> &'static str {
     })
 }
 
-/// A world-readable work directory for this test binary (removed at exit is not needed: it
-/// lives under the target directory's tmp, which CI throws away).
+/// A world-readable work directory for this test binary, `$TMPDIR/warden-tests-PID`. A test
+/// binary cannot remove its own at exit (Rust's harness has no hook for it), so the first call
+/// removes those of test binaries that are gone ([`sweep_dead_workdirs`]).
 pub fn workdir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        sweep_dead_workdirs(&std::env::temp_dir());
         let dir = std::env::temp_dir().join(format!("warden-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         chmod(&dir, 0o755);
         dir
     })
+}
+
+/// Removes `warden-tests-PID` directories in `tmp` whose process no longer exists: a developer's
+/// `/tmp` otherwise gains one per test binary per run (over a thousand here). A directory whose
+/// pid is alive stays, whoever has that pid now; what cannot be removed (another user's) stays.
+fn sweep_dead_workdirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("warden-tests-"))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = rustix::process::Pid::from_raw(pid)
+            .is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH));
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// A fresh subdirectory of [`workdir`] (mode 0755).
