@@ -64,9 +64,6 @@ pub struct Command {
     /// The sandbox's own file system view, built by init in a fresh mount namespace before the
     /// program starts (`None`: the sandbox sees the host's tree, and the agent decides).
     pub view: Option<warden_policy::view::ViewPlan>,
-    /// The `attach` callback of [`launch`] moves init to a cgroup: the program's process is
-    /// then forked after it, so that it is in the cgroup too.
-    pub joins_cgroup: bool,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -258,8 +255,9 @@ const FILTERS: usize = 9;
 /// The listener message: the tag, the descriptor's number, the readings.
 const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
 
-/// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach` is
-/// called with init's pid before anything runs in the sandbox (to move it into a cgroup).
+/// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach`, when
+/// given, is called with init's pid before "go" (to move it into a cgroup); the program's
+/// process is then forked after it, so that it is in the cgroup too.
 /// `fill` adds the rules of `landlock`'s ruleset through a descriptor of warden's
 /// ([`Prepared::filler`]) once init has been told to go, so warden does it while init builds
 /// the view; the program applies the ruleset only after warden says it is complete.
@@ -267,7 +265,7 @@ pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
-    attach: &dyn Fn(i32) -> io::Result<()>,
+    attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
     let (ours, theirs) = socketpair(
@@ -315,6 +313,7 @@ pub fn launch(
                 envp: &envp,
                 landlock,
                 filter,
+                joins_cgroup: attach.is_some(),
                 marks: [0; SANDBOX_MARKS.len()],
             };
             sandbox_init(theirs, child)
@@ -333,7 +332,7 @@ fn parent_side(
     pidfd: OwnedFd,
     channel: OwnedFd,
     ids: IdMap,
-    attach: &dyn Fn(i32) -> io::Result<()>,
+    attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
@@ -344,7 +343,7 @@ fn parent_side(
         return Err(LaunchError::IdMap(e));
     }
     crate::timings::mark("id maps");
-    if let Err(e) = attach(pid) {
+    if let Err(e) = attach.map_or(Ok(()), |attach| attach(pid)) {
         kill(&pidfd);
         return Err(LaunchError::Cgroup(e));
     }
@@ -529,6 +528,8 @@ struct Child<'a> {
     envp: &'a [*const libc::c_char],
     landlock: Prepared,
     filter: &'a [Instruction],
+    /// warden moves init to a cgroup at "go": the program's process is forked after it.
+    joins_cgroup: bool,
     /// The clock's readings at the end of each of [`SANDBOX_MARKS`] (0: not reached).
     marks: [u64; SANDBOX_MARKS.len()],
 }
@@ -548,18 +549,18 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             process::exit_now(1)
         }
     };
-    let cmd = child.cmd;
+    let (cmd, early) = (child.cmd, !child.joins_cgroup);
     // init's own readings; the program's process gets them with the view's word.
     let mut marks = child.marks;
     let mut child = Some(child);
+    let mut view_done = Some(view_done);
     let mut fork_program = |channel: &OwnedFd| {
         let child = child.take().expect("the program's process is forked once");
         match process::fork() {
             Ok(None) => {
-                let channel = channel
-                    .try_clone()
-                    .unwrap_or_else(|_| process::exit_now(125));
-                program_child(channel, child, &view_wait)
+                // Only init writes: the program's read ends if init goes without a word.
+                drop(view_done.take());
+                program_child(channel.as_fd(), child, &view_wait)
             }
             Ok(Some(pid)) => pid,
             Err(e) => {
@@ -568,7 +569,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             }
         }
     };
-    let early = (!cmd.joins_cgroup).then(|| fork_program(&channel));
+    let early = early.then(|| fork_program(&channel));
     poll_briefly(channel.as_fd());
     match recv(channel.as_fd()) {
         Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
@@ -582,6 +583,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     marks[TERMINAL] = crate::timings::now();
     let program = early.unwrap_or_else(|| fork_program(&channel));
     drop(view_wait);
+    let view_done = view_done.expect("init keeps the view's write end");
     // Last, once nothing of the host's tree is needed (the terminal is /dev/tty there).
     // Nothing in the sandbox may then inspect or write init's memory through its own /proc
     // (init has no seccomp filter and every capability of the sandbox's namespaces): Landlock
@@ -596,15 +598,10 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
         }
     }
     marks[VIEW] = crate::timings::now();
-    match view_entered(&marks) {
-        Ok(msg) => {
-            // A failed write leaves the program at the end of its pipe: it exits unstarted.
-            let _ = rustix::io::write(&view_done, &msg);
-        }
-        Err(e) => {
-            fail(channel.as_fd(), Stage::View, &e);
-            process::exit_now(1);
-        }
+    // A message of VIEW_MSG_LEN bytes (under PIPE_BUF) into a fresh pipe is written whole.
+    if let Err(e) = view_entered(&marks).and_then(|msg| Ok(rustix::io::write(&view_done, &msg)?)) {
+        fail(channel.as_fd(), Stage::View, &e);
+        process::exit_now(1);
     }
     drop(view_done);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
@@ -672,12 +669,13 @@ fn detach_and_pin(cmd: &Command) -> io::Result<()> {
 }
 
 /// The program's process, until the view is in place: its own network namespace with
-/// loopback up, then init's word; fills in init's marks, or says why not.
+/// loopback up, then init's word; fills in init's marks, or says why not (`None`: init went
+/// without a word, and says why itself).
 fn network_and_view(
     view: BorrowedFd<'_>,
     marks: &mut [u64; SANDBOX_MARKS.len()],
-) -> Result<(), (Stage, io::Error)> {
-    process::private_network().map_err(|e| (Stage::Network, e))?;
+) -> Result<(), Option<(Stage, io::Error)>> {
+    process::private_network().map_err(|e| Some((Stage::Network, e)))?;
     // Loopback starts down; up, processes of the sandbox can talk to each other. Failure only
     // costs that, so it is not fatal.
     let _ = process::loopback_up();
@@ -686,10 +684,10 @@ fn network_and_view(
     poll_briefly(view);
     while got < msg.len() {
         match rustix::io::read(view, &mut msg[got..]) {
-            Ok(0) => return Err((Stage::View, io::Error::from_raw_os_error(libc::EPIPE))),
+            Ok(0) => return Err(None),
             Ok(n) => got += n,
             Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err((Stage::View, e.into())),
+            Err(e) => return Err(Some((Stage::View, e.into()))),
         }
     }
     let words: Vec<u64> = msg
@@ -699,9 +697,12 @@ fn network_and_view(
     let (init_marks, root_id) = words.split_at(INIT_MARKS.len());
     // pivot_root moved this process's root with init's; never run on in the host's tree if it
     // did not.
-    let root = rustix::fs::stat("/").map_err(|e| (Stage::View, e.into()))?;
+    let root = rustix::fs::stat("/").map_err(|e| Some((Stage::View, e.into())))?;
     if [root.st_dev, root.st_ino] != root_id {
-        return Err((Stage::View, io::Error::from_raw_os_error(libc::EXDEV)));
+        return Err(Some((
+            Stage::View,
+            io::Error::from_raw_os_error(libc::EXDEV),
+        )));
     }
     for (&m, &at) in INIT_MARKS.iter().zip(init_marks) {
         marks[m] = at;
@@ -710,84 +711,73 @@ fn network_and_view(
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(channel: OwnedFd, mut child: Child<'_>, view: &OwnedFd) -> ! {
+fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) -> ! {
     child.marks[FORKED] = crate::timings::now();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
     process::prefer_for_oom();
     if let Err(e) = detach_and_pin(child.cmd) {
-        fail(channel.as_fd(), Stage::Resources, &e);
+        fail(channel, Stage::Resources, &e);
         process::exit_now(125);
     }
     match network_and_view(view.as_fd(), &mut child.marks) {
         Ok(()) => child.marks[NETWORK] = crate::timings::now(),
-        Err((Stage::View, _)) => {
-            // init failed to build the view and says why itself.
-            process::exit_now(125);
-        }
-        Err((stage, e)) => {
-            fail(channel.as_fd(), stage, &e);
+        Err(None) => process::exit_now(125),
+        Err(Some((stage, e))) => {
+            fail(channel, stage, &e);
             process::exit_now(125);
         }
     }
     if let Err(e) = rustix::process::chdir(child.cwd.as_c_str()) {
-        fail(channel.as_fd(), Stage::Chdir, &e.into());
+        fail(channel, Stage::Chdir, &e.into());
         process::exit_now(125);
     }
     if let Err(e) = descriptors(child.cmd) {
-        fail(channel.as_fd(), Stage::Resources, &e);
+        fail(channel, Stage::Resources, &e);
         process::exit_now(125);
     }
     child.marks[DESCRIPTORS] = crate::timings::now();
     // The ruleset is complete once warden says so.
-    poll_briefly(channel.as_fd());
-    match recv(channel.as_fd()) {
+    poll_briefly(channel);
+    match recv(channel) {
         Ok((m, _)) if m.first() == Some(&MSG_READY) => {}
         _ => process::exit_now(125),
     }
     let mut landlock = child.landlock;
     if let Some(plan) = &child.cmd.view {
         if let Err(e) = landlock.allow_view(plan) {
-            fail(
-                channel.as_fd(),
-                Stage::Landlock,
-                &io::Error::other(e.to_string()),
-            );
+            fail(channel, Stage::Landlock, &io::Error::other(e.to_string()));
             process::exit_now(125);
         }
     }
     child.marks[LANDLOCK_VIEW] = crate::timings::now();
     if let Err(e) = landlock.restrict_self(&child.cmd.program) {
-        fail(
-            channel.as_fd(),
-            Stage::Landlock,
-            &io::Error::other(e.to_string()),
-        );
+        fail(channel, Stage::Landlock, &io::Error::other(e.to_string()));
         process::exit_now(125);
     }
     child.marks[LANDLOCK] = crate::timings::now();
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
-        fail(channel.as_fd(), Stage::NoNewPrivs, &e.into());
+        fail(channel, Stage::NoNewPrivs, &e.into());
         process::exit_now(125);
     }
     // Every capability goes before the filter that would refuse the calls that drop them.
     if let Err(e) = crate::confine::privileges::drop_all_for_program(child.cmd.ids.range.is_some())
     {
-        fail(channel.as_fd(), Stage::Capabilities, &e);
+        fail(channel, Stage::Capabilities, &e);
         process::exit_now(125);
     }
     child.marks[PRIVILEGES] = crate::timings::now();
     // The argument denials first (a filter with no listener); the kernel runs both programs on
     // every call and the stricter verdict wins.
     if let Err(e) = seccomp::install(crate::filter::argument_denials()) {
-        fail(channel.as_fd(), Stage::Seccomp, &e);
+        fail(channel, Stage::Seccomp, &e);
         process::exit_now(125);
     }
     let listener = match seccomp::install_with_listener(child.filter) {
         Ok(l) => l,
         Err(e) => {
-            fail(channel.as_fd(), Stage::Seccomp, &e);
+            fail(channel, Stage::Seccomp, &e);
             process::exit_now(125);
         }
     };
@@ -801,19 +791,19 @@ fn program_child(channel: OwnedFd, mut child: Child<'_>, view: &OwnedFd) -> ! {
     for (slot, at) in msg[5..].chunks_exact_mut(8).zip(child.marks) {
         slot.copy_from_slice(&at.to_ne_bytes());
     }
-    if let Err(e) = send(channel.as_fd(), &msg) {
-        fail(channel.as_fd(), Stage::Handoff, &e);
+    if let Err(e) = send(channel, &msg) {
+        fail(channel, Stage::Handoff, &e);
         process::exit_now(125);
     }
     std::mem::forget(listener);
     if let Err(e) = apply_rlimits(child.cmd) {
-        fail(channel.as_fd(), Stage::Resources, &e);
+        fail(channel, Stage::Resources, &e);
         process::exit_now(125);
     }
     crate::sys::signals::reset_dispositions();
     crate::sys::signals::unblock_all();
     let err = process::execve(&child.cmd.program, child.argv, child.envp);
-    fail(channel.as_fd(), Stage::Exec, &err);
+    fail(channel, Stage::Exec, &err);
     process::exit_now(if err.raw_os_error() == Some(libc::ENOENT) {
         127
     } else {

@@ -80,14 +80,18 @@ pub fn execute(
     // exec), and take them synchronously on a thread once the sandbox exists.
     crate::sys::signals::block(&STOP);
     become_starting_ids(&command)?;
-    command.joins_cgroup = cgroup.is_some();
-    let attach = |pid: i32| match &cgroup {
-        Some(cg) => cg.attach(pid),
-        None => Ok(()),
-    };
+    let attach = cgroup.as_deref().map(|cg| move |pid: i32| cg.attach(pid));
     let started = Instant::now();
     crate::timings::mark("starting ids");
-    let sandbox = launch::launch(&command, ruleset, program_filter, &attach, &mut fill);
+    let sandbox = launch::launch(
+        &command,
+        ruleset,
+        program_filter,
+        attach
+            .as_ref()
+            .map(|a| a as &dyn Fn(i32) -> std::io::Result<()>),
+        &mut fill,
+    );
     // The program has its own copies of its stdio now; ours would keep captured pipes open.
     command.stdio = Default::default();
     let sandbox = sandbox.map_err(|e| launch_failure(&e, &command))?;

@@ -110,7 +110,6 @@ impl Plan {
             cpus,
             keep_terminal: cfg.terminal,
             view,
-            joins_cgroup: false,
         };
         Ok(Plan {
             policy,
