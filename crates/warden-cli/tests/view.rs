@@ -355,7 +355,8 @@ fn proc_holds_only_what_the_policy_names() {
 }
 
 fn default_policy_programs(who: As) {
-    let script = "ls / | tr '\\n' ' '; echo; cat /etc/shadow 2>&1 | head -c 0; \
+    let script = "ls / | tr '\\n' ' '; echo; find /sys | sort | tr '\\n' ' '; echo; \
+                  cat /etc/shadow 2>&1 | head -c 0; \
                   echo hi > f && cat f; ls /root 2>/dev/null || echo no-root";
     let o = run_warden(
         who,
@@ -368,13 +369,22 @@ fn default_policy_programs(who: As) {
     for name in root.split_whitespace() {
         assert!(
             [
-                "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp",
-                "usr"
+                "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys",
+                "tmp", "usr"
             ]
             .contains(&name),
             "the view's / holds {name}, which the default policy does not bring in: {root}"
         );
     }
+    // Of sysfs, the processor counts only (the default policy's three files).
+    let cpu = "/sys/devices/system/cpu";
+    assert_eq!(
+        out.lines().nth(1).unwrap_or_default().trim_end(),
+        format!(
+            "/sys /sys/devices /sys/devices/system {cpu} {cpu}/online {cpu}/possible {cpu}/present"
+        ),
+        "{out}"
+    );
     assert!(out.contains("hi\n") && out.contains("no-root"), "{out}");
 }
 
