@@ -226,7 +226,7 @@ mod tests {
         let ioctl = |req: u64| call_rule(libc::SYS_ioctl, &[3, req, 0, 0, 0, 0], 7);
         assert_eq!(ioctl(0x8901), Some(Rule::OtherProcess));
         assert_eq!(ioctl(0x8902), Some(Rule::OtherProcess));
-        assert_eq!(ioctl(libc::FIONREAD), None);
+        assert_eq!(ioctl(libc::FIONREAD as u32 as u64), None);
     }
 
     #[test]

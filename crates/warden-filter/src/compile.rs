@@ -47,6 +47,10 @@ const NS_FLAGS: u64 = (libc::CLONE_NEWNS
 const NEWTIME: u64 = 0x80;
 const LOW32: u64 = 0xffff_ffff;
 
+/// The ioctl requests that push input into a terminal (TIOCSTI, TIOCLINUX), as the unsigned
+/// 32-bit numbers the kernel compares (the libc crate types them per C library).
+const TTY_INJECTION: [u64; 2] = [libc::TIOCSTI as u32 as u64, libc::TIOCLINUX as u32 as u64];
+
 fn eq32(arg: u32, value: u64) -> Cmp {
     Cmp::new(arg, Op::MaskedEqual(LOW32), value)
 }
@@ -114,8 +118,8 @@ const PRCTL_ALLOWED: &[i32] = &[
     libc::PR_SET_THP_DISABLE,
     libc::PR_GET_THP_DISABLE,
     libc::PR_CAP_AMBIENT,
-    libc::PR_GET_SPECULATION_CTRL,
-    libc::PR_SET_SPECULATION_CTRL,
+    52, // PR_GET_SPECULATION_CTRL (the libc crate has no name for it on musl)
+    53, // PR_SET_SPECULATION_CTRL
     libc::PR_SET_PTRACER,
     0x5356_4d41, // PR_SET_VMA (anonymous mapping names)
     65,          // PR_SET_MDWE
@@ -244,7 +248,7 @@ fn guard(
         }
         Guard::Ioctl => {
             // ioctl's request is an unsigned int: compare the low 32 bits.
-            let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+            let refused = TTY_INJECTION;
             for req in refused {
                 ctx.add_rule_conditional(eperm, sys, &[eq32(1, req)])?;
             }
@@ -262,7 +266,7 @@ fn guard(
             }
         }
         Guard::CapabilityIoctl => {
-            let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+            let refused = TTY_INJECTION;
             let owners = Profile::OWNER_IOCTLS;
             for req in refused {
                 ctx.add_rule_conditional(eperm, sys, &[eq32(1, req)])?;
@@ -456,10 +460,11 @@ mod tests {
         for req in Profile::OWNER_IOCTLS {
             assert_eq!(call(libc::SYS_ioctl, req), NOTIFY, "ioctl {req:#x}");
         }
-        for req in [libc::TIOCSTI, libc::TIOCLINUX] {
+        for req in TTY_INJECTION {
             assert_eq!(call(libc::SYS_ioctl, req), ERRNO | libc::EPERM as u32);
         }
         for req in [libc::FIONREAD, libc::TCGETS, 0x8903, 0x8900, libc::FIONBIO] {
+            let req = req as u32 as u64;
             assert_eq!(call(libc::SYS_ioctl, req), ALLOW, "ioctl {req:#x}");
         }
         // Without capability mode they are the table's as ever.
@@ -529,7 +534,7 @@ mod tests {
             run_bpf(&prog, libc::SYS_clone as u32, clone_newuser).0,
             eperm
         );
-        let tiocsti = [0, libc::TIOCSTI, 0, 0, 0, 0];
+        let tiocsti = [0, TTY_INJECTION[0], 0, 0, 0, 0];
         assert_eq!(run_bpf(&prog, libc::SYS_ioctl as u32, tiocsti).0, eperm);
     }
 
@@ -671,7 +676,7 @@ mod tests {
 
     #[test]
     fn all_but32_matches_everything_except_the_refused() {
-        let refused = [libc::TIOCSTI, libc::TIOCLINUX];
+        let refused = TTY_INJECTION;
         let rules = all_but32(1, &refused);
         // Reconstruct each rule's (mask, value) from its Debug-free form by re-deriving it.
         let matches = |v: u64| {
@@ -716,7 +721,10 @@ mod tests {
         let text = listing(Profile::default()).unwrap();
         let ioctl = text.split("syscall \"ioctl\"").nth(1).unwrap();
         let ioctl = &ioctl[..ioctl.find("# filter for syscall").unwrap_or(ioctl.len())];
-        assert!(ioctl.contains(&format!("== {}", libc::TIOCSTI)), "{ioctl}");
+        assert!(
+            ioctl.contains(&format!("== {}", TTY_INJECTION[0])),
+            "{ioctl}"
+        );
         assert!(ioctl.contains("ERRNO(1)"), "{ioctl}");
     }
 

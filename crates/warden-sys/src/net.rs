@@ -106,7 +106,7 @@ pub fn send_message(
     msg.msg_iovlen = 1;
     if !control.is_empty() {
         msg.msg_control = control.as_ptr().cast_mut().cast();
-        msg.msg_controllen = control.len();
+        msg.msg_controllen = control.len() as _;
     }
     // SAFETY: every pointer in `msg` points into a live buffer of the agent of the stated
     // length (`name`, `data` through `iov`, `control`); the kernel only reads them.

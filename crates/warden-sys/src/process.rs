@@ -153,11 +153,11 @@ pub fn loopback_up() -> io::Result<()> {
     // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one `struct ifreq`, which `req` is, live
     // across both calls.
     unsafe {
-        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req) < 0 {
             return Err(io::Error::last_os_error());
         }
         req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS as _, &req) < 0 {
             return Err(io::Error::last_os_error());
         }
     }
@@ -178,8 +178,8 @@ pub fn keep_only(keep: OwnedFd) -> OwnedFd {
             libc::dup3(raw, 3, libc::O_CLOEXEC);
             libc::close(raw);
         }
-        libc::close_range(0, 2, 0);
-        libc::close_range(4, u32::MAX, 0);
+        close_range(0, 2, 0);
+        close_range(4, u32::MAX, 0);
         let fd = OwnedFd::from_raw_fd(3);
         debug_assert_eq!(fd.as_raw_fd(), 3);
         fd
@@ -190,7 +190,17 @@ pub fn keep_only(keep: OwnedFd) -> OwnedFd {
 pub fn cloexec_from(first: u32) {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag; it closes nothing and
     // touches no memory.
-    unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+    unsafe { close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+}
+
+/// close_range(2) by its number: the libc crate declares no wrapper for musl.
+///
+/// # Safety
+/// Without `CLOSE_RANGE_CLOEXEC` it closes descriptors: none in the range may be owned by a live
+/// object that will use or close it again.
+unsafe fn close_range(first: u32, last: u32, flags: u32) {
+    // SAFETY: the caller's; the call takes three integers and touches no memory.
+    unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
 }
 
 /// Whether descriptor `fd` is open in this process.

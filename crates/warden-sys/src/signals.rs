@@ -112,6 +112,12 @@ pub fn install_interrupt_handler() {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadHandle(libc::pthread_t);
 
+// SAFETY: a pthread_t only names a thread, for pthread_kill from any thread; glibc makes it an
+// integer, musl a pointer that nothing here dereferences.
+unsafe impl Send for ThreadHandle {}
+// SAFETY: as above; a shared handle is only copied.
+unsafe impl Sync for ThreadHandle {}
+
 /// The calling thread.
 pub fn current_thread() -> ThreadHandle {
     // SAFETY: pthread_self has no preconditions.
