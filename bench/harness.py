@@ -824,6 +824,9 @@ try:
                              capture_output=True, text=True).stdout.strip()
 except OSError:
     version = ""
+# A --warden binary is not necessarily the checkout's build: name it, not the checkout's commit.
+if os.path.realpath(warden) != os.path.realpath(os.path.join(root, "target/release/warden")):
+    version = f"{warden} (given with --warden; the checkout is at {version or '?'})"
 machine = {
     "cpus": os.cpu_count(),
     "kernel": platform.release(),
