@@ -84,7 +84,7 @@ trap leave_cgroups EXIT
 
 leftovers() {
   # Scratch directories (and their locks), cgroups and registry entries of the soak's wardens.
-  { ls -d "$TMPDIR"/warden-[0-9]*-* 2>/dev/null
+  { ls -d "$TMPDIR"/warden-scratch-*/* 2>/dev/null
     for dir in "${cg_dirs[@]}"; do ls -d "$dir"/warden-* 2>/dev/null; done
     for g in "${v2%/}"/warden-*; do
       pid=${g##*/warden-}; pid=${pid%%-*}
@@ -132,7 +132,11 @@ escape_log=$work/escape.log
   while [ "$(date +%s)" -lt "$deadline" ]; do
     # The *_control tests run the attacks natively to show they work without warden; races
     # among them need the CPU this load takes, so only the tests of warden run here.
-    RUST_TEST_THREADS=1 WARDEN_BIN=$warden WARDEN_TEST_REPO=$work/repo \
+    # A TMPDIR per round: a round's first test sweeps the work directories of test binaries
+    # that are gone (tests/common), which would take a failed round's evidence with it.
+    round_tmp=$work/tmp/escape-$rounds
+    mkdir -m 1777 "$round_tmp"
+    TMPDIR=$round_tmp RUST_TEST_THREADS=1 WARDEN_BIN=$warden WARDEN_TEST_REPO=$work/repo \
       "$pinned/escape-suite" -q --skip _control >>"$escape_log" 2>&1 || escape_rc=1
     rounds=$((rounds + 1))
   done
