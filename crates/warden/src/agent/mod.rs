@@ -38,6 +38,7 @@ use crate::syscalls::{self, Class, Family};
 use log::Log;
 use resolve::Resolver;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use warden_policy::{Access, Policy, Verdict};
 
@@ -102,6 +103,11 @@ pub struct Agent {
     /// Each worker's slot: the request it is serving, if any (see [`Slot`]). The list changes
     /// only when a worker starts or ends; a request touches its own worker's slot alone.
     in_flight: Mutex<Vec<Arc<Slot>>>,
+    /// Requests taken whose [`stats`](Self::stats) are not counted yet. A request leaves its
+    /// slot before the reply (for the watchdog) and is counted after it, when the caller may
+    /// already have run on and ended: [`Agent::quiesce`] waits for this too, or the report
+    /// could miss the last call (it did, under load: one of two sends).
+    uncounted: AtomicUsize,
     /// Calls served per family, decisions, and time spent (for the run report).
     pub stats: log::Stats,
     /// The descriptors handed out and the rules that allowed them (for `warden inspect`).
@@ -162,6 +168,7 @@ impl Agent {
             pool: pool::Pool::new(budget.workers, FIRST_WORKERS),
             budget,
             in_flight: Mutex::new(Vec::new()),
+            uncounted: AtomicUsize::new(0),
             stats: log::Stats::default(),
             grants: Arc::default(),
             rule_spans: policy_spans(&policy),
@@ -174,15 +181,21 @@ impl Agent {
         }))
     }
 
-    /// Waits (at most `limit`) until no request is being served. Call once the sandbox's
-    /// processes are gone: no new request can come, but a worker may still be acting for a
-    /// caller that died after it checked (creating a file in the scratch directory, say), and
-    /// what it does must be done before warden cleans up after the sandbox.
+    /// Waits (at most `limit`) until no request is being served or left to count. Call once
+    /// the sandbox's processes are gone: no new request can come, but a worker may still be
+    /// acting for a caller that died after it checked (creating a file in the scratch
+    /// directory, say), and what it does must be done before warden cleans up after the
+    /// sandbox; and a worker that has answered may not have counted the call yet.
     pub fn quiesce(&self, limit: std::time::Duration) {
         let deadline = std::time::Instant::now() + limit;
         while std::time::Instant::now() < deadline {
             match self.in_flight.lock() {
-                Ok(slots) if slots.iter().all(|s| s.serving().is_none()) => return,
+                Ok(slots)
+                    if slots.iter().all(|s| s.serving().is_none())
+                        && self.uncounted.load(Ordering::Acquire) == 0 =>
+                {
+                    return
+                }
                 Ok(_) => {}
                 Err(_) => return,
             }
@@ -289,10 +302,12 @@ impl Agent {
                     return;
                 }
             };
+            self.uncounted.fetch_add(1, Ordering::AcqRel);
             if self.pool.took() == pool::Refill::Start {
                 self.start_worker();
             }
             self.serve(notif, &slot.slot);
+            self.uncounted.fetch_sub(1, Ordering::AcqRel);
             if !self.pool.served() {
                 return;
             }
