@@ -505,6 +505,17 @@ impl Opens {
     ];
 }
 
+impl Opens {
+    /// The execs a view lets the kernel decide: the view holds nothing the policy does not
+    /// name, mounts every tree `noexec` unless the policy gives `exec` there (single files get
+    /// an exec bind of their own), and Landlock's execute right backs each rule, so the agent's
+    /// check would find what the kernel finds (the plan chose [`Opens::View`] because Landlock
+    /// says every path rule exactly). The program's own first exec is checked by warden before
+    /// the start, which says why it cannot run; `-v`, `--log` and `learn` keep execs with the
+    /// agent (they are not [`Opens::View`]), which names the rule behind each refusal.
+    pub const VIEW_EXEC: [c_long; 2] = [libc::SYS_execve, libc::SYS_execveat];
+}
+
 impl Profile {
     /// The `fcntl` commands that set the process a descriptor signals (`F_SETOWN`,
     /// `F_SETOWN_EX`): capability mode's agent sees them ([`Guard::CapabilityFcntl`]).
@@ -575,7 +586,9 @@ impl Profile {
             }
             return Class::Direct;
         }
-        if self.opens == Opens::View && Opens::VIEW_DIRECT.contains(&entry.nr) {
+        if self.opens == Opens::View
+            && (Opens::VIEW_DIRECT.contains(&entry.nr) || Opens::VIEW_EXEC.contains(&entry.nr))
+        {
             return Class::Direct;
         }
         if self.opens == Opens::View {

@@ -224,6 +224,9 @@ pub enum Outcome {
 const MSG_GO: u8 = b'G';
 const MSG_READY: u8 = b'R';
 const MSG_LISTENER: u8 = b'L';
+/// warden holds the listener: the program may exec (an exec the kernel decides would
+/// otherwise close the only copy, and every call the filter notifies would fail with ENOSYS).
+const MSG_TAKEN: u8 = b'T';
 const MSG_FAILED: u8 = b'E';
 const MSG_STATUS: u8 = b'S';
 
@@ -381,6 +384,9 @@ fn parent_side(
     };
     match (msg.first(), listener) {
         (Some(&MSG_LISTENER), Some(listener)) => {
+            // The program waits for this before its exec. If it is gone, the wait below says
+            // how it ended.
+            let _ = send(channel.as_fd(), &[MSG_TAKEN]);
             crate::timings::mark("listener taken");
             Ok(Launched {
                 init_pid: pid,
@@ -411,7 +417,7 @@ fn parent_side(
 }
 
 /// Duplicates descriptor `fd` of `sender`, which must be init's child (the program's process,
-/// still waiting for its exec to be answered).
+/// waiting for [`MSG_TAKEN`] before its exec).
 fn take_listener(init: i32, sender: i32, fd: RawFd) -> io::Result<OwnedFd> {
     let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
@@ -443,7 +449,8 @@ fn decode_failure(msg: &[u8]) -> (Stage, i32) {
 
 impl Launched {
     /// Waits until the program has ended (or its exec failed) and returns how.
-    /// The agent must be running, or an execve notification would wait forever.
+    /// The agent must be running, or a notified call (the program's exec, outside a view) would
+    /// wait forever.
     pub fn wait(&self) -> Outcome {
         loop {
             match recv(self.channel.as_fd()) {
@@ -782,8 +789,9 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
         }
     };
     // warden takes the listener with pidfd_getfd (a sendmsg could be delegated to the agent
-    // that this very listener is for); it stays open here until exec closes it, and the exec
-    // itself waits for the agent.
+    // that this very listener is for); it stays open here until exec closes it, so the exec
+    // waits for warden's word that it has its own copy (in a view the exec is the kernel's
+    // alone, and may not wait for the agent).
     child.marks[FILTERS] = crate::timings::now();
     let mut msg = [0u8; LISTENER_LEN];
     msg[0] = MSG_LISTENER;
@@ -796,6 +804,11 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
         process::exit_now(125);
     }
     std::mem::forget(listener);
+    poll_briefly(channel);
+    match recv(channel) {
+        Ok((m, _)) if m.first() == Some(&MSG_TAKEN) => {}
+        _ => process::exit_now(125),
+    }
     if let Err(e) = apply_rlimits(child.cmd) {
         fail(channel, Stage::Resources, &e);
         process::exit_now(125);
