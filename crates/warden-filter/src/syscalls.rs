@@ -478,11 +478,21 @@ pub enum Opens {
     /// [`Opens::Kernel`], and the calls that only look (stat, access, readlink, statfs) or move
     /// (chdir) go straight to it too. Landlock does not govern them, but the view does: what the
     /// policy does not name does not exist there, and what it denies inside an allowed tree is
-    /// masked.
+    /// masked. `execve` stays with the agent: some exec rule is one the kernel would say more
+    /// widely (a file that does not exist yet, backed by the nearest directory that does).
     View,
+    /// As [`Opens::View`], and `execve`/`execveat` go straight to the kernel as well
+    /// ([`Opens::VIEW_EXEC`]): every exec rule is one Landlock and the view say exactly.
+    ViewExec,
 }
 
 impl Opens {
+    /// Whether the sandbox has a view in which the kernel answers opens and the calls that
+    /// only look.
+    pub fn in_view(self) -> bool {
+        matches!(self, Opens::View | Opens::ViewExec)
+    }
+
     /// The calls a view lets the kernel answer by itself: they only look at what the view holds
     /// (metadata, a link's text, extended attributes: `ls -l` reads two per file), with the
     /// program's own credentials.
@@ -506,13 +516,13 @@ impl Opens {
 }
 
 impl Opens {
-    /// The execs a view lets the kernel decide: the view holds nothing the policy does not
-    /// name, mounts every tree `noexec` unless the policy gives `exec` there (single files get
-    /// an exec bind of their own), and Landlock's execute right backs each rule, so the agent's
-    /// check would find what the kernel finds (the plan chose [`Opens::View`] because Landlock
-    /// says every path rule exactly). The program's own first exec is checked by warden before
-    /// the start, which says why it cannot run; `-v`, `--log` and `learn` keep execs with the
-    /// agent (they are not [`Opens::View`]), which names the rule behind each refusal.
+    /// The execs [`Opens::ViewExec`] lets the kernel decide: the view holds nothing the policy
+    /// does not name, mounts every tree `noexec` unless the policy gives `exec` there (single
+    /// files get an exec bind of their own), and Landlock's execute right backs each exec rule
+    /// exactly (the plan checked), so the agent's check would find what the kernel finds. The
+    /// program's own first exec is checked by warden before the start, which says why it
+    /// cannot run; `-v`, `--log` and `learn` keep execs with the agent, which names the rule
+    /// behind each refusal.
     pub const VIEW_EXEC: [c_long; 2] = [libc::SYS_execve, libc::SYS_execveat];
 }
 
@@ -586,12 +596,13 @@ impl Profile {
             }
             return Class::Direct;
         }
-        if self.opens == Opens::View
-            && (Opens::VIEW_DIRECT.contains(&entry.nr) || Opens::VIEW_EXEC.contains(&entry.nr))
-        {
+        if self.opens.in_view() && Opens::VIEW_DIRECT.contains(&entry.nr) {
             return Class::Direct;
         }
-        if self.opens == Opens::View {
+        if self.opens == Opens::ViewExec && Opens::VIEW_EXEC.contains(&entry.nr) {
+            return Class::Direct;
+        }
+        if self.opens.in_view() {
             match entry.nr {
                 libc::SYS_open => return G(Guard::ViewOpen(1)),
                 libc::SYS_openat => return G(Guard::ViewOpen(2)),
@@ -610,7 +621,7 @@ impl Profile {
     }
 
     /// How many profiles there are: every filter warden may install is one of them.
-    pub const COUNT: usize = 36;
+    pub const COUNT: usize = 48;
 
     /// This profile's position in `0..COUNT` ([`Profile::from_index`] is the inverse).
     pub fn index(&self) -> usize {
@@ -623,29 +634,31 @@ impl Profile {
             Opens::Agent => 0,
             Opens::Kernel => 1,
             Opens::View => 2,
+            Opens::ViewExec => 3,
         };
-        usize::from(self.capability_mode) * 18
-            + network * 6
-            + usize::from(self.ptrace_inside) * 3
+        usize::from(self.capability_mode) * 24
+            + network * 8
+            + usize::from(self.ptrace_inside) * 4
             + opens
     }
 
     /// The profile at `index` (`index < COUNT`).
     pub fn from_index(index: usize) -> Profile {
         assert!(index < Self::COUNT, "profile index {index} out of range");
-        let capability_mode = index >= 18;
-        let index = index % 18;
+        let capability_mode = index >= 24;
+        let index = index % 24;
         Profile {
             capability_mode,
-            network: match index / 6 {
+            network: match index / 8 {
                 0 => Network::Private,
                 n => Network::Host { udp: n == 2 },
             },
-            ptrace_inside: !(index / 3).is_multiple_of(2),
-            opens: match index % 3 {
+            ptrace_inside: !(index / 4).is_multiple_of(2),
+            opens: match index % 4 {
                 0 => Opens::Agent,
                 1 => Opens::Kernel,
-                _ => Opens::View,
+                2 => Opens::View,
+                _ => Opens::ViewExec,
             },
         }
     }

@@ -81,6 +81,22 @@ impl KernelPlan {
     }
 }
 
+/// Whether, in a view whose opens the kernel decides ([`kernel_plan_in_view`] exact), the
+/// kernel also decides `execve` as `policy` does, so execs may skip the agent: no exec rule
+/// names an exact path that does not exist now. For such a path (a program the build makes)
+/// Landlock's execute right and the view's exec mount go to the nearest directory that does
+/// exist, wider than the rule, and only the agent's check of each exec holds it to the file.
+/// Every other exec rule the kernel says exactly or more narrowly (a tree that does not exist
+/// is neither in the view nor in the ruleset).
+pub fn exec_exact_in_view(policy: &Policy, find: &dyn Fn(&str) -> Found) -> bool {
+    policy.path_rules().iter().all(|r| {
+        r.access != Some(Access::Exec)
+            || r.pattern.is_prefix()
+            || r.pattern.per_process()
+            || find(r.pattern.literal()) != Found::Missing
+    })
+}
+
 /// Works out, rule by rule, whether `policy` (with `$SCRATCH` expanded, or `find` answering
 /// for it) can be enforced on opens by Landlock alone. `find` says what a path is now.
 pub fn kernel_plan(policy: &Policy, find: &dyn Fn(&str) -> Found) -> KernelPlan {
@@ -406,6 +422,26 @@ mod tests {
         "/", "/usr", "/usr/lib", "/etc", "/etc/ssl", "/data", "/proc",
     ];
     const FILES: &[&str] = &["/etc/passwd", "/etc/shadow", "/usr/bin-tool", "/data/x"];
+
+    #[test]
+    fn execs_are_the_kernels_unless_an_exact_exec_rule_names_a_missing_file() {
+        let find = fs(DIRS, FILES, &[]);
+        let exact =
+            |text: &str| exec_exact_in_view(&Policy::parse("t", text).expect("parses"), &find);
+        // Trees, present or not (a missing one is in neither the view nor the ruleset), files
+        // that exist, and rules on other rights.
+        assert!(exact(
+            "path-allow exec /usr/* /lib32/* /usr/bin-tool /data/x
+path-allow read /data/new"
+        ));
+        assert!(exact("path-allow exec /proc/self/exe"));
+        // A program the run will make: Landlock and the view allow its directory.
+        assert!(!exact("path-allow exec /usr/* /data/made-later"));
+        assert!(!exact(
+            "path-allow write /data/*
+path-allow exec /data/sub/prog"
+        ));
+    }
 
     #[test]
     fn rules_in_a_private_tmpfs_are_the_kernels_in_a_view() {

@@ -162,8 +162,9 @@ pub struct Launched {
     pub init_pidfd: OwnedFd,
     /// The listener for the program's notifications.
     pub listener: OwnedFd,
-    /// pid of the program's first process, in warden's PID namespace.
-    pub program_pid: i32,
+    /// The root directory the program's first process sees, opened while it waited for
+    /// [`MSG_TAKEN`] (its pid named it then; once it runs, it may be gone before anybody asks).
+    program_root: OwnedFd,
     /// warden's end of the channel; [`Launched::wait`] reads the outcome from it.
     channel: OwnedFd,
     /// Whether init has been reaped (its pid may then name another process).
@@ -384,6 +385,17 @@ fn parent_side(
     };
     match (msg.first(), listener) {
         (Some(&MSG_LISTENER), Some(listener)) => {
+            let program_root = rustix::fs::open(
+                format!("/proc/{}/root", sender.unwrap_or_default()),
+                rustix::fs::OFlags::PATH
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|e| {
+                kill(&pidfd);
+                LaunchError::Channel(e.into())
+            })?;
             // The program waits for this before its exec. If it is gone, the wait below says
             // how it ended.
             let _ = send(channel.as_fd(), &[MSG_TAKEN]);
@@ -392,7 +404,7 @@ fn parent_side(
                 init_pid: pid,
                 init_pidfd: pidfd,
                 listener,
-                program_pid: sender.unwrap_or_default(),
+                program_root,
                 channel,
                 reaped: Default::default(),
             })
@@ -474,14 +486,9 @@ impl Launched {
         }
     }
 
-    /// The root directory the program sees (its view's, when it has one), opened while the
-    /// program waits for its first `execve` to be answered, so the pid still names it.
+    /// The root directory the program sees (its view's, when it has one).
     pub fn program_root(&self) -> io::Result<OwnedFd> {
-        Ok(rustix::fs::open(
-            format!("/proc/{}/root", self.program_pid),
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )?)
+        self.program_root.try_clone()
     }
 
     /// The channel, for callers that poll it together with signals.

@@ -128,6 +128,7 @@ impl Plan {
             Opens::Agent => "delegated",
             Opens::Kernel => "kernel",
             Opens::View => "view",
+            Opens::ViewExec => "view+exec",
         }
     }
 }
@@ -237,7 +238,8 @@ fn implicit_cwd(
 
 /// Decides who handles opens for `policy` (`$SCRATCH` expanded), and says why with `-v`.
 /// In a view (`view`), the kernel also answers the calls that only look (stat, access,
-/// readlink) and chdir ([`Opens::View`]) unless the program inherits a directory of the host's
+/// readlink) and chdir ([`Opens::View`], and execs with [`Opens::ViewExec`] when the kernel
+/// says every exec rule exactly) unless the program inherits a directory of the host's
 /// tree (`lookers` false: those calls relative to it would see past the view), and `-v` keeps
 /// every call with the agent, which is the one that can say which rule decided.
 fn choose_opens(
@@ -267,6 +269,8 @@ fn choose_opens(
         return Ok(Opens::Agent);
     }
     let logged = cfg.log.is_some() || cfg.observations.is_some();
+    // Whether the kernel says the exec rules exactly too (the plan below sets it).
+    let mut exec_exact = false;
     // The cheap reasons first: the plan looks at every rule's path on disk.
     let why_not: Option<String> = if logged && fast_path == FastPath::Auto {
         Some("--log asks for every decision, and only the agent sees them all".into())
@@ -301,6 +305,7 @@ fn choose_opens(
         } else {
             warden_policy::kernel::kernel_plan(policy, &found)
         };
+        exec_exact = view && warden_policy::kernel::exec_exact_in_view(policy, &found);
         (!plan.exact()).then(|| {
             let mut text = String::from("Landlock cannot enforce every path rule exactly:");
             for (id, why) in plan.blockers() {
@@ -330,11 +335,16 @@ fn choose_opens(
                      readlink and chdir stay with the agent"
                 );
             }
-            Ok(if view && lookers {
-                Opens::View
-            } else {
-                Opens::Kernel
-            })
+            // Execs too, unless -v or --log want every refusal explained (only the agent can).
+            Ok(
+                if view && lookers && exec_exact && !cfg.verbose && !logged {
+                    Opens::ViewExec
+                } else if view && lookers {
+                    Opens::View
+                } else {
+                    Opens::Kernel
+                },
+            )
         }
         (Some(why), FastPath::Always) => {
             Err(failure(EXIT_WARDEN, format!("--fast-path=always: {why}")))
@@ -636,7 +646,7 @@ mod tests {
             plan.command.view.is_some(),
             crate::confine::view::supported()
         );
-        assert_eq!(plan.opens, if can { Opens::View } else { Opens::Agent });
+        assert_eq!(plan.opens, if can { Opens::ViewExec } else { Opens::Agent });
         // -v and --log keep every call with the agent, which names the rules.
         let mut cfg = config("true", &[]);
         cfg.verbose = true;
