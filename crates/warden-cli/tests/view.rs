@@ -94,6 +94,72 @@ fn files_the_policy_does_not_call_executable_cannot_run_by_any_route() {
     );
 }
 
+/// An exec rule for a program the run will make (`DIR/prog`, missing at the start) makes the
+/// view's bind of `DIR` executable and gives Landlock's execute right to `DIR`, so it must not
+/// open any other route: a file the program writes in a writable tree inside `DIR` runs
+/// neither by execve (which then stays with the agent, the one check that holds the rule to
+/// the file) nor through ld.so or a hand-written loader (the inner tree stays `noexec`).
+fn made_later_routes(who: As) {
+    let fx = Fixture::new("later", who);
+    let (prog, bin) = program("view_exec");
+    let dir = Fixture::s(&fx.dir);
+    let sub = fx.dir.join("sub");
+    if who == As::Nobody {
+        common::chmod(&sub, 0o777);
+    }
+    let sub = Fixture::s(&sub);
+    let script = format!(
+        "cp /usr/bin/echo {sub}/x && echo copied; {sub}/x RAN-EXEC;          /lib64/ld-linux-x86-64.so.2 {sub}/x RAN-LDSO; {prog} {sub}/x; echo done"
+    );
+    let run = |exec: &str| {
+        let args = [
+            "run",
+            "--read",
+            dir,
+            "--write",
+            &format!("{sub}/*"),
+            "--read",
+            &bin,
+            "--exec",
+            &bin,
+            "--exec",
+            exec,
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ];
+        let o = run_warden(who, common::workdir(), &args);
+        (stdout(&o), common::stderr(&o))
+    };
+    // Control: with the writable tree executable, every route runs the copy.
+    let (out, err) = run(&format!("{sub}/*"));
+    assert!(
+        out.contains("RAN-EXEC") && out.contains("RAN-LDSO"),
+        "control: {out}\n{err}"
+    );
+    assert!(out.contains("mmap ran"), "control: {out}\n{err}");
+
+    let (out, err) = run(&format!("{dir}/prog"));
+    assert!(
+        out.contains("copied") && out.contains("done"),
+        "{out}\n{err}"
+    );
+    assert!(
+        !out.contains("RAN") && !out.contains(" ran"),
+        "ESCAPE: code ran from a file the policy does not call executable:\n{out}\n{err}"
+    );
+    assert!(out.contains("mmap refused EPERM"), "{out}\n{err}");
+}
+
+#[test]
+fn an_exec_rule_for_a_program_made_later_opens_no_other_route() {
+    each_user(
+        "an_exec_rule_for_a_program_made_later_opens_no_other_route",
+        made_later_routes,
+    );
+}
+
 fn denied_routes(who: As) {
     let fx = Fixture::new("deny", who);
     let (prog, _) = program("view_mounts");

@@ -540,22 +540,39 @@ fn proc_rule(keep: &mut Keep, lit: &str, prefix: bool, plan: &mut ViewPlan, id: 
 /// The rights a bind at `path` needs: every access of a rule on `path` itself or on a tree
 /// around it, and of rules on paths beneath it that do not exist yet (`missing`), which can only
 /// appear through this bind.
-fn flags_at(anchors: &[Anchor], path: &str, tree: bool, missing: &[String]) -> Flags {
-    let mut flags = Flags::default();
+///
+/// Returns the rights of everything the bind shows, and (second) those it needs only for the
+/// missing paths beneath it. A bind placed inside this one inherits the first alone: an exec
+/// rule for a program the run will make at `DIR/prog` makes `DIR` an exec mount, but must not
+/// make a writable `DIR/sub` one, where `ld.so` could then map any file the program writes.
+fn flags_at(anchors: &[Anchor], path: &str, tree: bool, missing: &[String]) -> (Flags, Flags) {
+    let (mut all, mut later) = (Flags::default(), Flags::default());
     for a in anchors {
         let here = a.path == path;
         let covers = a.tree && is_beneath(path, &a.path);
-        let later = tree && is_beneath(&a.path, path) && missing.contains(&a.path);
-        if here || covers || later {
-            match a.access {
-                // Removing an entry changes its directory: a read-only mount refuses it.
-                Access::Write | Access::Unlink => flags.write = true,
-                Access::Exec => flags.exec = true,
-                _ => {}
-            }
+        let made_later = tree && is_beneath(&a.path, path) && missing.contains(&a.path);
+        let flags = match (here || covers, made_later) {
+            (true, _) => &mut all,
+            (false, true) => &mut later,
+            (false, false) => continue,
+        };
+        match a.access {
+            // Removing an entry changes its directory: a read-only mount refuses it.
+            Access::Write | Access::Unlink => flags.write = true,
+            Access::Exec => flags.exec = true,
+            _ => {}
         }
     }
-    flags
+    (all, later)
+}
+
+/// A bind planned: where, its mount's flags, the part of them that holds for everything it
+/// shows (what a bind inside it inherits), and whether it is a tree.
+struct Placed {
+    at: String,
+    flags: Flags,
+    all: Flags,
+    tree: bool,
 }
 
 /// `path` is strictly beneath `dir`.
@@ -656,11 +673,11 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
     found.sort_by(|a, b| {
         (a.at.matches('/').count(), &a.at).cmp(&(b.at.matches('/').count(), &b.at))
     });
-    let mut placed: Vec<(String, Flags, bool)> = Vec::new();
+    let mut placed: Vec<Placed> = Vec::new();
     let mut links_done: Vec<String> = Vec::new();
     for r in found {
         for (link, target) in r.links {
-            let inside = placed.iter().any(|(p, _, t)| *t && is_beneath(&link, p));
+            let inside = placed.iter().any(|p| p.tree && is_beneath(&link, &p.at));
             if !inside && !links_done.contains(&link) {
                 links_done.push(link.clone());
                 plan.steps.push(Step::Symlink { path: link, target });
@@ -668,19 +685,21 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
         }
         // What the rules say of the path by either name, and never less than the tree it
         // lands in: the bind replaces that tree's view of it.
-        let mut flags = flags_at(anchors, &r.logical, r.tree, &missing)
-            .union(flags_at(anchors, &r.at, r.tree, &missing));
-        for (p, f, t) in &placed {
-            if *t && is_beneath(&r.at, p) {
-                flags = flags.union(*f);
+        let (all, later) = flags_at(anchors, &r.logical, r.tree, &missing);
+        let (all_at, later_at) = flags_at(anchors, &r.at, r.tree, &missing);
+        let mut all = all.union(all_at);
+        for p in &placed {
+            if p.tree && is_beneath(&r.at, &p.at) {
+                all = all.union(p.all);
             }
         }
+        let flags = all.union(later).union(later_at);
         // Visible with the same flags through an outer tree bound earlier.
         let covered = placed
             .iter()
             .rev()
-            .find(|(p, _, t)| *p == r.at || (*t && is_beneath(&r.at, p)))
-            .is_some_and(|(_, f, _)| *f == flags);
+            .find(|p| p.at == r.at || (p.tree && is_beneath(&r.at, &p.at)))
+            .is_some_and(|p| p.flags == flags);
         if covered {
             continue;
         }
@@ -689,7 +708,12 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
             dir: r.dir,
             flags,
         });
-        placed.push((r.at, flags, r.dir && r.tree));
+        placed.push(Placed {
+            at: r.at,
+            flags,
+            all,
+            tree: r.dir && r.tree,
+        });
     }
 }
 

@@ -198,6 +198,34 @@ fn an_exec_file_inside_a_noexec_tree_gets_its_own_bind() {
 }
 
 #[test]
+fn a_program_made_later_makes_its_directory_exec_but_not_the_trees_bound_inside_it() {
+    // /home/u/prog does not exist yet: its directory comes in, executable, so the program can
+    // run once made there. The writable tree inside it is bound on its own and stays noexec:
+    // with the outer bind's exec it would run (through ld.so) whatever the program writes.
+    let p = plan(
+        "path-allow read /home/u/p/*
+path-allow write /home/u/p/*
+path-allow exec /home/u/prog",
+    );
+    assert_eq!(
+        p.steps,
+        vec![
+            bind("/home/u", true, false, true),
+            bind("/home/u/p", true, true, false),
+        ]
+    );
+    // A tree the policy makes executable as a whole still passes it on.
+    let p = plan(
+        "path-allow exec /home/u/* /home/u/prog
+path-allow write /home/u/p/*",
+    );
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| matches!(s, Step::Bind { flags, .. } if flags.exec)));
+}
+
+#[test]
 fn devices_only_when_named_exactly_and_links_as_links() {
     let p = plan(
         "path-allow read /dev/null /dev/fd\npath-allow write /dev/null\n\
