@@ -71,23 +71,6 @@ pub fn value(v: i64) -> Handled {
     Ok(Answer::Reply(unotify::Reply::Value(v)))
 }
 
-/// The rest of an agent's start ([`Agent::start`]): the first workers the pool counted but
-/// did not start yet, and the watchdog, started on drop (so they cannot be forgotten).
-#[must_use = "dropping it starts the rest of the agent's workers at once"]
-pub struct Starting(Arc<Agent>);
-
-impl Drop for Starting {
-    fn drop(&mut self) {
-        for _ in 1..FIRST_WORKERS {
-            self.0.start_worker();
-        }
-        let agent = Arc::clone(&self.0);
-        let _ = std::thread::Builder::new()
-            .name("warden-watchdog".into())
-            .spawn(move || agent.watchdog());
-    }
-}
-
 /// The agent of one sandbox.
 pub struct Agent {
     listener: OwnedFd,
@@ -127,6 +110,9 @@ pub struct Agent {
     exec_rules: crate::confine::landlock::ExecRules,
     /// Capability mode (`--capability-mode`): every call is [`capsicum`]'s.
     capsicum: Option<Arc<warden_capsicum::Session>>,
+    /// The rest of the first workers and the watchdog, started with the first request
+    /// ([`Agent::start_rest`]).
+    rest: std::sync::Once,
 }
 
 /// What the kernel confines the sandbox with, as far as the agent must know it.
@@ -178,6 +164,7 @@ impl Agent {
             stand_ins: stand_in::Table::default(),
             exec_rules: confinement.exec_rules,
             capsicum: confinement.capsicum,
+            rest: std::sync::Once::new(),
         }))
     }
 
@@ -210,15 +197,31 @@ impl Agent {
         let _ = self.charge.set(tasks);
     }
 
-    /// Starts one worker, for the program's first call (its `execve`, which it is waiting on);
-    /// the other first workers and the watchdog start when the returned [`Starting`] is
-    /// dropped, so warden can start them once it has nothing more urgent to do, while the
-    /// program runs (each thread costs a few dozen microseconds of a sandbox's start). They
-    /// all run until the process exits.
-    pub fn start(self: &Arc<Self>) -> Starting {
+    /// Starts one worker; the pool counts [`FIRST_WORKERS`] listening, and the others and the
+    /// watchdog start when the first request is taken ([`Agent::start_rest`]). In a view the
+    /// kernel decides most calls, and many programs never ask the agent anything: their
+    /// sandboxes then pay for one thread, not four (each costs tens of microseconds of a start,
+    /// with the program's own exec competing for the same CPUs). They all run until the
+    /// process exits.
+    pub fn start(self: &Arc<Self>) {
         crate::sys::signals::install_interrupt_handler();
         self.start_worker();
-        Starting(Arc::clone(self))
+    }
+
+    /// The first workers counted but not started yet, and the watchdog; once. Until now the
+    /// pool saw them as on their way to listening, which they now are, so a first request
+    /// that blocks (a FIFO open) still leaves somebody listening; and with no request taken
+    /// before, no worker can have been stuck for a caller that is gone.
+    fn start_rest(self: &Arc<Self>) {
+        self.rest.call_once(|| {
+            for _ in 1..FIRST_WORKERS {
+                self.start_worker();
+            }
+            let agent = Arc::clone(self);
+            let _ = std::thread::Builder::new()
+                .name("warden-watchdog".into())
+                .spawn(move || agent.watchdog());
+        });
     }
 
     /// Frees workers stuck for callers that are gone.
@@ -303,6 +306,7 @@ impl Agent {
                 }
             };
             self.uncounted.fetch_add(1, Ordering::AcqRel);
+            self.start_rest();
             if self.pool.took() == pool::Refill::Start {
                 self.start_worker();
             }

@@ -6,7 +6,7 @@
 use super::plan::Plan;
 use super::stdio::Captures;
 use super::{failure, Failure, RunConfig, EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, EXIT_WARDEN};
-use crate::agent::{log::Log, Agent, Starting};
+use crate::agent::{log::Log, Agent};
 use crate::confine::landlock;
 use crate::filter;
 use crate::launch::{self, Command, LaunchError, Launched, Outcome, Stage};
@@ -116,7 +116,7 @@ pub fn execute(
         log,
         confinement,
     };
-    let (agent, starting) = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
+    let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
     let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
     crate::timings::mark("registered");
@@ -137,8 +137,6 @@ pub fn execute(
         );
     }
     let caught = stop_on_signals(sandbox.shared());
-    // The program runs already; the agent's other workers can start now.
-    drop(starting);
     crate::timings::mark("watchers");
     let outcome = sandbox.wait();
     crate::timings::mark("program ran (exec to exit)");
@@ -204,14 +202,14 @@ struct Served {
 
 /// The sandbox's agent, serving its listener (with the view's root, when there is a view),
 /// its workers charged to the run's memory group; and capability mode's grant socket served.
-/// One worker serves at once; the rest start when the [`Starting`] is dropped.
+/// One worker listens at first; the rest start with the first request ([`Agent::start`]).
 fn start_agent(
     cfg: &RunConfig,
     sandbox: &launch::Sandbox,
     command: &Command,
     served: Served,
     cgroup: Option<&Cgroup>,
-) -> Result<(Arc<Agent>, Starting), Failure> {
+) -> Result<Arc<Agent>, Failure> {
     let Served {
         policy,
         net,
@@ -241,9 +239,9 @@ fn start_agent(
     if let Some(tasks) = cgroup.and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
     }
-    let starting = agent.start();
+    agent.start();
     serve_grants(cfg.capsicum.as_ref());
-    Ok((agent, starting))
+    Ok(agent)
 }
 
 /// The cgroup the plan asks for (`wanted`), made; `None` when the run needs none or none can
