@@ -92,7 +92,12 @@ pub fn inspect(args: InspectArgs) -> i32 {
     let mode = match entry.mode.as_str() {
         "delegated" => "all decided by the agent".to_string(),
         "kernel" => "opens decided by the kernel (Landlock), the rest by the agent".to_string(),
-        "view" => "opens and lookups decided by the kernel in the sandbox's view".to_string(),
+        "view" => "opens and lookups decided by the kernel in the sandbox's view, execs by \
+                   the agent"
+            .to_string(),
+        "view+exec" => {
+            "opens, lookups and execs decided by the kernel in the sandbox's view".to_string()
+        }
         other => escape(other).into_owned(),
     };
     println!(
