@@ -109,13 +109,17 @@ fn made_later_routes(who: As) {
     }
     let sub = Fixture::s(&sub);
     let script = format!(
-        "cp /usr/bin/echo {sub}/x && echo copied; {sub}/x RAN-EXEC;          /lib64/ld-linux-x86-64.so.2 {sub}/x RAN-LDSO; {prog} {sub}/x; echo done"
+        "cp /usr/bin/echo {sub}/x && echo copied; {sub}/x RAN-EXEC; \
+         /lib64/ld-linux-x86-64.so.2 {sub}/x RAN-LDSO; {prog} {sub}/x; echo done"
     );
+    let report = own_tmpdir("later", who).join("report");
     let run = |exec: &str| {
         let args = [
             "run",
+            "--report",
+            Fixture::s(&report),
             "--read",
-            dir,
+            sub,
             "--write",
             &format!("{sub}/*"),
             "--read",
@@ -130,17 +134,24 @@ fn made_later_routes(who: As) {
             &script,
         ];
         let o = run_warden(who, common::workdir(), &args);
-        (stdout(&o), common::stderr(&o))
+        let execs = std::fs::read_to_string(&report)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("delegated-exec:").map(str::to_owned))
+            .unwrap_or_else(|| "0".into());
+        (stdout(&o), common::stderr(&o), execs)
     };
-    // Control: with the writable tree executable, every route runs the copy.
-    let (out, err) = run(&format!("{sub}/*"));
+    // Control: with the writable tree executable, every route runs the copy; every exec rule
+    // is one the kernel says exactly, so the execs do not reach the agent.
+    let (out, err, execs) = run(&format!("{sub}/*"));
     assert!(
         out.contains("RAN-EXEC") && out.contains("RAN-LDSO"),
         "control: {out}\n{err}"
     );
     assert!(out.contains("mmap ran"), "control: {out}\n{err}");
+    assert_eq!(execs, "0", "execs reached the agent in a view+exec run");
 
-    let (out, err) = run(&format!("{dir}/prog"));
+    let (out, err, execs) = run(&format!("{dir}/prog"));
     assert!(
         out.contains("copied") && out.contains("done"),
         "{out}\n{err}"
@@ -150,6 +161,8 @@ fn made_later_routes(who: As) {
         "ESCAPE: code ran from a file the policy does not call executable:\n{out}\n{err}"
     );
     assert!(out.contains("mmap refused EPERM"), "{out}\n{err}");
+    // The exec rule for the missing program keeps every exec with the agent.
+    assert_ne!(execs, "0", "no exec reached the agent:\n{out}\n{err}");
 }
 
 #[test]
