@@ -173,6 +173,47 @@ fn an_exec_rule_for_a_program_made_later_opens_no_other_route() {
     );
 }
 
+/// In a view that decides execs, the program's exec waits only for warden's word that it holds
+/// the listener (the exec closes the program's copy). A program whose first call goes to the
+/// agent, started again and again, must have it answered every time: before warden held the
+/// listener, the filter would have none, and the call would fail with ENOSYS.
+fn first_call_routes(who: As) {
+    let (prog, bin) = program("first_call");
+    let tmp = own_tmpdir("first-call", who);
+    let report = tmp.join("report");
+    for round in 0..30 {
+        let o = run_warden(
+            who,
+            common::workdir(),
+            &[
+                "run",
+                "--report",
+                Fixture::s(&report),
+                "--read",
+                &bin,
+                "--exec",
+                &bin,
+                "--",
+                &prog,
+            ],
+        );
+        let (out, err) = (stdout(&o), common::stderr(&o));
+        assert_eq!(out, "first call ok\n", "round {round}:\n{err}");
+        let text = std::fs::read_to_string(&report).unwrap();
+        // The call reached the agent; the exec did not.
+        assert!(text.contains("delegated-memfd:1"), "round {round}: {text}");
+        assert!(!text.contains("delegated-exec"), "round {round}: {text}");
+    }
+}
+
+#[test]
+fn a_programs_first_call_is_answered_though_its_exec_does_not_wait_for_the_agent() {
+    each_user(
+        "a_programs_first_call_is_answered_though_its_exec_does_not_wait_for_the_agent",
+        first_call_routes,
+    );
+}
+
 fn denied_routes(who: As) {
     let fx = Fixture::new("deny", who);
     let (prog, _) = program("view_mounts");
