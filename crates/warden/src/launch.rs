@@ -376,7 +376,7 @@ fn parent_side(
                 crate::timings::mark_at(name, at);
             }
             let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-            Some(take_listener(pid, sender, fd).map_err(|e| {
+            Some(take_from_program(pid, sender, fd).map_err(|e| {
                 kill(&pidfd);
                 LaunchError::Channel(e)
             })?)
@@ -384,18 +384,7 @@ fn parent_side(
         _ => None,
     };
     match (msg.first(), listener) {
-        (Some(&MSG_LISTENER), Some(listener)) => {
-            let program_root = rustix::fs::open(
-                format!("/proc/{}/root", sender.unwrap_or_default()),
-                rustix::fs::OFlags::PATH
-                    | rustix::fs::OFlags::DIRECTORY
-                    | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )
-            .map_err(|e| {
-                kill(&pidfd);
-                LaunchError::Channel(e.into())
-            })?;
+        (Some(&MSG_LISTENER), Some((listener, program_root))) => {
             // The program waits for this before its exec. If it is gone, the wait below says
             // how it ended.
             let _ = send(channel.as_fd(), &[MSG_TAKEN]);
@@ -429,8 +418,9 @@ fn parent_side(
 }
 
 /// Duplicates descriptor `fd` of `sender`, which must be init's child (the program's process,
-/// waiting for [`MSG_TAKEN`] before its exec).
-fn take_listener(init: i32, sender: i32, fd: RawFd) -> io::Result<OwnedFd> {
+/// waiting for [`MSG_TAKEN`] before its exec), and opens the root directory it sees: the
+/// listener and [`Launched::program_root`], both from the process just checked.
+fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, OwnedFd)> {
     let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     // With the pidfd held, the pid cannot be reused: check it names init's child.
@@ -443,7 +433,12 @@ fn take_listener(init: i32, sender: i32, fd: RawFd) -> io::Result<OwnedFd> {
             "the listener came from a process that is not the program",
         ));
     }
-    crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)
+    let root = rustix::fs::open(
+        format!("/proc/{sender}/root"),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    Ok((crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?, root))
 }
 
 fn decode_failure(msg: &[u8]) -> (Stage, i32) {
