@@ -1715,10 +1715,8 @@ fn fd_passing_between(who: As) {
         r.dump()
     );
     let text = std::fs::read_to_string(&report).unwrap_or_default();
-    let sends: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("delegated-send:"))
-        .and_then(|v| v.trim().parse().ok())
+    let sends: u64 = common::report_field(&report, "delegated-send")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     assert!(
         sends >= 2,

@@ -134,11 +134,7 @@ fn made_later_routes(who: As) {
             &script,
         ];
         let o = run_warden(who, common::workdir(), &args);
-        let execs = std::fs::read_to_string(&report)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("delegated-exec:").map(str::to_owned))
-            .unwrap_or_else(|| "0".into());
+        let execs = common::report_field(&report, "delegated-exec").unwrap_or_else(|| "0".into());
         (stdout(&o), common::stderr(&o), execs)
     };
     // Control: with the writable tree executable, every route runs the copy; every exec rule
@@ -201,8 +197,13 @@ fn first_call_routes(who: As) {
         assert_eq!(out, "first call ok\n", "round {round}:\n{err}");
         let text = std::fs::read_to_string(&report).unwrap();
         // The call reached the agent; the exec did not.
-        assert!(text.contains("delegated-memfd:1"), "round {round}: {text}");
-        assert!(!text.contains("delegated-exec"), "round {round}: {text}");
+        let field = |key| common::report_field(&report, key);
+        assert_eq!(
+            field("delegated-memfd").as_deref(),
+            Some("1"),
+            "round {round}: {text}"
+        );
+        assert_eq!(field("delegated-exec"), None, "round {round}: {text}");
     }
 }
 

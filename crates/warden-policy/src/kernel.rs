@@ -431,15 +431,13 @@ mod tests {
         // Trees, present or not (a missing one is in neither the view nor the ruleset), files
         // that exist, and rules on other rights.
         assert!(exact(
-            "path-allow exec /usr/* /lib32/* /usr/bin-tool /data/x
-path-allow read /data/new"
+            "path-allow exec /usr/* /lib32/* /usr/bin-tool /data/x\npath-allow read /data/new"
         ));
         assert!(exact("path-allow exec /proc/self/exe"));
         // A program the run will make: Landlock and the view allow its directory.
         assert!(!exact("path-allow exec /usr/* /data/made-later"));
         assert!(!exact(
-            "path-allow write /data/*
-path-allow exec /data/sub/prog"
+            "path-allow write /data/*\npath-allow exec /data/sub/prog"
         ));
     }
 

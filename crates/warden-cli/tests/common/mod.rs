@@ -428,6 +428,15 @@ pub fn run_warden_with_stdin(
 }
 
 /// Shorthand: stdout as text.
+/// The value of `KEY` in the key:value run report at `path` (`--report`), if it has one.
+pub fn report_field(path: &Path, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let prefix = format!("{key}:");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .map(|v| v.trim().to_owned())
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
