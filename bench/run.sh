@@ -148,8 +148,9 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 if [ -z "$warden" ]; then
-    cargo build --release -q -p warden-cli
-    warden="$root/target/release/warden"
+    # Where cargo put it (.cargo/config.toml builds for the host by name: target/<host>/release).
+    warden=$(cargo build --release -q -p warden-cli --message-format=json \
+        | sed -n 's/.*"executable":"\([^"]*\/warden\)".*/\1/p' | tail -1)
 fi
 [ -x "$warden" ] || { echo "run.sh: $warden is not an executable" >&2; exit 1; }
 warden=$(cd "$(dirname "$warden")" && pwd)/$(basename "$warden")

@@ -38,4 +38,10 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 cargo build --release --locked -q
-echo "setup: built $(pwd)/target/release/warden" >&2
+# .cargo/config.toml builds for the host by name (so that warden links statically), which puts
+# the binary in target/<host>/release; target/release/warden is where the README and the
+# scripts run it from.
+host=$(rustc -vV | sed -n 's/^host: //p')
+mkdir -p target/release
+ln -sfn "../$host/release/warden" target/release/warden
+echo "setup: built $(pwd)/target/$host/release/warden (linked from target/release/warden)" >&2
