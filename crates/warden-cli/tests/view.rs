@@ -476,7 +476,10 @@ fn proc_holds_only_what_the_policy_names() {
 }
 
 fn default_policy_programs(who: As) {
-    let script = "ls / | tr '\\n' ' '; echo; find /sys | sort | tr '\\n' ' '; echo; \
+    // `ls -A`: dot names too (the host's tree hangs beneath the view at a dot name while init
+    // seals it). Then every mount's device and root in the file system it comes from.
+    let script = "ls -A / | tr '\\n' ' '; echo; find /sys | sort | tr '\\n' ' '; echo; \
+                  awk '{printf \"%s=%s \", $3, $4} END {print \"\"}' /proc/self/mountinfo; \
                   cat /etc/shadow 2>&1 | head -c 0; \
                   echo hi > f && cat f; ls /root 2>/dev/null || echo no-root";
     let o = run_warden(
@@ -505,6 +508,26 @@ fn default_policy_programs(who: As) {
             "/sys /sys/devices /sys/devices/system {cpu} {cpu}/online {cpu}/possible {cpu}/present"
         ),
         "{out}"
+    );
+    // The host's tree is gone from beneath the view before the program runs: no mount of the
+    // host's root file system at its own root (the view binds only trees inside it).
+    let host_root = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.get(4) == Some(&"/"))
+        .and_then(|f| f.get(2).map(|d| d.to_string()))
+        .expect("the host's root in /proc/self/mountinfo");
+    let mounts = out.lines().nth(2).unwrap_or_default();
+    assert!(
+        mounts.split_whitespace().count() > 3,
+        "no mounts read: {out}"
+    );
+    assert!(
+        !mounts
+            .split_whitespace()
+            .any(|m| m == format!("{host_root}=/")),
+        "the host's root file system ({host_root}) is mounted whole in the sandbox: {mounts}"
     );
     assert!(out.contains("hi\n") && out.contains("no-root"), "{out}");
 }

@@ -600,16 +600,30 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     // rest need, and the view's procfs (hidepid=ptraceable) does not even list init.
     // pivot_root moves the program's process into the view with init: it moves every process
     // of the mount namespace whose root is the old one (the program checks that it was moved).
-    if let Some(plan) = &cmd.view {
-        if let Err(e) = crate::confine::view::enter(plan) {
-            fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
-            process::exit_now(1);
-        }
-    }
+    let unsealed = cmd
+        .view
+        .as_ref()
+        .map(|plan| match crate::confine::view::enter(plan) {
+            Ok(unsealed) => unsealed,
+            Err(e) => {
+                fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
+                process::exit_now(1);
+            }
+        });
     marks[VIEW] = crate::timings::now();
     // A message of VIEW_MSG_LEN bytes (under PIPE_BUF) into a fresh pipe is written whole.
     if let Err(e) = view_entered(&marks).and_then(|msg| Ok(rustix::io::write(&view_done, &msg)?)) {
         fail(channel.as_fd(), Stage::View, &e);
+        process::exit_now(1);
+    }
+    // The program sets itself up meanwhile, and execs only after the word below: the host's
+    // tree is gone from beneath the view by then.
+    if let Some(Err(e)) = unsealed.map(|u| u.seal()) {
+        fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
+        process::exit_now(1);
+    }
+    if let Err(e) = rustix::io::write(&view_done, &[VIEW_SEALED]) {
+        fail(channel.as_fd(), Stage::View, &e.into());
         process::exit_now(1);
     }
     drop(view_done);
@@ -639,6 +653,10 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     }
     process::exit_now(0)
 }
+
+/// Init's second word to the program's process, after the view's: the view is sealed
+/// ([`crate::confine::view::Unsealed::seal`]), and the program may exec.
+const VIEW_SEALED: u8 = b'V';
 
 /// Init's marks that the program's process reports (it may have been forked before them).
 const INIT_MARKS: [usize; 3] = [GO, TERMINAL, VIEW];
@@ -811,6 +829,10 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
         Ok((m, _)) if m.first() == Some(&MSG_TAKEN) => {}
         _ => process::exit_now(125),
     }
+    if !view_sealed(view.as_fd()) {
+        // init went without the word, and says why itself.
+        process::exit_now(125);
+    }
     if let Err(e) = apply_rlimits(child.cmd) {
         fail(channel, Stage::Resources, &e);
         process::exit_now(125);
@@ -824,6 +846,19 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
     } else {
         126
     })
+}
+
+/// Waits for init's [`VIEW_SEALED`]; false if init closed the pipe without it.
+fn view_sealed(view: BorrowedFd<'_>) -> bool {
+    poll_briefly(view);
+    let mut word = [0u8; 1];
+    loop {
+        match rustix::io::read(view, &mut word) {
+            Ok(1) => return word[0] == VIEW_SEALED,
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => return false,
+        }
+    }
 }
 
 /// Puts the program's descriptors in place: stdio replacements, passed descriptors, everything

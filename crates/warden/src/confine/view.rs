@@ -174,8 +174,9 @@ fn errno(e: rustix::io::Errno) -> io::Error {
 }
 
 /// Builds the view of `plan` and makes it the calling process's root. Call in a fresh mount
-/// namespace, before anything of the program runs.
-pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
+/// namespace, before anything of the program runs. What is left is [`Unsealed::seal`]'s: the
+/// host's tree still hangs beneath the view, and the program may not exec before it is gone.
+pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     // Nothing done here may reach back to the host's namespace.
     rustix::mount::mount_change(
         "/",
@@ -208,14 +209,55 @@ pub fn enter(plan: &ViewPlan) -> Result<(), ViewError> {
         has_dev |= *step == Step::DevTmpfs;
         apply(step, root.as_fd(), &masks, plan.copy_dir.as_deref())?;
     }
-    pivot(root.as_fd()).map_err(ViewError::at("entering the view (pivot_root)"))?;
-    // Attached now: the tmpfs mounts the steps wrote into become read-only.
-    for (path, needed) in [("/dev", has_dev), ("/", tmpfs_root)] {
-        if needed {
-            read_only(path).map_err(ViewError::at(format!("making {path} read-only")))?;
-        }
+    // On an empty tmpfs root, the host's tree goes to a directory of its own, so that the
+    // view is the root at once and the tree is detached by `seal`, while the program sets
+    // itself up (detaching waits for an RCU grace period: a few hundred microseconds here).
+    let old_root = tmpfs_root && rfs::mkdirat(root.as_fd(), OLD_ROOT, Mode::empty()).is_ok();
+    pivot(root.as_fd(), old_root).map_err(ViewError::at("entering the view (pivot_root)"))?;
+    let unsealed = Unsealed {
+        old_root,
+        read_only: [("/dev", has_dev), ("/", tmpfs_root)],
+    };
+    if !old_root {
+        unsealed.seal()?;
+        return Ok(Unsealed {
+            old_root: false,
+            read_only: [("/dev", false), ("/", false)],
+        });
     }
-    Ok(())
+    Ok(unsealed)
+}
+
+/// Where the host's tree hangs beneath a tmpfs root between [`enter`] and [`Unsealed::seal`].
+const OLD_ROOT: &str = ".warden-host-root";
+
+/// A view that is the caller's root, with its last steps to come: the host's tree detached
+/// from beneath it, and the tmpfs mounts the steps wrote into made read-only.
+#[must_use = "the host's tree stays beneath the view until it is sealed"]
+pub struct Unsealed {
+    old_root: bool,
+    read_only: [(&'static str, bool); 2],
+}
+
+impl Unsealed {
+    /// Detaches the host's tree and makes the view's own tmpfs mounts read-only. Nothing of
+    /// the program may run before this returns.
+    pub fn seal(&self) -> Result<(), ViewError> {
+        if self.old_root {
+            let at = format!("/{OLD_ROOT}");
+            rustix::mount::unmount(at.as_str(), UnmountFlags::DETACH)
+                .map_err(|e| ViewError::at("detaching the host's tree")(errno(e)))?;
+            rfs::unlinkat(rfs::CWD, at.as_str(), rfs::AtFlags::REMOVEDIR)
+                .map_err(|e| ViewError::at("removing the host tree's mount point")(errno(e)))?;
+        }
+        // Attached now: the tmpfs mounts the steps wrote into become read-only.
+        for (path, needed) in self.read_only {
+            if needed {
+                read_only(path).map_err(ViewError::at(format!("making {path} read-only")))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Makes the mount at `path` (not those beneath it) read-only.
@@ -657,7 +699,10 @@ fn clones(
 
 /// Makes the mount `root` (attached nowhere yet) the root of the namespace, and detaches the
 /// host's tree.
-fn pivot(root: BorrowedFd<'_>) -> io::Result<()> {
+/// Makes `root` the root of every process of the mount namespace whose root was the host's.
+/// With `old_root`, the host's tree goes to [`OLD_ROOT`] beneath it (for [`Unsealed::seal`]);
+/// without, it is stacked on the new root and detached at once.
+fn pivot(root: BorrowedFd<'_>, old_root: bool) -> io::Result<()> {
     // pivot_root needs the new root attached; the host's /tmp serves for the moment it takes.
     let staging = "/tmp";
     move_mount(
@@ -668,9 +713,13 @@ fn pivot(root: BorrowedFd<'_>) -> io::Result<()> {
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
     )?;
     rustix::process::fchdir(root)?;
-    rustix::process::pivot_root(".", ".")?;
-    // The old root now sits on top of the new one at "/": detach it and all beneath it.
-    rustix::mount::unmount(".", UnmountFlags::DETACH)?;
+    if old_root {
+        rustix::process::pivot_root(".", OLD_ROOT)?;
+    } else {
+        rustix::process::pivot_root(".", ".")?;
+        // The old root now sits on top of the new one at "/": detach it and all beneath it.
+        rustix::mount::unmount(".", UnmountFlags::DETACH)?;
+    }
     rustix::process::chdir("/")?;
     Ok(())
 }
