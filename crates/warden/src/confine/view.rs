@@ -218,14 +218,15 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
         old_root,
         read_only: [("/dev", has_dev), ("/", tmpfs_root)],
     };
-    if !old_root {
-        unsealed.seal()?;
-        return Ok(Unsealed {
-            old_root: false,
-            read_only: [("/dev", false), ("/", false)],
-        });
+    if old_root {
+        return Ok(unsealed);
     }
-    Ok(unsealed)
+    // The host's tree is already gone: the rest at once, and nothing left to seal.
+    unsealed.seal()?;
+    Ok(Unsealed {
+        old_root: false,
+        read_only: [("/dev", false), ("/", false)],
+    })
 }
 
 /// Where the host's tree hangs beneath a tmpfs root between [`enter`] and [`Unsealed::seal`].
@@ -697,11 +698,10 @@ fn clones(
     Ok(())
 }
 
-/// Makes the mount `root` (attached nowhere yet) the root of the namespace, and detaches the
-/// host's tree.
-/// Makes `root` the root of every process of the mount namespace whose root was the host's.
-/// With `old_root`, the host's tree goes to [`OLD_ROOT`] beneath it (for [`Unsealed::seal`]);
-/// without, it is stacked on the new root and detached at once.
+/// Makes the mount `root` (attached nowhere yet) the root of every process of the mount
+/// namespace whose root was the host's. With `old_root`, the host's tree goes to [`OLD_ROOT`]
+/// beneath it (for [`Unsealed::seal`]); without, it is stacked on the new root and detached at
+/// once.
 fn pivot(root: BorrowedFd<'_>, old_root: bool) -> io::Result<()> {
     // pivot_root needs the new root attached; the host's /tmp serves for the moment it takes.
     let staging = "/tmp";
