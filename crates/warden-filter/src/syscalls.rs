@@ -513,9 +513,7 @@ impl Opens {
         libc::SYS_listxattr,
         libc::SYS_llistxattr,
     ];
-}
 
-impl Opens {
     /// The execs [`Opens::ViewExec`] lets the kernel decide: the view holds nothing the policy
     /// does not name, mounts every tree `noexec` unless the policy gives `exec` there (single
     /// files get an exec bind of their own), and Landlock's execute right backs each exec rule

@@ -223,10 +223,7 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     }
     // The host's tree is already gone: the rest at once, and nothing left to seal.
     unsealed.seal()?;
-    Ok(Unsealed {
-        old_root: false,
-        read_only: [("/dev", false), ("/", false)],
-    })
+    Ok(Unsealed::default())
 }
 
 /// Where the host's tree hangs beneath a tmpfs root between [`enter`] and [`Unsealed::seal`].
@@ -235,6 +232,7 @@ const OLD_ROOT: &str = ".warden-host-root";
 /// A view that is the caller's root, with its last steps to come: the host's tree detached
 /// from beneath it, and the tmpfs mounts the steps wrote into made read-only.
 #[must_use = "the host's tree stays beneath the view until it is sealed"]
+#[derive(Default)]
 pub struct Unsealed {
     old_root: bool,
     read_only: [(&'static str, bool); 2],
