@@ -5,8 +5,11 @@
  * read-only file (which the program may open for reading) is attacked through descriptors:
  * f* calls on a read-only descriptor, and reopening it for writing through /proc/self/fd.
  * The read-only symlink is attacked through its O_PATH descriptor (a stand-in under warden).
+ * Opens with O_TRUNC that do not open for writing (O_RDONLY, or access mode 3) truncate with
+ * no write permission asked: they are tried on the read-only file every way an open can name it.
  */
 #include "escape_common.h"
+#include <linux/openat2.h>
 #include <sys/time.h>
 #include <sys/xattr.h>
 #include <utime.h>
@@ -84,6 +87,54 @@ static void readonly_link(const char *link) {
     close(fd);
 }
 
+/* An open with O_TRUNC: ok=1 when it succeeded (a regular file is truncated by the open itself),
+ * with the size it left. */
+static void try_truncating_open(const char *attempt, int fd) {
+    if (fd < 0) {
+        result(attempt, 0, errno);
+        return;
+    }
+    struct stat st;
+    fstat(fd, &st);
+    resultf(attempt, 1, 0, "size=%lld", (long long)st.st_size);
+    close(fd);
+}
+
+static int openat2_flags(int dirfd, const char *path, int flags) {
+    struct open_how how = {.flags = (unsigned long long)flags};
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+/* Every way to name the read-only file `ro` (readable, not writable, by the policy) in an
+ * O_TRUNC open that asks for no write access. */
+static void truncating_reads(const char *ro, int rofd) {
+    try_truncating_open("otrunc_open_rdonly", open(ro, O_RDONLY | O_TRUNC | O_CLOEXEC));
+    try_truncating_open("otrunc_openat_rdonly", openat(AT_FDCWD, ro, O_RDONLY | O_TRUNC | O_CLOEXEC));
+    try_truncating_open("otrunc_openat_rdonly_creat",
+                        openat(AT_FDCWD, ro, O_RDONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0644));
+    try_truncating_open("otrunc_openat_accmode3", openat(AT_FDCWD, ro, O_ACCMODE | O_TRUNC | O_CLOEXEC));
+    try_truncating_open("otrunc_openat2_rdonly", openat2_flags(AT_FDCWD, ro, O_RDONLY | O_TRUNC | O_CLOEXEC));
+    try_truncating_open("otrunc_openat2_accmode3", openat2_flags(AT_FDCWD, ro, O_ACCMODE | O_TRUNC | O_CLOEXEC));
+    /* Relative to a descriptor of its directory. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", ro);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = 0;
+        int d = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        try_truncating_open("otrunc_openat_dirfd_rdonly", openat(d, slash + 1, O_RDONLY | O_TRUNC | O_CLOEXEC));
+        try_truncating_open("otrunc_openat_dirfd_accmode3", openat(d, slash + 1, O_ACCMODE | O_TRUNC | O_CLOEXEC));
+        if (d >= 0)
+            close(d);
+    }
+    /* Reopening its read-only descriptor. */
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", rofd);
+    try_truncating_open("otrunc_reopen_proc_fd_rdonly", open(p, O_RDONLY | O_TRUNC | O_CLOEXEC));
+    snprintf(p, sizeof p, "/dev/fd/%d", rofd);
+    try_truncating_open("otrunc_reopen_dev_fd_accmode3", open(p, O_ACCMODE | O_TRUNC | O_CLOEXEC));
+}
+
 int main(int argc, char **argv) {
     setup_output();
     if (argc != 3 && argc != 4) {
@@ -97,6 +148,12 @@ int main(int argc, char **argv) {
     result_rc("benign_chmod_mine", chmod("mine", 0600));
     result_rc("benign_utimensat_mine", utimensat(AT_FDCWD, "mine", NULL, 0));
     result_rc("benign_truncate_mine", truncate("mine", 10));
+    /* A truncating read where the policy gives write: the agent serves it. */
+    fd = open("mine", O_RDONLY | O_TRUNC | O_CLOEXEC);
+    struct stat st;
+    result_rc("benign_otrunc_rdonly_mine", fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0 ? 0 : -1);
+    if (fd >= 0)
+        close(fd);
 
     attempts("direct", secret);
     result_rc("benign_symlink", symlink(secret, "lnk"));
@@ -131,6 +188,7 @@ int main(int argc, char **argv) {
     try_open_write("reopen_dev_fd_for_write", AT_FDCWD, p, O_RDWR);
     result_rc("chmod_proc_fd", chmod(p, 0777));
     result_rc("truncate_proc_fd", truncate(p, 0));
+    truncating_reads(ro, rofd);
     if (argc == 4)
         readonly_link(argv[3]);
     done();

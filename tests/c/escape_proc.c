@@ -2,7 +2,8 @@
  *
  * usage: escape_proc STDIN_KIND SECRET_FILE ALLOWED_DIR
  *   STDIN_KIND   "etc" when stdin is the directory /etc, "secretdir" when stdin is the
- *                secret's directory, "none" otherwise
+ *                secret's directory, "alloweddir" when it is ALLOWED_DIR (which holds ok.txt,
+ *                readable and not writable by the policy), "none" otherwise
  *   SECRET_FILE  a denied file; ALLOWED_DIR a readable directory
  */
 #include "escape_common.h"
@@ -74,6 +75,34 @@ int main(int argc, char **argv) {
             try_open_read("fchdir_stdin_secret", AT_FDCWD, sbase);
         } else {
             result("fchdir_stdin_secret", 0, errno);
+        }
+        fchdir(home);
+        close(home);
+    } else if (strcmp(kind, "alloweddir") == 0) {
+        /* A directory of the host's tree, held: opens beneath it reach the host's own mount,
+         * writable or not, where the view's read-only bind does not stand. Reading is allowed;
+         * nothing may write or truncate, also through an open that asks only to read. */
+        try_open_read("benign_openat_stdin_ok", 0, "ok.txt");
+        try_open_write("openat_stdin_ok_write", 0, "ok.txt", O_WRONLY | O_APPEND);
+        try_open_write("openat_stdin_ok_trunc_write", 0, "ok.txt", O_WRONLY | O_TRUNC);
+        int fd = openat(0, "ok.txt", O_RDONLY | O_TRUNC | O_CLOEXEC);
+        result_rc("openat_stdin_ok_trunc_rdonly", fd);
+        if (fd >= 0)
+            close(fd);
+        fd = openat(0, "ok.txt", O_ACCMODE | O_TRUNC | O_CLOEXEC);
+        result_rc("openat_stdin_ok_trunc_accmode3", fd);
+        if (fd >= 0)
+            close(fd);
+        int home = open(".", O_RDONLY | O_DIRECTORY);
+        if (fchdir(0) == 0) {
+            fd = open("ok.txt", O_RDONLY | O_TRUNC | O_CLOEXEC);
+            result_rc("fchdir_stdin_ok_trunc_rdonly", fd);
+            if (fd >= 0)
+                close(fd);
+            result_rc("fchdir_stdin_ok_truncate", truncate("ok.txt", 0));
+        } else {
+            result("fchdir_stdin_ok_trunc_rdonly", 0, errno);
+            result("fchdir_stdin_ok_truncate", 0, errno);
         }
         fchdir(home);
         close(home);

@@ -552,11 +552,18 @@ fn race_control() {
 
 fn proc_doors(who: As, stdin_kind: &str) {
     let fx = Fixture::new(&format!("proc-{stdin_kind}"), who);
+    let ok = fx.allowed.join("ok.txt");
+    if who == As::Nobody {
+        // The user's own file: only the policy stands between the program and writing it.
+        std::os::unix::fs::chown(&ok, Some(65534), Some(65534)).unwrap();
+    }
     let before = snapshot(&fx.secret);
+    let ok_before = snapshot(&ok);
     let tree_before = tree(&fx.dir);
     let stdin = match stdin_kind {
         "etc" => dir_file(Path::new("/etc")),
         "secretdir" => dir_file(&fx.secret_dir),
+        "alloweddir" => dir_file(&fx.allowed),
         _ => Stdio::null(),
     };
     let r = run_under_warden_stdin(
@@ -585,6 +592,19 @@ fn proc_doors(who: As, stdin_kind: &str) {
         r.errno("openat_stdin_secret", "EACCES")
             .errno("proc_fd0_secret", "EACCES");
     }
+    if stdin_kind == "alloweddir" {
+        for name in [
+            "openat_stdin_ok_write",
+            "openat_stdin_ok_trunc_write",
+            "openat_stdin_ok_trunc_rdonly",
+            "openat_stdin_ok_trunc_accmode3",
+            "fchdir_stdin_ok_trunc_rdonly",
+            "fchdir_stdin_ok_truncate",
+        ] {
+            r.errno(name, "EACCES");
+        }
+    }
+    assert_eq!(snapshot(&ok), ok_before, "the read-only file changed");
     assert_untouched(&fx, &before, &tree_before);
 }
 
@@ -599,6 +619,16 @@ fn inherited_dirfd_etc_and_proc_links() {
 fn inherited_dirfd_of_secret_dir() {
     each_user("inherited_dirfd_of_secret_dir", |who| {
         proc_doors(who, "secretdir")
+    });
+}
+
+/// A held directory of the host's tree that the policy lets the program read: beneath it, the
+/// host's mount is writable, and only the policy (the filter, the agent and Landlock) keeps a
+/// read-only file from being written or truncated.
+#[test]
+fn inherited_dirfd_of_readonly_dir() {
+    each_user("inherited_dirfd_of_readonly_dir", |who| {
+        proc_doors(who, "alloweddir")
     });
 }
 
@@ -1168,6 +1198,16 @@ fn meta_readonly_fd(who: As) {
             r.dump()
         );
     }
+    // O_TRUNC opens that ask only to read (or for neither), every way the file can be named.
+    let truncating: Vec<_> = r
+        .attempts
+        .iter()
+        .filter(|a| a.name.starts_with("otrunc_"))
+        .collect();
+    assert_eq!(truncating.len(), 10, "{}", r.dump());
+    for a in truncating {
+        r.errno(&a.name, "EACCES");
+    }
     for name in [
         "fchmod_readonly_fd",
         "fchown_readonly_fd",
@@ -1221,6 +1261,11 @@ fn meta_control() {
         .ok("setxattr_direct")
         .ok("chmod_via_link");
     r.ok("fchmod_readonly_fd").ok("reopen_proc_fd_for_write");
+    // An open that asks only to read truncates, wherever the owner may write.
+    r.ok("otrunc_open_rdonly")
+        .ok("otrunc_openat_accmode3")
+        .ok("otrunc_openat2_rdonly")
+        .ok("otrunc_reopen_proc_fd_rdonly");
     assert_ne!(snapshot(&fx.secret), before);
 }
 

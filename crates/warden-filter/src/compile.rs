@@ -55,6 +55,11 @@ fn eq32(arg: u32, value: u64) -> Cmp {
     Cmp::new(arg, Op::MaskedEqual(LOW32), value)
 }
 
+/// `(argument & mask) == value`, for bits of an int argument's low 32 bits.
+fn bits(arg: u32, mask: u64, value: u64) -> Cmp {
+    Cmp::new(arg, Op::MaskedEqual(mask), value)
+}
+
 /// Masked comparisons that together match every 32-bit value of argument `arg` except
 /// `refused` (libseccomp has no "not equal under a mask", and an unconditional allow would
 /// swallow any conditional deny for the same call).
@@ -334,16 +339,14 @@ fn guard(
             // should name. Both bits are in the low 32 bits of the int argument.
             let o_path = libc::O_PATH as u32 as u64;
             let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32 as u64;
-            let bits = |mask, v| Cmp::new(flags, Op::MaskedEqual(mask), v);
-            ctx.add_rule_conditional(allow, sys, &[bits(o_path | tmpfile, 0)])?;
-            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(o_path, o_path)])?;
-            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(tmpfile, tmpfile)])?;
+            kernel_opens(ctx, sys, flags, o_path | tmpfile)?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(flags, o_path, o_path)])?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(flags, tmpfile, tmpfile)])?;
         }
         Guard::ViewOpen(flags) => {
             let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32 as u64;
-            let bits = |v| Cmp::new(flags, Op::MaskedEqual(tmpfile), v);
-            ctx.add_rule_conditional(allow, sys, &[bits(0)])?;
-            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(tmpfile)])?;
+            kernel_opens(ctx, sys, flags, tmpfile)?;
+            ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(flags, tmpfile, tmpfile)])?;
         }
         Guard::SendTo => {
             let fastopen = libc::MSG_FASTOPEN as u32 as u64;
@@ -357,6 +360,35 @@ fn guard(
             )?;
             ctx.add_rule_conditional(ScmpAction::Notify, sys, &[Cmp::new(4, Op::NotEqual, 0)])?;
         }
+    }
+    Ok(())
+}
+
+/// The rules of an open the kernel decides, for flags (argument `arg`) with none of the
+/// `agents` bits: allowed, except an `O_TRUNC` that does not open for writing (access mode
+/// `O_RDONLY`, or 3, which opens for neither), which is the agent's. Truncating is Landlock's
+/// `truncate` right, which the kernel-first ruleset leaves unhandled so that an open's walk
+/// stops at the first rule granting what it opens for (`confine::landlock::create` in
+/// warden); an open for writing needs `write_file` there, which the policy gives with
+/// `truncate`, so only these two modes could truncate what the policy lets the program only
+/// read. Every combination of the bits falls under exactly one rule.
+fn kernel_opens(
+    ctx: &mut ScmpFilterContext,
+    sys: ScmpSyscall,
+    arg: u32,
+    agents: u64,
+) -> Result<(), libseccomp::error::SeccompError> {
+    let trunc = libc::O_TRUNC as u32 as u64;
+    let accmode = libc::O_ACCMODE as u32 as u64;
+    let mask = agents | trunc | accmode;
+    ctx.add_rule_conditional(ScmpAction::Allow, sys, &[bits(arg, agents | trunc, 0)])?;
+    for writes in [libc::O_WRONLY, libc::O_RDWR] {
+        let v = trunc | writes as u32 as u64;
+        ctx.add_rule_conditional(ScmpAction::Allow, sys, &[bits(arg, mask, v)])?;
+    }
+    for neither in [libc::O_RDONLY, libc::O_ACCMODE] {
+        let v = trunc | neither as u32 as u64;
+        ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(arg, mask, v)])?;
     }
     Ok(())
 }
@@ -626,7 +658,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_opens_are_direct_but_o_path_and_o_tmpfile_are_not() {
+    fn kernel_opens_are_direct_but_o_path_o_tmpfile_and_truncating_reads_are_not() {
         let prog = compile(Profile {
             opens: Opens::Kernel,
             ..Profile::default()
@@ -655,11 +687,67 @@ mod tests {
             }
         }
         assert_eq!(open(libc::SYS_creat, 1, 0o644), ALLOW);
+        assert_truncating_opens_are_the_agents(&open);
         // openat2's flags are behind a pointer: always the agent's.
         assert_eq!(open(libc::SYS_openat2, 2, 0), NOTIFY);
         // The agent's profile delegates them all.
         let agent = compile(Profile::default()).unwrap();
         assert_eq!(run_bpf(&agent, libc::SYS_openat as u32, [0; 6]).0, NOTIFY);
+    }
+
+    /// An `O_TRUNC` open that is not for writing goes to the agent (Landlock's `truncate` right
+    /// is not handled when the kernel decides opens); one for writing stays direct, as does
+    /// every other open.
+    fn assert_truncating_opens_are_the_agents(open: &dyn Fn(i64, usize, i32) -> u32) {
+        for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
+            for flags in [
+                libc::O_RDONLY | libc::O_TRUNC,
+                libc::O_RDONLY | libc::O_TRUNC | libc::O_CREAT | libc::O_CLOEXEC,
+                libc::O_ACCMODE | libc::O_TRUNC,
+                libc::O_ACCMODE | libc::O_TRUNC | libc::O_NONBLOCK,
+            ] {
+                assert_eq!(open(nr, arg, flags), NOTIFY, "{nr} {flags:#x}");
+            }
+            for flags in [
+                libc::O_WRONLY | libc::O_TRUNC,
+                libc::O_RDWR | libc::O_TRUNC | libc::O_APPEND,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+                libc::O_ACCMODE,
+                libc::O_RDONLY | libc::O_CREAT | libc::O_EXCL,
+            ] {
+                assert_eq!(open(nr, arg, flags), ALLOW, "{nr} {flags:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn view_opens_are_direct_but_o_tmpfile_and_truncating_reads_are_not() {
+        for opens in [Opens::View, Opens::ViewExec] {
+            let prog = compile(Profile {
+                opens,
+                ..Profile::default()
+            })
+            .unwrap();
+            let open = |nr: i64, arg: usize, flags: i32| {
+                let mut args = [0u64; 6];
+                args[arg] = 0xdead_beef_0000_0000 | flags as u32 as u64;
+                run_bpf(&prog, nr as u32, args).0
+            };
+            for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
+                for flags in [libc::O_RDONLY, libc::O_PATH, libc::O_PATH | libc::O_TRUNC] {
+                    let want = if flags & libc::O_TRUNC != 0 {
+                        NOTIFY
+                    } else {
+                        ALLOW
+                    };
+                    assert_eq!(open(nr, arg, flags), want, "{nr} {flags:#x}");
+                }
+                let tmpfile = libc::O_TMPFILE | libc::O_RDWR;
+                assert_eq!(open(nr, arg, tmpfile), NOTIFY);
+                assert_eq!(open(nr, arg, tmpfile | libc::O_TRUNC), NOTIFY);
+            }
+            assert_truncating_opens_are_the_agents(&open);
+        }
     }
 
     #[test]
