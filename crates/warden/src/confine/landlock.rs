@@ -66,6 +66,8 @@ pub enum LandlockError {
 /// A ruleset built in the parent, to be applied by the sandbox's first process.
 pub struct Prepared {
     ruleset: RulesetCreated,
+    /// The file-system rights the ruleset handles; every rule is cut to them.
+    handled: BitFlags<AccessFs>,
     /// How many rules were added (for `-v`).
     pub rules: usize,
     /// What the ruleset lets the sandbox execute (the agent explains an execve it would refuse).
@@ -113,6 +115,21 @@ fn rights(access: Access) -> BitFlags<AccessFs> {
     want & all
 }
 
+/// Who refuses to truncate what the policy lets the program only read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truncation {
+    /// Landlock's `truncate` right, handled, and granted where the policy gives `write`. Every
+    /// open then looks for it (it is optional for an open), so a read's walk goes up to the
+    /// root, counting references on every directory and crossing the view's mounts on the way.
+    Landlock,
+    /// The filter and the agent: the filter sends an `O_TRUNC` open that is not for writing to
+    /// the agent (`truncate(2)` always goes there), and an open for writing needs `write_file`,
+    /// which the policy gives only with `truncate`. The ruleset leaves `truncate` unhandled, so
+    /// an open's walk stops at the first rule that grants what it opens for. For runs whose
+    /// opens the kernel decides; capability mode's opens are the agent's, and so is this.
+    Filter,
+}
+
 /// Whether this kernel enforces Landlock's execute right (ABI 1), which the `CONTINUE` of every
 /// checked `execve` relies on.
 pub fn enforces_exec() -> bool {
@@ -126,8 +143,8 @@ pub fn enforces_exec() -> bool {
 /// Builds the ruleset for `policy` (with `$SCRATCH` already expanded). Fails closed on a
 /// kernel that would enforce none of it ([`LandlockError::NoExecBackstop`]); on one that
 /// enforces part (an older ABI), the rights it lacks are the agent's alone.
-pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
-    let mut prepared = create(policy)?;
+pub fn prepare(policy: &Policy, truncation: Truncation) -> Result<Prepared, LandlockError> {
+    let mut prepared = create(policy, truncation)?;
     let (rules, exec) = prepared.filler()?.fill(policy)?;
     prepared.rules = rules;
     prepared.exec = exec;
@@ -140,21 +157,27 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, LandlockError> {
 /// was cloned are in the ruleset the sandbox's copy of the descriptor applies; warden adds them
 /// while the sandbox's init builds the view, and the program waits for them
 /// (`crate::launch`). Whether the kernel enforces all of it is settled here, at creation:
-/// every right a rule asks for is one the ruleset handles.
-pub fn create(policy: &Policy) -> Result<Prepared, LandlockError> {
+/// every right a rule asks for is one the ruleset handles (rules are cut to what `truncation`
+/// leaves handled).
+pub fn create(policy: &Policy, truncation: Truncation) -> Result<Prepared, LandlockError> {
     if !enforces_exec() {
         return Err(LandlockError::NoExecBackstop);
     }
     let abi = TARGET_ABI;
+    let handled = match truncation {
+        Truncation::Landlock => AccessFs::from_all(abi),
+        Truncation::Filter => AccessFs::from_all(abi) & !AccessFs::Truncate,
+    };
     let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(abi))?
+        .handle_access(handled)?
         // No TCP rule: the client never binds or connects itself; the agent does, on its behalf.
         .handle_access(AccessNet::from_all(abi))?
         .scope(Scope::from_all(abi))?
         .create()?;
     Ok(Prepared {
         ruleset,
+        handled,
         rules: 0,
         exec: ExecRules::default(),
         required: false,
@@ -193,6 +216,7 @@ fn capability_access(rights: warden_capsicum::Rights, dir: bool) -> BitFlags<Acc
 /// A second descriptor of a [`Prepared`] ruleset, to add the policy's rules through.
 pub struct Filler {
     ruleset: RulesetCreated,
+    handled: BitFlags<AccessFs>,
 }
 
 impl Filler {
@@ -204,7 +228,7 @@ impl Filler {
             maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
             ..ExecRules::default()
         };
-        let added = add_targets(&mut self.ruleset, targets, &mut exec)?;
+        let added = add_targets(&mut self.ruleset, self.handled, targets, &mut exec)?;
         Ok((added, exec))
     }
 }
@@ -284,9 +308,10 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<Acce
     targets
 }
 
-/// Adds a rule per target that can hold one; returns how many.
+/// Adds a rule per target that can hold one, cut to the `handled` rights; returns how many.
 fn add_targets(
     ruleset: &mut RulesetCreated,
+    handled: BitFlags<AccessFs>,
     targets: Vec<(PathBuf, BitFlags<AccessFs>)>,
     exec: &mut ExecRules,
 ) -> Result<usize, LandlockError> {
@@ -312,11 +337,12 @@ fn add_targets(
         if !is_dir && !holds_rule_raw(ft) {
             continue;
         }
-        let access = if is_dir {
-            access
-        } else {
-            access & AccessFs::from_file(abi)
-        };
+        let access = handled
+            & if is_dir {
+                access
+            } else {
+                access & AccessFs::from_file(abi)
+            };
         if access.is_empty() {
             continue;
         }
@@ -503,6 +529,7 @@ impl Prepared {
     pub fn filler(&self) -> Result<Filler, LandlockError> {
         Ok(Filler {
             ruleset: self.ruleset.try_clone()?,
+            handled: self.handled,
         })
     }
 
@@ -527,7 +554,7 @@ impl Prepared {
             let mut exec = ExecRules::default();
             for m in policy.maps() {
                 let targets = targets(policy, Some(&m.sandbox));
-                self.rules += add_targets(&mut self.ruleset, targets, &mut exec)?;
+                self.rules += add_targets(&mut self.ruleset, self.handled, targets, &mut exec)?;
             }
         }
         let Some(keep) = plan.steps.iter().find_map(|s| match s {

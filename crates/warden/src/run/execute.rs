@@ -176,7 +176,14 @@ fn ruleset(
     policy: &warden_policy::Policy,
     opens: Opens,
 ) -> Result<(landlock::Prepared, landlock::Filler), Failure> {
-    let mut ruleset = landlock::create(policy).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
+    // Where the kernel decides opens, the filter keeps truncation with the agent, and
+    // Landlock's walk for an open ends at the first rule that grants it.
+    let truncation = match opens {
+        Opens::Agent => landlock::Truncation::Landlock,
+        _ => landlock::Truncation::Filter,
+    };
+    let mut ruleset =
+        landlock::create(policy, truncation).map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
     ruleset.required = opens != Opens::Agent;
     // --capability-mode: a second layer allowing only what the starting capabilities grant.
     if let Some(session) = cfg.capsicum.as_ref() {
