@@ -151,11 +151,14 @@ MICRO = [
 #             which Landlock confines; stat still goes to the agent
 #   landlock  bench/landlock-run.c: Landlock alone (no seccomp, no agent), with read/exec rules
 #             for what the program needs: the baseline of "within 10% of pure Landlock"
+#   landlock-t  the same with the truncate right unhandled (landlock-run -t), as warden's
+#             kernel-first runs leave it (their filter sends truncation to the agent): the same
+#             Landlock walk as theirs
 #   floor     bench/filter-floor.c: a one-instruction seccomp filter that allows everything, the
 #             kernel's floor for any filter on a call it lets through (the slow syscall entry)
 #   view      `warden run --view off` with the built-in default policy: the host's tree, every
 #             open and stat decided by the agent (the default before views were)
-MICRO_MODES = ("native", "warden", "fast", "view", "landlock", "floor")
+MICRO_MODES = ("native", "warden", "fast", "view", "landlock", "landlock-t", "floor")
 FAST_PATH_POLICY = os.path.join(root, "crates", "warden-cli", "tests", "fast-path.policy")
 
 
@@ -177,6 +180,7 @@ def bench_micro():
                           "--fast-path=always", *grants) + args,
         "view": sandboxed("--view", "off", *grants) + args,
         "landlock": landlock + ["--"] + args,
+        "landlock-t": landlock[:1] + ["-t"] + landlock[1:] + ["--"] + args,
         "floor": [os.path.join(bindir, "filter-floor")] + args,
     }
 
@@ -223,6 +227,19 @@ def bench_micro():
             "landlock_samples": samples["landlock"][key],
             "fast_samples": samples["fast"][key],
         })
+    default = []
+    for key, label, *_ in MICRO:
+        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        default.append({
+            "name": key,
+            "label": label,
+            "landlock_ns_per_op": round(med["landlock"], 1),
+            "landlock_t_ns_per_op": round(med["landlock-t"], 1),
+            "warden_ns_per_op": round(med["warden"], 1),
+            "ratio_to_landlock": ratio(med["warden"], med["landlock"]),
+            "ratio_to_landlock_t": ratio(med["warden"], med["landlock-t"]),
+            "landlock_t_samples": samples["landlock-t"][key],
+        })
     floor = []
     for key, label, *_ in MICRO:
         n, f = (statistics.median(samples[m][key]) for m in ("native", "floor"))
@@ -248,7 +265,8 @@ def bench_micro():
             "ratio_to_landlock": ratio(med["view"], med["landlock"]),
             "view_samples": samples["view"][key],
         })
-    return {"delegated": delegated, "fast": fast, "view": view, "filter_floor": floor}
+    return {"delegated": delegated, "fast": fast, "view": view, "default": default,
+            "filter_floor": floor}
 
 
 # --- startup -----------------------------------------------------------------------------------
@@ -910,6 +928,14 @@ if "micro" in results or "startup" in results:
         what.append(f"startup: median of {startup_runs} runs")
     table("; ".join(what), ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
 if "micro" in results:
+    rows = [(r["label"], f"{r['landlock_ns_per_op']:.1f}", f"{r['landlock_t_ns_per_op']:.1f}",
+             f"{r['warden_ns_per_op']:.1f}", x(r["ratio_to_landlock"]),
+             x(r["ratio_to_landlock_t"]))
+            for r in results["micro"]["default"] if r["name"] != "open_denied"]
+    table("default: `warden run` (a view, the kernel first) against pure Landlock, every right "
+          "handled (bench/landlock-run.c) and truncate unhandled as in warden (-t), same runs",
+          ("benchmark", "Landlock ns/op", "Landlock -t ns/op", "warden ns/op",
+           "warden/Landlock", "warden/Landlock -t"), rows)
     rows = [(r["label"], f"{r['native_ns_per_op']:.1f}", f"{r['landlock_ns_per_op']:.1f}",
              f"{r['fast_ns_per_op']:.1f}", x(r["ratio"]), x(r["ratio_to_landlock"]))
             for r in results["micro"]["fast"]]

@@ -1,12 +1,15 @@
 /* landlock-run: pure Landlock, the baseline of the fast path's target ("within 10% of pure
  * Landlock"). No seccomp filter, no agent, no namespaces: one ruleset and exec, as landrun does.
  *
- * Usage: landlock-run [-r PATH]... [-x PATH]... -- PROGRAM [ARGS...]
+ * Usage: landlock-run [-t] [-r PATH]... [-x PATH]... -- PROGRAM [ARGS...]
+ *   -t        leave the truncate right unhandled, as warden's kernel-first runs do (their
+ *             filter sends truncation to the agent): an open's walk then stops at the first
+ *             rule granting what it opens for, instead of going up to the root for truncate
  *   -r PATH   read PATH (a file, or a directory and everything beneath it)
  *   -x PATH   read and execute PATH (likewise)
  *
- * The ruleset handles every filesystem right the running kernel knows, so all that is not
- * granted is refused, as under `warden run --fast-path=always`. */
+ * The ruleset handles every filesystem right the running kernel knows (but truncate with -t),
+ * so all that is not granted is refused, as under `warden run --fast-path=always`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -67,14 +70,18 @@ int main(int argc, char **argv) {
     if (abi < 1)
         die("Landlock is not available", NULL);
     struct landlock_ruleset_attr ra = {.handled_access_fs = fs_rights(abi)};
+    int i = 1;
+    if (i < argc && strcmp(argv[i], "-t") == 0) {
+        ra.handled_access_fs &= ~(__u64)LANDLOCK_ACCESS_FS_TRUNCATE;
+        i++;
+    }
     int ruleset = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
     if (ruleset < 0)
         die("landlock_create_ruleset", NULL);
     __u64 read = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-    int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         if (i + 1 >= argc || (strcmp(argv[i], "-r") != 0 && strcmp(argv[i], "-x") != 0)) {
-            fprintf(stderr, "usage: landlock-run [-r PATH]... [-x PATH]... -- PROGRAM [ARGS...]\n");
+            fprintf(stderr, "usage: landlock-run [-t] [-r PATH]... [-x PATH]... -- PROGRAM [ARGS...]\n");
             return 2;
         }
         __u64 want = read;
