@@ -212,9 +212,11 @@ def bench_micro():
                 if k in samples[m]:
                     samples[m][k].append(v)
     delegated = per_op_rows([(k, label) for k, label, *_ in MICRO], samples)
+    medians = {key: {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+               for key, *_ in MICRO}
     fast = []
     for key, label, *_ in MICRO:
-        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        med = medians[key]
         fast.append({
             "name": key,
             "label": label,
@@ -229,7 +231,7 @@ def bench_micro():
         })
     default = []
     for key, label, *_ in MICRO:
-        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        med = medians[key]
         default.append({
             "name": key,
             "label": label,
@@ -242,8 +244,7 @@ def bench_micro():
         })
     floor = []
     for key, label, *_ in MICRO:
-        n, f = (statistics.median(samples[m][key]) for m in ("native", "floor"))
-        w = statistics.median(samples["warden"][key])
+        n, f, w = (medians[key][m] for m in ("native", "floor", "warden"))
         floor.append({
             "name": key,
             "label": label,
@@ -254,7 +255,7 @@ def bench_micro():
         })
     view = []
     for key, label, *_ in MICRO:
-        med = {m: statistics.median(samples[m][key]) for m in MICRO_MODES}
+        med = medians[key]
         view.append({
             "name": key,
             "label": label,

@@ -657,19 +657,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn kernel_opens_are_direct_but_o_path_o_tmpfile_and_truncating_reads_are_not() {
+    /// What the program of a profile with `opens` does with call `nr` given `flags` as argument
+    /// `arg`.
+    fn open_action(opens: Opens) -> impl Fn(i64, usize, i32) -> u32 {
         let prog = compile(Profile {
-            opens: Opens::Kernel,
+            opens,
             ..Profile::default()
         })
         .unwrap();
-        let open = |nr: i64, arg: usize, flags: i32| {
+        move |nr, arg, flags| {
             let mut args = [0u64; 6];
             // An int argument: the high half of the register is whatever the caller left there.
             args[arg] = 0xdead_beef_0000_0000 | flags as u32 as u64;
             run_bpf(&prog, nr as u32, args).0
-        };
+        }
+    }
+
+    #[test]
+    fn kernel_opens_are_direct_but_o_path_o_tmpfile_and_truncating_reads_are_not() {
+        let open = open_action(Opens::Kernel);
         for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
             for flags in [
                 libc::O_RDONLY,
@@ -723,16 +729,7 @@ mod tests {
     #[test]
     fn view_opens_are_direct_but_o_tmpfile_and_truncating_reads_are_not() {
         for opens in [Opens::View, Opens::ViewExec] {
-            let prog = compile(Profile {
-                opens,
-                ..Profile::default()
-            })
-            .unwrap();
-            let open = |nr: i64, arg: usize, flags: i32| {
-                let mut args = [0u64; 6];
-                args[arg] = 0xdead_beef_0000_0000 | flags as u32 as u64;
-                run_bpf(&prog, nr as u32, args).0
-            };
+            let open = open_action(opens);
             for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
                 for flags in [libc::O_RDONLY, libc::O_PATH, libc::O_PATH | libc::O_TRUNC] {
                     let want = if flags & libc::O_TRUNC != 0 {
