@@ -35,6 +35,9 @@ static void attempts(const char *tag, const char *path) {
     result_rc(NAME("futimesat"), syscall(SYS_futimesat, AT_FDCWD, path, tv));
     result_rc(NAME("truncate"), truncate(path, 0));
     result_rc(NAME("truncate_grow"), truncate(path, 1 << 20));
+    /* Access mode 3 opens for neither reading nor writing (Landlock asks nothing of it), and
+     * gives a descriptor for fstat and ioctl (FS_IOC_SETFLAGS as the owner). */
+    result_rc(NAME("open_accmode3"), open(path, O_ACCMODE | O_CLOEXEC));
     result_rc(NAME("setxattr"), setxattr(path, "user.pwned", "1", 1, 0));
     result_rc(NAME("setxattr_trusted"), setxattr(path, "trusted.pwned", "1", 1, 0));
     result_rc(NAME("setxattr_security"), setxattr(path, "security.pwned", "1", 1, 0));

@@ -66,6 +66,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(kind, "secretdir") == 0) {
         /* The descriptor was given, but what is beneath it stays subject to the policy. */
         try_open_read("openat_stdin_secret", 0, sbase);
+        /* Access mode 3: no read or write right asked, only a descriptor to fstat and ioctl. */
+        result_rc("openat_stdin_secret_accmode3", openat(0, sbase, O_ACCMODE | O_CLOEXEC));
         snprintf(p, sizeof p, "/dev/fd/0/%s", sbase);
         try_open_read("dev_fd0_secret", AT_FDCWD, p);
         snprintf(p, sizeof p, "/proc/self/fd/0/%s", sbase);

@@ -590,6 +590,7 @@ fn proc_doors(who: As, stdin_kind: &str) {
     }
     if stdin_kind == "secretdir" {
         r.errno("openat_stdin_secret", "EACCES")
+            .errno("openat_stdin_secret_accmode3", "EACCES")
             .errno("proc_fd0_secret", "EACCES");
     }
     if stdin_kind == "alloweddir" {
@@ -647,6 +648,7 @@ fn proc_control() {
     r.finished();
     for name in [
         "openat_stdin_secret",
+        "openat_stdin_secret_accmode3",
         "proc_fd0_secret",
         "dev_fd0_secret",
         "fchdir_stdin_secret",
@@ -1259,6 +1261,7 @@ fn meta_control() {
         .ok("utimensat_direct")
         .ok("truncate_direct")
         .ok("setxattr_direct")
+        .ok("open_accmode3_direct")
         .ok("chmod_via_link");
     r.ok("fchmod_readonly_fd").ok("reopen_proc_fd_for_write");
     // An open that asks only to read truncates, wherever the owner may write.

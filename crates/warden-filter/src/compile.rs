@@ -365,13 +365,16 @@ fn guard(
 }
 
 /// The rules of an open the kernel decides, for flags (argument `arg`) with none of the
-/// `agents` bits: allowed, except an `O_TRUNC` that does not open for writing (access mode
-/// `O_RDONLY`, or 3, which opens for neither), which is the agent's. Truncating is Landlock's
-/// `truncate` right, which the kernel-first ruleset leaves unhandled so that an open's walk
-/// stops at the first rule granting what it opens for (`confine::landlock::create` in
-/// warden); an open for writing needs `write_file` there, which the policy gives with
-/// `truncate`, so only these two modes could truncate what the policy lets the program only
-/// read. Every combination of the bits falls under exactly one rule.
+/// `agents` bits: allowed, except two kinds that go to the agent.
+/// - Access mode 3, which opens for neither reading nor writing: Landlock asks no right of such
+///   an open, so it would open any file the kernel's modes let through, for `fstat` and
+///   `ioctl`. The agent refuses it, as it does in every mode.
+/// - `O_TRUNC` with access mode `O_RDONLY`: it truncates with no write access asked, and the
+///   kernel-first ruleset leaves Landlock's `truncate` unhandled, so that an open's walk stops at
+///   the first rule granting what it opens for (`confine::landlock::create` in warden). An open
+///   for writing needs `write_file`, which the policy gives with `truncate`.
+///
+/// Every combination of the bits falls under exactly one rule.
 fn kernel_opens(
     ctx: &mut ScmpFilterContext,
     sys: ScmpSyscall,
@@ -379,15 +382,18 @@ fn kernel_opens(
     agents: u64,
 ) -> Result<(), libseccomp::error::SeccompError> {
     let trunc = libc::O_TRUNC as u32 as u64;
-    let accmode = libc::O_ACCMODE as u32 as u64;
-    let mask = agents | trunc | accmode;
-    ctx.add_rule_conditional(ScmpAction::Allow, sys, &[bits(arg, agents | trunc, 0)])?;
-    for writes in [libc::O_WRONLY, libc::O_RDWR] {
-        let v = trunc | writes as u32 as u64;
+    let mask = agents | trunc | libc::O_ACCMODE as u32 as u64;
+    let [rdonly, wronly, rdwr, neither] = [
+        libc::O_RDONLY,
+        libc::O_WRONLY,
+        libc::O_RDWR,
+        libc::O_ACCMODE,
+    ]
+    .map(|m| m as u32 as u64);
+    for v in [rdonly, wronly, rdwr, trunc | wronly, trunc | rdwr] {
         ctx.add_rule_conditional(ScmpAction::Allow, sys, &[bits(arg, mask, v)])?;
     }
-    for neither in [libc::O_RDONLY, libc::O_ACCMODE] {
-        let v = trunc | neither as u32 as u64;
+    for v in [neither, trunc | rdonly, trunc | neither] {
         ctx.add_rule_conditional(ScmpAction::Notify, sys, &[bits(arg, mask, v)])?;
     }
     Ok(())
@@ -674,7 +680,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_opens_are_direct_but_o_path_o_tmpfile_and_truncating_reads_are_not() {
+    fn kernel_opens_are_direct_but_not_o_path_o_tmpfile_truncating_reads_or_mode_3() {
         let open = open_action(Opens::Kernel);
         for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
             for flags in [
@@ -693,7 +699,7 @@ mod tests {
             }
         }
         assert_eq!(open(libc::SYS_creat, 1, 0o644), ALLOW);
-        assert_truncating_opens_are_the_agents(&open);
+        assert_truncating_and_neither_opens_are_the_agents(&open);
         // openat2's flags are behind a pointer: always the agent's.
         assert_eq!(open(libc::SYS_openat2, 2, 0), NOTIFY);
         // The agent's profile delegates them all.
@@ -702,15 +708,18 @@ mod tests {
     }
 
     /// An `O_TRUNC` open that is not for writing goes to the agent (Landlock's `truncate` right
-    /// is not handled when the kernel decides opens); one for writing stays direct, as does
-    /// every other open.
-    fn assert_truncating_opens_are_the_agents(open: &dyn Fn(i64, usize, i32) -> u32) {
+    /// is not handled when the kernel decides opens), and so does any open for neither reading
+    /// nor writing (Landlock asks no right of it); one for writing stays direct, as does every
+    /// other open.
+    fn assert_truncating_and_neither_opens_are_the_agents(open: &dyn Fn(i64, usize, i32) -> u32) {
         for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
             for flags in [
                 libc::O_RDONLY | libc::O_TRUNC,
                 libc::O_RDONLY | libc::O_TRUNC | libc::O_CREAT | libc::O_CLOEXEC,
                 libc::O_ACCMODE | libc::O_TRUNC,
                 libc::O_ACCMODE | libc::O_TRUNC | libc::O_NONBLOCK,
+                libc::O_ACCMODE,
+                libc::O_ACCMODE | libc::O_NONBLOCK | libc::O_CLOEXEC,
             ] {
                 assert_eq!(open(nr, arg, flags), NOTIFY, "{nr} {flags:#x}");
             }
@@ -718,8 +727,8 @@ mod tests {
                 libc::O_WRONLY | libc::O_TRUNC,
                 libc::O_RDWR | libc::O_TRUNC | libc::O_APPEND,
                 libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-                libc::O_ACCMODE,
                 libc::O_RDONLY | libc::O_CREAT | libc::O_EXCL,
+                libc::O_RDWR | libc::O_NONBLOCK,
             ] {
                 assert_eq!(open(nr, arg, flags), ALLOW, "{nr} {flags:#x}");
             }
@@ -727,7 +736,7 @@ mod tests {
     }
 
     #[test]
-    fn view_opens_are_direct_but_o_tmpfile_and_truncating_reads_are_not() {
+    fn view_opens_are_direct_but_not_o_tmpfile_truncating_reads_or_mode_3() {
         for opens in [Opens::View, Opens::ViewExec] {
             let open = open_action(opens);
             for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
@@ -743,7 +752,7 @@ mod tests {
                 assert_eq!(open(nr, arg, tmpfile), NOTIFY);
                 assert_eq!(open(nr, arg, tmpfile | libc::O_TRUNC), NOTIFY);
             }
-            assert_truncating_opens_are_the_agents(&open);
+            assert_truncating_and_neither_opens_are_the_agents(&open);
         }
     }
 

@@ -178,16 +178,17 @@ pub enum Guard {
     /// ioctl forms of `F_SETOWN`) go to the agent ([`Family::CapabilityMode`]).
     CapabilityIoctl,
     /// open and openat on the fast path: direct (Landlock decides), except `O_PATH` opens, which
-    /// Landlock does not check, `O_TMPFILE` ones, which the agent names, and `O_TRUNC` ones that
-    /// do not open for writing (access mode `O_RDONLY` or 3), which would truncate under
-    /// Landlock's `read_file` alone (the kernel-first ruleset leaves `truncate` unhandled): those
-    /// are delegated ([`Family::Open`]). The flags are argument `.0`.
+    /// Landlock does not check, `O_TMPFILE` ones, which the agent names, `O_TRUNC` ones that do
+    /// not open for writing, which would truncate under Landlock's `read_file` alone (the
+    /// kernel-first ruleset leaves `truncate` unhandled), and those of access mode 3, of which
+    /// Landlock asks nothing: those are delegated ([`Family::Open`]). The flags are argument
+    /// `.0`.
     KernelOpen(u32),
     /// open and openat in a view with the kernel first: as [`Guard::KernelOpen`], but `O_PATH`
     /// opens go to the kernel too (the view decides what exists, and an `O_PATH` descriptor
     /// reads, writes and runs nothing: each of those reopens through Landlock, and the calls
-    /// that change metadata through it are the agent's). `O_TMPFILE` and truncating reads stay
-    /// delegated.
+    /// that change metadata through it are the agent's). `O_TMPFILE`, truncating reads and
+    /// access mode 3 stay delegated.
     ViewOpen(u32),
     /// socket when the policy allows IP traffic: as [`Guard::Socket`], but inet and inet6
     /// sockets are made by the agent ([`Family::Socket`]).
