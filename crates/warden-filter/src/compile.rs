@@ -756,6 +756,48 @@ mod tests {
         }
     }
 
+    /// Every combination of the bits the open guards look at, with other flags around them:
+    /// the compiled program answers as the rule says, for open and openat, in every profile
+    /// whose kernel decides opens.
+    #[test]
+    fn open_guards_match_their_rule_on_every_combination_of_flags() {
+        let tmpfile = libc::O_TMPFILE & !libc::O_DIRECTORY;
+        let others = [
+            0,
+            libc::O_CREAT | libc::O_EXCL,
+            libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+            libc::O_APPEND | libc::O_NONBLOCK | libc::O_NOCTTY,
+        ];
+        for opens in [Opens::Kernel, Opens::View, Opens::ViewExec] {
+            let open = open_action(opens);
+            for bits in 0..32 {
+                let accmode = bits & 3;
+                let trunc = bits & 4 != 0;
+                let opath = bits & 8 != 0;
+                let tmp = bits & 16 != 0;
+                let agents = tmp
+                    || (opath && opens == Opens::Kernel)
+                    || accmode == libc::O_ACCMODE
+                    || (trunc && accmode == libc::O_RDONLY);
+                let want = if agents { NOTIFY } else { ALLOW };
+                let flags = accmode
+                    | if trunc { libc::O_TRUNC } else { 0 }
+                    | if opath { libc::O_PATH } else { 0 }
+                    | if tmp { tmpfile } else { 0 };
+                for other in others {
+                    for (nr, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
+                        assert_eq!(
+                            open(nr, arg, flags | other),
+                            want,
+                            "{opens:?} {nr} {:#x}",
+                            flags | other
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn compiles_and_checks_arch_first() {
         let prog = compile(Profile::default()).expect("filter compiles");
