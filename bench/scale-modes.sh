@@ -21,8 +21,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$warden" ]; then
-    cargo build --release --locked -q
-    warden=$(readlink -f target/release/warden)
+    # Where cargo put it, as bench/run.sh asks (.cargo/config.toml: target/<host>/release).
+    warden=$(cargo build --release --locked -q -p warden-cli --message-format=json \
+        | sed -n 's/.*"executable":"\([^"]*\/warden\)".*/\1/p' | tail -1)
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/warden-scale.XXXXXX")
 trap 'rm -rf "$work"' EXIT

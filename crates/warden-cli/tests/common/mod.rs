@@ -427,7 +427,6 @@ pub fn run_warden_with_stdin(
     finish(cmd, timeout).0
 }
 
-/// Shorthand: stdout as text.
 /// The value of `KEY` in the key:value run report at `path` (`--report`), if it has one.
 pub fn report_field(path: &Path, key: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
@@ -437,6 +436,7 @@ pub fn report_field(path: &Path, key: &str) -> Option<String> {
         .map(|v| v.trim().to_owned())
 }
 
+/// Shorthand: stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

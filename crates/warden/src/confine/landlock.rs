@@ -140,17 +140,6 @@ pub fn enforces_exec() -> bool {
         .is_ok()
 }
 
-/// Builds the ruleset for `policy` (with `$SCRATCH` already expanded). Fails closed on a
-/// kernel that would enforce none of it ([`LandlockError::NoExecBackstop`]); on one that
-/// enforces part (an older ABI), the rights it lacks are the agent's alone.
-pub fn prepare(policy: &Policy, truncation: Truncation) -> Result<Prepared, LandlockError> {
-    let mut prepared = create(policy, truncation)?;
-    let (rules, exec) = prepared.filler()?.fill(policy)?;
-    prepared.rules = rules;
-    prepared.exec = exec;
-    Ok(prepared)
-}
-
 /// The ruleset for `policy`, its rules not added yet: [`Prepared::filler`] gives a second
 /// descriptor of it to add them with, [`Filler::fill`]. A ruleset is one kernel object that
 /// every descriptor of it names, so rules added through warden's descriptor after the sandbox
@@ -158,7 +147,9 @@ pub fn prepare(policy: &Policy, truncation: Truncation) -> Result<Prepared, Land
 /// while the sandbox's init builds the view, and the program waits for them
 /// (`crate::launch`). Whether the kernel enforces all of it is settled here, at creation:
 /// every right a rule asks for is one the ruleset handles (rules are cut to what `truncation`
-/// leaves handled).
+/// leaves handled). Fails closed on a kernel that would enforce none of it
+/// ([`LandlockError::NoExecBackstop`]); on one that enforces part (an older ABI), the rights it
+/// lacks are the agent's alone.
 pub fn create(policy: &Policy, truncation: Truncation) -> Result<Prepared, LandlockError> {
     if !enforces_exec() {
         return Err(LandlockError::NoExecBackstop);
