@@ -3,7 +3,9 @@
  * usage: escape_proc STDIN_KIND SECRET_FILE ALLOWED_DIR
  *   STDIN_KIND   "etc" when stdin is the directory /etc, "secretdir" when stdin is the
  *                secret's directory, "alloweddir" when it is ALLOWED_DIR (which holds ok.txt,
- *                readable and not writable by the policy), "none" otherwise
+ *                readable and not writable by the policy), "linkdir" when it is ALLOWED_DIR,
+ *                which the policy lets the program read entry by entry (a `path-deny` lies
+ *                inside) and which holds `out`, a symlink to SECRET_FILE, "none" otherwise
  *   SECRET_FILE  a denied file; ALLOWED_DIR a readable directory
  */
 #include "escape_common.h"
@@ -77,6 +79,24 @@ int main(int argc, char **argv) {
             try_open_read("fchdir_stdin_secret", AT_FDCWD, sbase);
         } else {
             result("fchdir_stdin_secret", 0, errno);
+        }
+        fchdir(home);
+        close(home);
+    } else if (strcmp(kind, "linkdir") == 0) {
+        /* Landlock is given the directory's entries one by one; a link among them leads out
+         * of the tree, to the secret, which no rule allows. Neither the link nor `..` from the
+         * held directory may reach it. */
+        try_open_read("benign_openat_stdin_ok", 0, "ok.txt");
+        try_open_read("openat_stdin_link_out", 0, "out");
+        snprintf(p, sizeof p, "../%s/%s", basename(strdup(sdir)), sbase);
+        try_open_read("openat_stdin_dotdot_secret", 0, p);
+        int home = open(".", O_RDONLY | O_DIRECTORY);
+        if (fchdir(0) == 0) {
+            try_open_read("fchdir_stdin_link_out", AT_FDCWD, "out");
+            try_open_read("fchdir_stdin_dotdot_secret", AT_FDCWD, p);
+        } else {
+            result("fchdir_stdin_link_out", 0, errno);
+            result("fchdir_stdin_dotdot_secret", 0, errno);
         }
         fchdir(home);
         close(home);

@@ -557,19 +557,25 @@ fn proc_doors(who: As, stdin_kind: &str) {
         // The user's own file: only the policy stands between the program and writing it.
         std::os::unix::fs::chown(&ok, Some(65534), Some(65534)).unwrap();
     }
+    let entries = fx.dir.join("entries.policy");
+    let mut extra = vec!["--read", Fixture::s(&fx.allowed)];
+    if stdin_kind == "linkdir" {
+        link_out_and_deny_inside(&fx, &entries);
+        extra.extend(["--policy", Fixture::s(&entries)]);
+    }
     let before = snapshot(&fx.secret);
     let ok_before = snapshot(&ok);
     let tree_before = tree(&fx.dir);
     let stdin = match stdin_kind {
         "etc" => dir_file(Path::new("/etc")),
         "secretdir" => dir_file(&fx.secret_dir),
-        "alloweddir" => dir_file(&fx.allowed),
+        "alloweddir" | "linkdir" => dir_file(&fx.allowed),
         _ => Stdio::null(),
     };
     let r = run_under_warden_stdin(
         who,
         "escape_proc",
-        &["--read", Fixture::s(&fx.allowed)],
+        &extra,
         &[stdin_kind, Fixture::s(&fx.secret), Fixture::s(&fx.allowed)],
         stdin,
     );
@@ -592,6 +598,16 @@ fn proc_doors(who: As, stdin_kind: &str) {
         r.errno("openat_stdin_secret", "EACCES")
             .errno("openat_stdin_secret_accmode3", "EACCES")
             .errno("proc_fd0_secret", "EACCES");
+    }
+    if stdin_kind == "linkdir" {
+        for name in [
+            "openat_stdin_link_out",
+            "openat_stdin_dotdot_secret",
+            "fchdir_stdin_link_out",
+            "fchdir_stdin_dotdot_secret",
+        ] {
+            assert!(!r.get(name).ok(), "ESCAPE: {name} succeeded\n{}", r.dump());
+        }
     }
     if stdin_kind == "alloweddir" {
         for name in [
@@ -631,6 +647,50 @@ fn inherited_dirfd_of_readonly_dir() {
     each_user("inherited_dirfd_of_readonly_dir", |who| {
         proc_doors(who, "alloweddir")
     });
+}
+
+/// `ALLOWED/out`, a link to the secret, and a policy that denies `ALLOWED/data`: Landlock is
+/// then given `ALLOWED`'s entries one by one (it cannot leave one out of a tree), `out` among
+/// them.
+fn link_out_and_deny_inside(fx: &Fixture, policy: &Path) {
+    std::os::unix::fs::symlink(&fx.secret, fx.allowed.join("out")).unwrap();
+    let deny = fx.allowed.join("data");
+    std::fs::write(policy, format!("path-deny {}\n", Fixture::s(&deny))).unwrap();
+    common::chmod(policy, 0o644);
+}
+
+/// A held directory whose entries Landlock is given one by one, among them a link out of the
+/// tree: the rule is the entry's own, not its target's, so the secret the link leads to stays
+/// out of reach through the link and through `..` from the held directory.
+#[test]
+fn inherited_dirfd_of_dir_listed_for_landlock() {
+    each_user("inherited_dirfd_of_dir_listed_for_landlock", |who| {
+        proc_doors(who, "linkdir")
+    });
+}
+
+#[test]
+fn listed_dir_control() {
+    if !control_possible("listed_dir_control") {
+        return;
+    }
+    let fx = Fixture::new("listed-control", As::Me);
+    link_out_and_deny_inside(&fx, &fx.dir.join("entries.policy"));
+    let r = run_native_stdin(
+        "escape_proc",
+        &fx.scratch,
+        &["linkdir", Fixture::s(&fx.secret), Fixture::s(&fx.allowed)],
+        dir_file(&fx.allowed),
+    );
+    r.finished();
+    for name in [
+        "openat_stdin_link_out",
+        "openat_stdin_dotdot_secret",
+        "fchdir_stdin_link_out",
+        "fchdir_stdin_dotdot_secret",
+    ] {
+        r.ok(name);
+    }
 }
 
 #[test]

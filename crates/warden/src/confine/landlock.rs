@@ -24,7 +24,8 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use std::ffi::CStr;
-use std::os::fd::{AsFd as _, BorrowedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use warden_policy::kernel::Found;
 use warden_policy::{Access, PathPattern, Policy};
@@ -230,7 +231,7 @@ impl Filler {
 /// only what lies there, for [`Prepared::allow_view`] to open in the view, where the map's
 /// objects are (a tmpfs's and an overlay's are not the host's at all: Landlock holds rules
 /// on objects, and an overlay's are its own).
-fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+fn targets(policy: &Policy, within: Option<&str>) -> Vec<Target> {
     use warden_policy::map::at_or_beneath;
     let keep = |p: &str| match within {
         None => !policy.maps().iter().any(|m| at_or_beneath(p, &m.sandbox)),
@@ -242,7 +243,7 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<Acce
         .filter(|r| r.access.is_none())
         .map(|r| &r.pattern)
         .collect();
-    let mut targets: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
     for rule in policy.path_rules() {
         let Some(access) = rule.access else { continue };
         let lit = rule.pattern.literal();
@@ -264,7 +265,7 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<Acce
                 // of every execve.
                 if let Some(dir) = path.ancestors().skip(1).find(|a| a.is_dir()) {
                     if dir.to_str().is_some_and(keep) {
-                        targets.push((dir.to_path_buf(), rights(access)));
+                        targets.push(Target::path(dir.to_path_buf(), rights(access)));
                     }
                 }
                 continue;
@@ -274,60 +275,129 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<(PathBuf, BitFlags<Acce
             } else {
                 rights(access)
             };
-            targets.push((path, rights));
+            targets.push(Target::path(path, rights));
             continue;
         }
-        let roots: Vec<PathBuf> = match lit.strip_suffix('/') {
+        let roots: Vec<(PathBuf, Option<Entry>)> = match lit.strip_suffix('/') {
             Some(dir) => {
                 let dir = if dir.is_empty() { "/" } else { dir };
                 match within {
-                    _ if keep(dir) => vec![PathBuf::from(dir)],
+                    _ if keep(dir) => vec![(PathBuf::from(dir), None)],
                     // A tree around the map covers all of it.
-                    Some(w) if at_or_beneath(w, dir) => vec![PathBuf::from(w)],
+                    Some(w) if at_or_beneath(w, dir) => vec![(PathBuf::from(w), None)],
                     _ => Vec::new(),
                 }
             }
             None => name_prefix_matches(lit)
                 .into_iter()
-                .filter(|p| p.to_str().is_some_and(keep))
+                .filter(|(p, _)| p.to_str().is_some_and(keep))
+                .map(|(p, e)| (p, Some(e)))
                 .collect(),
         };
-        for root in roots {
-            expand(&root, rights(access), &denies, &mut targets, 0);
+        for (root, entry) in roots {
+            expand(&root, entry, rights(access), &denies, &mut targets, 0);
         }
     }
     targets
+}
+
+/// An object to hold a rule, with its rights: a path, or an entry of a directory [`expand`]
+/// listed, opened relative to that directory (one step of lookup, not the whole path again).
+struct Target {
+    path: PathBuf,
+    access: BitFlags<AccessFs>,
+    entry: Option<Entry>,
+}
+
+/// A listed entry: the directory it was listed in, its name there, and its type as listed.
+struct Entry {
+    dir: std::rc::Rc<OwnedFd>,
+    name: std::ffi::CString,
+    kind: rustix::fs::FileType,
+}
+
+impl Target {
+    fn path(path: PathBuf, access: BitFlags<AccessFs>) -> Target {
+        Target {
+            path,
+            access,
+            entry: None,
+        }
+    }
+
+    /// The object as an `O_PATH` descriptor. A path the policy names has its links followed
+    /// (as Landlock would name it). A listed entry that is a link is the link itself, which
+    /// then gets no rule: a rule on its target would hold wherever the target lies, out of the
+    /// tree the policy allows, and reachable there by other paths (`..` from a directory the
+    /// program holds). Through the link, the target's own path decides, as in the tree.
+    fn open(&self) -> rustix::io::Result<OwnedFd> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        match &self.entry {
+            Some(e) => rustix::fs::openat(
+                &*e.dir,
+                e.name.as_c_str(),
+                flags | OFlags::NOFOLLOW,
+                Mode::empty(),
+            ),
+            None => rustix::fs::open(&self.path, flags, Mode::empty()),
+        }
+    }
+
+    /// Whether the object is a directory, when the listing says so reliably and nothing else
+    /// is needed of it (its identity is, for an execute right): a file or a directory, not a
+    /// link (whose target the open followed) or an unknown type.
+    fn listed_kind(&self) -> Option<bool> {
+        use rustix::fs::FileType;
+        let e = self.entry.as_ref()?;
+        if self.access.contains(AccessFs::Execute) {
+            return None;
+        }
+        match e.kind {
+            FileType::Directory => Some(true),
+            FileType::RegularFile => Some(false),
+            _ => None,
+        }
+    }
 }
 
 /// Adds a rule per target that can hold one, cut to the `handled` rights; returns how many.
 fn add_targets(
     ruleset: &mut RulesetCreated,
     handled: BitFlags<AccessFs>,
-    targets: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    targets: Vec<Target>,
     exec: &mut ExecRules,
 ) -> Result<usize, LandlockError> {
     let abi = TARGET_ABI;
     let mut added = 0;
-    for (path, access) in targets {
+    for target in targets {
         // Opened first (links followed, as Landlock would), then asked what it is: one walk of
-        // the path, not two, for each of the ~200 rules of the default policy.
-        let Ok(fd) = rustix::fs::open(
-            &path,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) else {
+        // the path, not two, for each of the ~200 rules of the default policy; and not asked
+        // at all when the listing it came from said.
+        let Ok(fd) = target.open() else {
             continue;
         };
-        let Ok(st) = rustix::fs::fstat(&fd) else {
-            continue;
+        let access = target.access;
+        let is_dir = match target.listed_kind() {
+            Some(dir) => dir,
+            None => {
+                let Ok(st) = rustix::fs::fstat(&fd) else {
+                    continue;
+                };
+                // Only objects of a real file system can carry a rule: /dev/stdout may lead to
+                // a pipe or a socket, which Landlock refuses (EBADFD). Those need no rule:
+                // nothing names them.
+                let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                let is_dir = ft == rustix::fs::FileType::Directory;
+                if !is_dir && !holds_rule_raw(ft) {
+                    continue;
+                }
+                if access.contains(AccessFs::Execute) {
+                    exec.add_id((st.st_dev, st.st_ino), is_dir);
+                }
+                is_dir
+            }
         };
-        // Only objects of a real file system can carry a rule: /dev/stdout may lead to a pipe
-        // or a socket, which Landlock refuses (EBADFD). Those need no rule: nothing names them.
-        let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
-        let is_dir = ft == rustix::fs::FileType::Directory;
-        if !is_dir && !holds_rule_raw(ft) {
-            continue;
-        }
         let access = handled
             & if is_dir {
                 access
@@ -336,9 +406,6 @@ fn add_targets(
             };
         if access.is_empty() {
             continue;
-        }
-        if access.contains(AccessFs::Execute) {
-            exec.add_id((st.st_dev, st.st_ino), is_dir);
         }
         ruleset.add_rule(PathBeneath::new(fd, access))?;
         added += 1;
@@ -465,33 +532,60 @@ pub fn enforces_everything() -> bool {
         .is_ok()
 }
 
-/// Existing entries of `D` whose names start with `na`, for a pattern `D/na*`.
-fn name_prefix_matches(lit: &str) -> Vec<PathBuf> {
+/// Existing entries of `D` whose names start with `na`, for a pattern `D/na*`, as listed.
+fn name_prefix_matches(lit: &str) -> Vec<(PathBuf, Entry)> {
     let (dir, stem) = lit.rsplit_once('/').unwrap_or(("/", lit));
     let dir = if dir.is_empty() { "/" } else { dir };
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let flags =
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty()) else {
         return Vec::new();
     };
-    entries
-        .filter_map(Result::ok)
-        .take(MAX_EXPANSION)
-        .filter(|e| {
-            e.file_name()
-                .as_encoded_bytes()
-                .starts_with(stem.as_bytes())
-        })
-        .map(|e| e.path())
+    listed(Path::new(dir), fd)
+        .into_iter()
+        .filter(|(_, e)| e.name.as_bytes().starts_with(stem.as_bytes()))
         .collect()
 }
 
-/// Adds `root` with `access`, or, when a denied path lies inside it, its entries one by one.
+/// The entries of the directory `dir` (at `path`), each with its path, named by the
+/// descriptor they were listed through.
+fn listed(path: &Path, dir: OwnedFd) -> Vec<(PathBuf, Entry)> {
+    let Ok(listing) = rustix::io::fcntl_dupfd_cloexec(&dir, 0).and_then(rustix::fs::Dir::new)
+    else {
+        return Vec::new();
+    };
+    let names: Vec<(std::ffi::CString, rustix::fs::FileType)> = listing
+        .filter_map(Result::ok)
+        .filter(|e| !matches!(e.file_name().to_bytes(), b"." | b".."))
+        .take(MAX_EXPANSION)
+        .map(|e| (e.file_name().to_owned(), e.file_type()))
+        .collect();
+    let dir = std::rc::Rc::new(dir);
+    names
+        .into_iter()
+        .map(|(name, kind)| {
+            let entry_path = path.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            let entry = Entry {
+                dir: std::rc::Rc::clone(&dir),
+                name,
+                kind,
+            };
+            (entry_path, entry)
+        })
+        .collect()
+}
+
+/// Adds `root` with `access` (`entry`: as listed in its parent), or, when a denied path lies
+/// inside it, its entries one by one.
 fn expand(
     root: &Path,
+    entry: Option<Entry>,
     access: BitFlags<AccessFs>,
     denies: &[&PathPattern],
-    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+    out: &mut Vec<Target>,
     depth: usize,
 ) {
+    use rustix::fs::{Mode, OFlags};
     let Some(root_str) = root.to_str() else {
         return;
     };
@@ -501,17 +595,29 @@ fn expand(
     let inside = format!("{}/", root_str.trim_end_matches('/'));
     let contains_deny = denies.iter().any(|d| d.literal().starts_with(&inside));
     if !contains_deny {
-        out.push((root.to_path_buf(), access));
+        out.push(Target {
+            path: root.to_path_buf(),
+            access,
+            entry,
+        });
         return;
     }
-    if depth > 8 || !root.is_dir() {
+    if depth > 8 {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(root) else {
+    // Listed through the descriptor its entries are then opened from: the names and the
+    // objects come from one directory. Not a directory (ENOTDIR): nothing lies inside.
+    // A link is not followed into: what it leads to is not the tree's.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let opened = match &entry {
+        Some(e) => rustix::fs::openat(&*e.dir, e.name.as_c_str(), flags, Mode::empty()),
+        None => rustix::fs::open(root, flags, Mode::empty()),
+    };
+    let Ok(dir) = opened else {
         return;
     };
-    for entry in entries.filter_map(Result::ok).take(MAX_EXPANSION) {
-        expand(&entry.path(), access, denies, out, depth + 1);
+    for (path, entry) in listed(root, dir) {
+        expand(&path, Some(entry), access, denies, out, depth + 1);
     }
 }
 
