@@ -290,16 +290,8 @@ fn choose_opens(
                 .into(),
         )
     } else {
-        // Each path once: the planner asks about the same few trees for rule after rule.
-        let seen = std::cell::RefCell::new(std::collections::HashMap::new());
-        let found = |path: &str| -> warden_policy::kernel::Found {
-            if let Some(f) = seen.borrow().get(path) {
-                return Clone::clone(f);
-            }
-            let f = landlock::found(path);
-            seen.borrow_mut().insert(path.to_owned(), f.clone());
-            f
-        };
+        let seen = FoundOnce::default();
+        let found = |path: &str| seen.get(path);
         let plan = if view {
             warden_policy::kernel::kernel_plan_in_view(policy, &found)
         } else {
@@ -355,6 +347,33 @@ fn choose_opens(
             }
             Ok(Opens::Agent)
         }
+    }
+}
+
+/// What [`landlock::found`] says of each path, asked of the host once: the planner asks about
+/// the same few trees for rule after rule, and about `D/` (a tree's rules) as about `D`. `D/`
+/// is `D`'s answer when that is a directory and missing otherwise, as the kernel resolves a
+/// trailing slash, links followed.
+#[derive(Default)]
+struct FoundOnce(
+    std::cell::RefCell<std::collections::HashMap<String, warden_policy::kernel::Found>>,
+);
+
+impl FoundOnce {
+    fn get(&self, path: &str) -> warden_policy::kernel::Found {
+        use warden_policy::kernel::Found;
+        if let Some(f) = self.0.borrow().get(path) {
+            return f.clone();
+        }
+        let f = match path.strip_suffix('/') {
+            Some(dir) if !dir.is_empty() && !dir.ends_with('/') => match self.get(dir) {
+                Found::Dir(d) => Found::Dir(d),
+                _ => Found::Missing,
+            },
+            _ => landlock::found(path),
+        };
+        self.0.borrow_mut().insert(path.to_owned(), f.clone());
+        f
     }
 }
 
@@ -760,5 +779,32 @@ mod tests {
         assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/usr"));
         cfg.chdir = Some("/etc".into());
         assert_eq!(decide(&cfg, None).unwrap().command.cwd, Path::new("/etc"));
+    }
+
+    /// A trailing slash answered from the path without it says what the host would: the same
+    /// directory (through a link too), and nothing for a file, a link to one, or a dangling one.
+    #[test]
+    fn a_trailing_slash_is_answered_as_the_host_resolves_it() {
+        let dir = std::env::temp_dir().join(format!("warden-found-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("d")).unwrap();
+        std::fs::write(dir.join("f"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.join("d"), dir.join("to-d")).unwrap();
+        std::os::unix::fs::symlink(dir.join("f"), dir.join("to-f")).unwrap();
+        std::os::unix::fs::symlink(dir.join("none"), dir.join("dangling")).unwrap();
+        let base = dir.to_str().unwrap();
+        let seen = FoundOnce::default();
+        for name in ["d", "f", "to-d", "to-f", "dangling", "none"] {
+            let path = format!("{base}/{name}");
+            // The plain path first, so that the slash's answer comes from it.
+            assert_eq!(seen.get(&path), landlock::found(&path), "{path}");
+            let slash = format!("{path}/");
+            assert_eq!(seen.get(&slash), landlock::found(&slash), "{slash}");
+        }
+        assert!(matches!(
+            seen.get(&format!("{base}/to-d/")),
+            warden_policy::kernel::Found::Dir(_)
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
