@@ -346,7 +346,7 @@ impl Target {
 
     /// Whether the object is a directory, when the listing says so reliably and nothing else
     /// is needed of it (its identity is, for an execute right): a file or a directory, not a
-    /// link (whose target the open followed) or an unknown type.
+    /// link (which gets no rule) or an unknown type.
     fn listed_kind(&self) -> Option<bool> {
         use rustix::fs::FileType;
         let e = self.entry.as_ref()?;
@@ -606,11 +606,17 @@ fn expand(
         return;
     }
     // Listed through the descriptor its entries are then opened from: the names and the
-    // objects come from one directory. Not a directory (ENOTDIR): nothing lies inside.
-    // A link is not followed into: what it leads to is not the tree's.
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // objects come from one directory. Not a directory (ENOTDIR): nothing lies inside. A
+    // listed link is not followed into (what it leads to is not the tree's); a tree the policy
+    // names is, as its rule would be.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let opened = match &entry {
-        Some(e) => rustix::fs::openat(&*e.dir, e.name.as_c_str(), flags, Mode::empty()),
+        Some(e) => rustix::fs::openat(
+            &*e.dir,
+            e.name.as_c_str(),
+            flags | OFlags::NOFOLLOW,
+            Mode::empty(),
+        ),
         None => rustix::fs::open(root, flags, Mode::empty()),
     };
     let Ok(dir) = opened else {
