@@ -237,6 +237,19 @@ fn free_port() -> u16 {
     }
 }
 
+/// `bind` on 127.0.0.1 at a [`free_port`], the next one while the port is taken meanwhile;
+/// returns the port and what was bound.
+fn bind_free<T>(what: &str, bind: impl Fn(u16) -> std::io::Result<T>) -> (u16, T) {
+    loop {
+        let port = free_port();
+        match bind(port) {
+            Ok(bound) => return (port, bound),
+            Err(e) if e.kind() == ErrorKind::AddrInUse => continue,
+            Err(e) => panic!("binding {what} 127.0.0.1:{port}: {e}"),
+        }
+    }
+}
+
 /// What a [`TcpCounter`] does with a connection.
 #[derive(Clone)]
 enum Serve {
@@ -255,9 +268,10 @@ struct TcpCounter {
 }
 
 impl TcpCounter {
-    fn new(port: u16, serve: Serve) -> TcpCounter {
-        let l = TcpListener::bind(("127.0.0.1", port))
-            .unwrap_or_else(|e| panic!("listening on 127.0.0.1:{port}: {e}"));
+    /// A counter on a port of its own: a port found free can be taken before it is bound, so
+    /// another is tried then.
+    fn new(serve: Serve) -> TcpCounter {
+        let (port, l) = bind_free("tcp", |p| TcpListener::bind(("127.0.0.1", p)));
         l.set_nonblocking(true).unwrap();
         let count = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -337,9 +351,9 @@ struct UdpCounter {
 }
 
 impl UdpCounter {
-    fn new(port: u16) -> UdpCounter {
-        let sock = UdpSocket::bind(("127.0.0.1", port))
-            .unwrap_or_else(|e| panic!("binding udp 127.0.0.1:{port}: {e}"));
+    /// A counter on a port of its own, as [`TcpCounter::new`].
+    fn new() -> UdpCounter {
+        let (port, sock) = bind_free("udp", |p| UdpSocket::bind(("127.0.0.1", p)));
         sock.set_read_timeout(Some(Duration::from_millis(5)))
             .unwrap();
         let count = Arc::new(AtomicUsize::new(0));
@@ -555,9 +569,9 @@ fn http_server_inside_served_to_curl_outside() {
 
 fn curl_inside(who: As) {
     let dir = common::fresh_dir(&format!("net-curl-{}", who_tag(who)));
-    let port = free_port();
     let body = format!("BODY-{}-{}", std::process::id(), who_tag(who));
-    let server = TcpCounter::new(port, Serve::Http(body.clone()));
+    let server = TcpCounter::new(Serve::Http(body.clone()));
+    let port = server.port;
     let url = format!("http://127.0.0.1:{port}/x");
     let curl_args = [
         CURL,
@@ -627,10 +641,10 @@ struct Targets {
 impl Targets {
     fn new() -> Targets {
         Targets {
-            allowed: TcpCounter::new(free_port(), Serve::Count),
-            denied: TcpCounter::new(free_port(), Serve::Count),
-            allowed_udp: UdpCounter::new(free_port()),
-            denied_udp: UdpCounter::new(free_port()),
+            allowed: TcpCounter::new(Serve::Count),
+            denied: TcpCounter::new(Serve::Count),
+            allowed_udp: UdpCounter::new(),
+            denied_udp: UdpCounter::new(),
             bindport: free_port(),
         }
     }
@@ -1095,8 +1109,8 @@ fn incoming_filter_udp_replies_only_from_the_allowed_peer() {
 // ---- 5. private network namespace ---------------------------------------------------------------------
 
 fn private(who: As) {
-    let tcp = TcpCounter::new(free_port(), Serve::Count);
-    let udp = UdpCounter::new(free_port());
+    let tcp = TcpCounter::new(Serve::Count);
+    let udp = UdpCounter::new();
     let r = run(
         c_cmd(who, "net_private", &[], &strings(&[&tcp.port, &udp.port])),
         &format!("net_private as {who:?}"),
@@ -1738,8 +1752,8 @@ fn scm_rights_between_sandboxed_processes() {
 /// the unspecified address, which such a rule covers, is a door to loopback.
 fn unspecified(who: As) {
     let dir = common::fresh_dir(&format!("net-unspec-{}", who_tag(who)));
-    let udp = UdpCounter::new(free_port());
-    let tcp = TcpCounter::new(free_port(), Serve::Count);
+    let udp = UdpCounter::new();
+    let tcp = TcpCounter::new(Serve::Count);
     let pol = policy(
         &dir,
         "net-allow outgoing udp 0.0.0.0/5 0/0\nnet-allow outgoing tcp 0.0.0.0/5 0/0\n",
@@ -1833,8 +1847,8 @@ fn network_control() {
     );
 
     // net_private natively: the outside listeners are reached.
-    let tcp = TcpCounter::new(free_port(), Serve::Count);
-    let udp = UdpCounter::new(free_port());
+    let tcp = TcpCounter::new(Serve::Count);
+    let udp = UdpCounter::new();
     let r = run(
         native_cmd("net_private", &strings(&[&tcp.port, &udp.port])),
         "net_private natively",
@@ -1843,8 +1857,8 @@ fn network_control() {
     assert!(tcp.stop() > 0 && udp.stop() > 0, "{}", r.dump());
 
     // net_unspec natively: 0.0.0.0 is loopback.
-    let udp = UdpCounter::new(free_port());
-    let tcp = TcpCounter::new(free_port(), Serve::Count);
+    let udp = UdpCounter::new();
+    let tcp = TcpCounter::new(Serve::Count);
     let r = run(
         native_cmd("net_unspec", &strings(&[&udp.port, &tcp.port])),
         "net_unspec natively",
