@@ -278,35 +278,63 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<Target> {
             targets.push(Target::path(path, rights));
             continue;
         }
-        let roots: Vec<(PathBuf, Option<Entry>)> = match lit.strip_suffix('/') {
+        let roots: Vec<(PathBuf, Object)> = match lit.strip_suffix('/') {
             Some(dir) => {
                 let dir = if dir.is_empty() { "/" } else { dir };
                 match within {
-                    _ if keep(dir) => vec![(PathBuf::from(dir), None)],
+                    _ if keep(dir) => vec![(PathBuf::from(dir), Object::Path(dir.into()))],
                     // A tree around the map covers all of it.
-                    Some(w) if at_or_beneath(w, dir) => vec![(PathBuf::from(w), None)],
+                    Some(w) if at_or_beneath(w, dir) => {
+                        vec![(PathBuf::from(w), Object::Path(w.into()))]
+                    }
                     _ => Vec::new(),
                 }
             }
             None => name_prefix_matches(lit)
                 .into_iter()
                 .filter(|(p, _)| p.to_str().is_some_and(keep))
-                .map(|(p, e)| (p, Some(e)))
+                .map(|(p, e)| (p, Object::Listed(e)))
                 .collect(),
         };
-        for (root, entry) in roots {
-            expand(&root, entry, rights(access), &denies, &mut targets, 0);
+        for (root, object) in roots {
+            expand(&root, object, rights(access), &denies, &mut targets, 0);
         }
     }
     targets
 }
 
-/// An object to hold a rule, with its rights: a path, or an entry of a directory [`expand`]
-/// listed, opened relative to that directory (one step of lookup, not the whole path again).
+/// An object to hold a rule, with its rights.
 struct Target {
-    path: PathBuf,
+    object: Object,
     access: BitFlags<AccessFs>,
-    entry: Option<Entry>,
+}
+
+/// Where a [`Target`] is: a path the policy names, or an entry of a directory [`expand`]
+/// listed, opened relative to that directory (one step of lookup, not the whole path again).
+enum Object {
+    Path(PathBuf),
+    Listed(Entry),
+}
+
+impl Object {
+    /// Opens the object with `flags`. A path the policy names has its links followed (as
+    /// Landlock would name it). A listed entry that is a link is the link itself, which then
+    /// gets no rule and is not listed into: a rule on its target would hold wherever the target
+    /// lies, out of the tree the policy allows, and reachable there by other paths (`..` from a
+    /// directory the program holds). Through the link, the target's own path decides, as in
+    /// the tree.
+    fn open(&self, flags: rustix::fs::OFlags) -> rustix::io::Result<OwnedFd> {
+        use rustix::fs::{Mode, OFlags};
+        match self {
+            Object::Listed(e) => rustix::fs::openat(
+                &*e.dir,
+                e.name.as_c_str(),
+                flags | OFlags::NOFOLLOW,
+                Mode::empty(),
+            ),
+            Object::Path(path) => rustix::fs::open(path, flags, Mode::empty()),
+        }
+    }
 }
 
 /// A listed entry: the directory it was listed in, its name there, and its type as listed.
@@ -319,29 +347,15 @@ struct Entry {
 impl Target {
     fn path(path: PathBuf, access: BitFlags<AccessFs>) -> Target {
         Target {
-            path,
+            object: Object::Path(path),
             access,
-            entry: None,
         }
     }
 
-    /// The object as an `O_PATH` descriptor. A path the policy names has its links followed
-    /// (as Landlock would name it). A listed entry that is a link is the link itself, which
-    /// then gets no rule: a rule on its target would hold wherever the target lies, out of the
-    /// tree the policy allows, and reachable there by other paths (`..` from a directory the
-    /// program holds). Through the link, the target's own path decides, as in the tree.
+    /// The object as an `O_PATH` descriptor ([`Object::open`]).
     fn open(&self) -> rustix::io::Result<OwnedFd> {
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::PATH | OFlags::CLOEXEC;
-        match &self.entry {
-            Some(e) => rustix::fs::openat(
-                &*e.dir,
-                e.name.as_c_str(),
-                flags | OFlags::NOFOLLOW,
-                Mode::empty(),
-            ),
-            None => rustix::fs::open(&self.path, flags, Mode::empty()),
-        }
+        self.object
+            .open(rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC)
     }
 
     /// Whether the object is a directory, when the listing says so reliably and nothing else
@@ -349,7 +363,9 @@ impl Target {
     /// link (which gets no rule) or an unknown type.
     fn listed_kind(&self) -> Option<bool> {
         use rustix::fs::FileType;
-        let e = self.entry.as_ref()?;
+        let Object::Listed(e) = &self.object else {
+            return None;
+        };
         if self.access.contains(AccessFs::Execute) {
             return None;
         }
@@ -575,17 +591,16 @@ fn listed(path: &Path, dir: OwnedFd) -> Vec<(PathBuf, Entry)> {
         .collect()
 }
 
-/// Adds `root` with `access` (`entry`: as listed in its parent), or, when a denied path lies
-/// inside it, its entries one by one.
+/// Adds `root` (`object`: the policy's path, or an entry as listed in its parent) with
+/// `access`, or, when a denied path lies inside it, its entries one by one.
 fn expand(
     root: &Path,
-    entry: Option<Entry>,
+    object: Object,
     access: BitFlags<AccessFs>,
     denies: &[&PathPattern],
     out: &mut Vec<Target>,
     depth: usize,
 ) {
-    use rustix::fs::{Mode, OFlags};
     let Some(root_str) = root.to_str() else {
         return;
     };
@@ -595,35 +610,20 @@ fn expand(
     let inside = format!("{}/", root_str.trim_end_matches('/'));
     let contains_deny = denies.iter().any(|d| d.literal().starts_with(&inside));
     if !contains_deny {
-        out.push(Target {
-            path: root.to_path_buf(),
-            access,
-            entry,
-        });
+        out.push(Target { object, access });
         return;
     }
     if depth > 8 {
         return;
     }
     // Listed through the descriptor its entries are then opened from: the names and the
-    // objects come from one directory. Not a directory (ENOTDIR): nothing lies inside. A
-    // listed link is not followed into (what it leads to is not the tree's); a tree the policy
-    // names is, as its rule would be.
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let opened = match &entry {
-        Some(e) => rustix::fs::openat(
-            &*e.dir,
-            e.name.as_c_str(),
-            flags | OFlags::NOFOLLOW,
-            Mode::empty(),
-        ),
-        None => rustix::fs::open(root, flags, Mode::empty()),
-    };
-    let Ok(dir) = opened else {
+    // objects come from one directory. Not a directory (ENOTDIR): nothing lies inside.
+    use rustix::fs::OFlags;
+    let Ok(dir) = object.open(OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC) else {
         return;
     };
     for (path, entry) in listed(root, dir) {
-        expand(&path, Some(entry), access, denies, out, depth + 1);
+        expand(&path, Object::Listed(entry), access, denies, out, depth + 1);
     }
 }
 
