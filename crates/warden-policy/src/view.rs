@@ -44,6 +44,12 @@ pub trait Host {
     fn node(&self, path: &str) -> Node;
     /// The names in directory `dir` (empty when it is not one).
     fn list(&self, dir: &str) -> Vec<String>;
+    /// Whether anything is mounted strictly beneath `dir` on the host. An overlay of `dir`
+    /// ([`Step::Filtered`]) would show what lies under those mounts, not what is mounted there,
+    /// so a tree with mounts in it keeps its bind. Unknown: assume so.
+    fn mounted_beneath(&self, _dir: &str) -> bool {
+        true
+    }
 }
 
 /// Mount flags of one bind.
@@ -99,6 +105,20 @@ pub enum Step {
         /// Writable.
         write: bool,
     },
+    /// A read-only tree of the host's at `path` with names hidden in it: an overlay whose upper
+    /// lower layer is the view's own (`layer`: whiteouts, opaque directories, placeholders) and
+    /// whose lower layer is the host's `path`. A hidden name does not exist in the view, whatever
+    /// the host has or later makes there. Its objects are the overlay's, not the host's, so
+    /// Landlock's one rule on its root (added in the view) covers it, and no rule on a host
+    /// object is needed for it (`crate::kernel`).
+    Filtered {
+        /// Where, on the host and in the view.
+        path: String,
+        /// Its flags (never `write`: an overlay without an upper layer is read-only).
+        flags: Flags,
+        /// The view's own layer, parents before what they hold.
+        layer: Vec<LayerEntry>,
+    },
     /// Cover `path` with an empty file or directory nobody may read or change.
     Mask {
         /// What is hidden.
@@ -149,6 +169,25 @@ pub enum Step {
     },
 }
 
+/// One entry of a [`Step::Filtered`] tree's own layer, at a path relative to the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayerEntry {
+    /// A whiteout, for a denied name the host does not have now: the name does not exist in
+    /// the view, as on the host, and what the host makes there later does not show.
+    Hidden(String),
+    /// A denied name the host has: an empty file, or directory (`true`, opaque), of mode 0, as
+    /// a [`Step::Mask`] would cover it, so it is there and cannot be read, listed or changed.
+    Masked(String, bool),
+    /// A directory none of whose host entries show (an opaque directory), holding only the
+    /// placeholders and links that follow it.
+    Opaque(String),
+    /// An empty file, or directory (`true`), onto which a later [`Step::Bind`] brings the
+    /// host's entry of the same path.
+    Placeholder(String, bool),
+    /// A symlink, with the target the host's has.
+    Link(String, String),
+}
+
 impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let esc = |p: &str| crate::escape::escape(p).into_owned();
@@ -171,6 +210,25 @@ impl std::fmt::Display for Step {
                 )
             }
             Step::Mask { path, .. } => write!(f, "hide {}", esc(path)),
+            Step::Filtered { path, flags, layer } => {
+                let hidden: Vec<String> = layer
+                    .iter()
+                    .filter_map(|e| match e {
+                        LayerEntry::Hidden(rel) | LayerEntry::Masked(rel, _) => Some(esc(rel)),
+                        LayerEntry::Opaque(rel) => {
+                            Some(format!("{}/ (all but what it lists)", esc(rel)))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "overlay {} ro,{} hiding {}",
+                    esc(path),
+                    if flags.exec { "exec" } else { "noexec" },
+                    hidden.join(", ")
+                )
+            }
             Step::Map {
                 from, path, flags, ..
             } => write!(
@@ -252,6 +310,14 @@ pub struct ViewPlan {
 }
 
 impl ViewPlan {
+    /// The trees the view brings in as overlays ([`Step::Filtered`]).
+    pub fn filtered_trees(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Filtered { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+    }
+
     /// Whether `path` (absolute, lexically clean) exists in the view as planned: inside a bound
     /// tree, or a directory the view creates on the way to one of its steps.
     pub fn holds(&self, path: &str) -> bool {
@@ -261,6 +327,7 @@ impl ViewPlan {
                 Step::Symlink { path, .. } | Step::Device { path, .. } => (path.as_str(), false),
                 Step::Dir { path } => (path.as_str(), false),
                 Step::Mask { .. } => return false,
+                Step::Filtered { path, .. } => (path.as_str(), true),
                 Step::Map { path, dir, .. } => (path.as_str(), *dir),
                 Step::Tmpfs { path, .. } | Step::Copy { path, .. } => (path.as_str(), true),
                 Step::DevTmpfs => ("/dev", true),
@@ -305,6 +372,15 @@ impl Sandboxed<'_> {
 }
 
 impl Host for Sandboxed<'_> {
+    fn mounted_beneath(&self, dir: &str) -> bool {
+        // A map at or beneath `dir` is a mount of the view's there; one around it shows another
+        // tree of the host's, whose mounts the bare host would have to be asked about.
+        self.maps
+            .iter()
+            .any(|m| at_or_beneath(&m.sandbox, dir) || at_or_beneath(dir, &m.sandbox))
+            || self.host.mounted_beneath(dir)
+    }
+
     fn node(&self, path: &str) -> Node {
         match self.mapped(path) {
             None => self.host.node(path),
@@ -325,9 +401,26 @@ impl Host for Sandboxed<'_> {
     }
 }
 
+/// How the view hides a `path-deny` inside a read-only tree it brings in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hiding {
+    /// Where it can, as an overlay of the tree ([`Step::Filtered`]): the hidden names do not
+    /// exist, and Landlock needs one rule on the overlay rather than one on each host entry of
+    /// the tree. Only for a sandbox that holds no directory of the host's tree, through which
+    /// it could name the host's objects of the tree, which then have no rule.
+    Overlay,
+    /// Always with masks on the host's tree, which Landlock's rules name entry by entry.
+    Masks,
+}
+
 /// Plans the view for `policy` (with `$SCRATCH` expanded). Every path the policy names is a
 /// path of the sandbox's; its `path-map`s say where those differ from the host's.
 pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
+    view_plan_with(policy, host, Hiding::Overlay)
+}
+
+/// [`view_plan`], hiding denied paths as `hiding` says.
+pub fn view_plan_with(policy: &Policy, host: &dyn Host, hiding: Hiding) -> ViewPlan {
     let bare = host;
     let sandboxed = Sandboxed {
         host,
@@ -440,6 +533,9 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
     root_links(host, &mut plan);
     maps(policy, bare, &anchors, &mut plan, |m| !in_dev(&m.sandbox));
     empty_dirs(policy, host, listed, &mut plan);
+    if hiding == Hiding::Overlay {
+        filtered::filter_trees(policy, host, &anchors, &mut plan);
+    }
     masks(policy, host, &plan.steps.clone(), &mut plan);
     let dev_maps = policy.maps().iter().any(|m| in_dev(&m.sandbox));
     if dev_covered || dev_maps || !devices.is_empty() || !dev_links.is_empty() {
@@ -467,6 +563,7 @@ pub fn view_plan(policy: &Policy, host: &dyn Host) -> ViewPlan {
                 path, dir: true, ..
             }
             | Step::Tmpfs { path, .. }
+            | Step::Filtered { path, .. }
             | Step::Copy { path, .. } => {
                 let inside = format!("{}/{}", path.trim_end_matches('/'), "\u{1}");
                 policy.check(&inside, Access::Read).is_allowed()
@@ -904,7 +1001,17 @@ fn masks(policy: &Policy, host: &dyn Host, steps: &[Step], plan: &mut ViewPlan) 
             _ => None,
         })
         .collect();
-    let bound = |p: &str| trees.iter().any(|t| is_beneath(p, t));
+    let filtered: Vec<&str> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Filtered { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    // A filtered tree's denials are its layer's.
+    let bound = |p: &str| {
+        trees.iter().any(|t| is_beneath(p, t)) && !filtered.iter().any(|t| at_or_beneath(p, t))
+    };
     let mut hidden: Vec<String> = Vec::new();
     for (i, rule) in policy.path_rules().iter().enumerate() {
         if rule.access.is_some() {
@@ -970,6 +1077,8 @@ fn masks(policy: &Policy, host: &dyn Host, steps: &[Step], plan: &mut ViewPlan) 
         }
     }
 }
+
+mod filtered;
 
 #[cfg(test)]
 mod tests;

@@ -618,7 +618,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     }
     // The program sets itself up meanwhile, and execs only after the word below: the host's
     // tree is gone from beneath the view by then.
-    if let Some(Err(e)) = unsealed.map(|u| u.seal()) {
+    if let Some(Err(e)) = unsealed.as_ref().map(|u| u.seal()) {
         fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
         process::exit_now(1);
     }
@@ -627,6 +627,8 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
         process::exit_now(1);
     }
     drop(view_done);
+    // What the view held detached goes now, while the program goes on.
+    drop(unsealed);
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.

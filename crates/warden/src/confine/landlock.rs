@@ -213,9 +213,17 @@ pub struct Filler {
 
 impl Filler {
     /// Adds `policy`'s rules on the host's objects; returns how many, and what they let the
-    /// sandbox execute.
-    pub fn fill(mut self, policy: &Policy) -> Result<(usize, ExecRules), LandlockError> {
-        let targets = targets(policy, None);
+    /// sandbox execute. The trees of `view` that it filters ([`Step::Filtered`]) get none:
+    /// their objects are the view's overlays', whose rules [`Prepared::allow_view`] adds.
+    ///
+    /// [`Step::Filtered`]: warden_policy::view::Step::Filtered
+    pub fn fill(
+        mut self,
+        policy: &Policy,
+        view: Option<&warden_policy::view::ViewPlan>,
+    ) -> Result<(usize, ExecRules), LandlockError> {
+        let filtered: Vec<&str> = view.map_or_else(Vec::new, |v| v.filtered_trees().collect());
+        let targets = targets(policy, None, &filtered);
         let mut exec = ExecRules {
             maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
             ..ExecRules::default()
@@ -231,7 +239,7 @@ impl Filler {
 /// only what lies there, for [`Prepared::allow_view`] to open in the view, where the map's
 /// objects are (a tmpfs's and an overlay's are not the host's at all: Landlock holds rules
 /// on objects, and an overlay's are its own).
-fn targets(policy: &Policy, within: Option<&str>) -> Vec<Target> {
+fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Target> {
     use warden_policy::map::at_or_beneath;
     let keep = |p: &str| match within {
         None => !policy.maps().iter().any(|m| at_or_beneath(p, &m.sandbox)),
@@ -279,6 +287,8 @@ fn targets(policy: &Policy, within: Option<&str>) -> Vec<Target> {
             continue;
         }
         let roots: Vec<(PathBuf, Object)> = match lit.strip_suffix('/') {
+            // A filtered tree's rule is on its overlay, in the view.
+            Some(dir) if filtered.contains(&dir) => Vec::new(),
             Some(dir) => {
                 let dir = if dir.is_empty() { "/" } else { dir };
                 match within {
@@ -656,9 +666,16 @@ impl Prepared {
         if let Some(policy) = &self.in_view {
             let mut exec = ExecRules::default();
             for m in policy.maps() {
-                let targets = targets(policy, Some(&m.sandbox));
+                let targets = targets(policy, Some(&m.sandbox), &[]);
                 self.rules += add_targets(&mut self.ruleset, self.handled, targets, &mut exec)?;
             }
+        }
+        // A filtered tree: one rule on its overlay's root, the only object of it the sandbox
+        // can name (its planner took only trees the policy lets the program read whole).
+        for tree in plan.filtered_trees() {
+            let fd = PathFd::new(tree)?;
+            (&mut self.ruleset).add_rule(PathBeneath::new(fd, rights(Access::Read)))?;
+            self.rules += 1;
         }
         let Some(keep) = plan.steps.iter().find_map(|s| match s {
             Step::Proc { keep } => Some(keep),

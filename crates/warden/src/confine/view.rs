@@ -31,8 +31,8 @@ use rustix::mount::{
     UnmountFlags,
 };
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use warden_policy::view::{Flags, Host, Keep, Node, Step, ViewPlan};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use warden_policy::view::{Flags, Host, Keep, LayerEntry, Node, Step, ViewPlan};
 
 use crate::sys::mount::set_attributes;
 use std::path::Path;
@@ -57,10 +57,62 @@ fn node_of(ft: std::fs::FileType, path: &Path) -> Node {
     }
 }
 
-/// The host as the planner sees it: `lstat`, `readlink`, `readdir`.
+/// The host as the planner sees it: `lstat`, `readlink`, `readdir`, and its mount table.
 pub struct HostFs;
 
+/// The mount points of warden's mount namespace (`/proc/self/mountinfo`'s fifth field, its
+/// octal escapes undone); `None` when the table cannot be read.
+fn mount_points() -> Option<Vec<String>> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    Some(
+        table
+            .lines()
+            .filter_map(|line| line.split(' ').nth(4))
+            .map(unescape_octal)
+            .collect(),
+    )
+}
+
+/// `\040` and the like, as the kernel writes space, tab, newline and backslash in the table.
+fn unescape_octal(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let digits = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], digits) {
+            (b'\\', Some(d)) => {
+                out.push(
+                    d.iter()
+                        .fold(0u8, |v, b| v.wrapping_mul(8).wrapping_add(b - b'0')),
+                );
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether one of `points` lies strictly beneath `dir`; unknown (`None`) counts as yes.
+fn any_beneath(points: Option<&[String]>, dir: &str) -> bool {
+    let Some(points) = points else { return true };
+    let dir = dir.trim_end_matches('/');
+    points
+        .iter()
+        .any(|p| p.len() > dir.len() && p.starts_with(dir) && p.as_bytes()[dir.len()] == b'/')
+}
+
 impl Host for HostFs {
+    fn mounted_beneath(&self, dir: &str) -> bool {
+        any_beneath(mount_points().as_deref(), dir)
+    }
+
     fn node(&self, path: &str) -> Node {
         match std::fs::symlink_metadata(path) {
             Ok(meta) => node_of(meta.file_type(), Path::new(path)),
@@ -88,9 +140,14 @@ impl Host for HostFs {
 pub struct RememberedHost {
     nodes: std::cell::RefCell<std::collections::HashMap<String, Node>>,
     lists: std::cell::RefCell<std::collections::HashMap<String, Vec<String>>>,
+    mounts: std::cell::OnceCell<Option<Vec<String>>>,
 }
 
 impl Host for RememberedHost {
+    fn mounted_beneath(&self, dir: &str) -> bool {
+        any_beneath(self.mounts.get_or_init(mount_points).as_deref(), dir)
+    }
+
     fn node(&self, path: &str) -> Node {
         if let Some(n) = self.nodes.borrow().get(path) {
             return n.clone();
@@ -205,9 +262,16 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
         placed: Default::default(),
     };
     let mut has_dev = false;
+    let mut layers = Vec::new();
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
-        apply(step, root.as_fd(), &masks, plan.copy_dir.as_deref())?;
+        apply(
+            step,
+            root.as_fd(),
+            &masks,
+            plan.copy_dir.as_deref(),
+            &mut layers,
+        )?;
     }
     // On an empty tmpfs root, the host's tree goes to a directory of its own, so that the
     // view is the root at once and the tree is detached by `seal`, while the program sets
@@ -217,13 +281,17 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     let unsealed = Unsealed {
         old_root,
         read_only: [("/dev", has_dev), ("/", tmpfs_root)],
+        layers,
     };
     if old_root {
         return Ok(unsealed);
     }
     // The host's tree is already gone: the rest at once, and nothing left to seal.
     unsealed.seal()?;
-    Ok(Unsealed::default())
+    Ok(Unsealed {
+        layers: unsealed.layers,
+        ..Unsealed::default()
+    })
 }
 
 /// Where the host's tree hangs beneath a tmpfs root between [`enter`] and [`Unsealed::seal`].
@@ -236,6 +304,11 @@ const OLD_ROOT: &str = ".warden-host-root";
 pub struct Unsealed {
     old_root: bool,
     read_only: [(&'static str, bool); 2],
+    /// The filtered trees' layers, detached: closing the last descriptor of a detached mount
+    /// dissolves it, which waits for an RCU grace period. Held until the caller drops this,
+    /// after the program may go on (init's own exit then leaves them to a worker of the
+    /// kernel's).
+    layers: Vec<OwnedFd>,
 }
 
 impl Unsealed {
@@ -270,8 +343,16 @@ fn apply(
     root: BorrowedFd<'_>,
     masks: &Masks,
     copy_dir: Option<&str>,
+    layers: &mut Vec<OwnedFd>,
 ) -> Result<(), ViewError> {
     match step {
+        Step::Filtered { path, flags, layer } => {
+            let (fs, own) = filtered(path, layer, bind_attributes(*flags))
+                .map_err(ViewError::at(format!("filtering {path}")))?;
+            layers.push(own);
+            attach(root, relative(path), fs.as_fd(), true)
+                .map_err(ViewError::at(format!("mounting the filtered {path}")))
+        }
         Step::Map {
             from,
             path,
@@ -382,6 +463,100 @@ fn overlay(lower: &str, dir: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd>
     rustix::mount::fsconfig_set_flag(fs.as_fd(), "userxattr").map_err(&said)?;
     fsconfig_create(fs.as_fd()).map_err(&said)?;
     fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs).map_err(&said)
+}
+
+/// The host's read-only `path` under a layer of the view's own ([`Step::Filtered`]): a tmpfs
+/// holding `layer` (whiteouts, opaque directories, placeholders, links; its directories with
+/// the host's modes), then a read-only overlay of it over the host's tree, with `attrs`.
+/// Returns the overlay and the layer, which the caller keeps open (see [`Unsealed`]).
+fn filtered(
+    path: &str,
+    layer: &[LayerEntry],
+    attrs: MountAttrFlags,
+) -> io::Result<(OwnedFd, OwnedFd)> {
+    let mode = |rel: &str| -> io::Result<Mode> {
+        let at = if rel.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}/{rel}")
+        };
+        Ok(Mode::from_raw_mode(rfs::stat(at.as_str())?.st_mode) & Mode::from_bits_truncate(0o7777))
+    };
+    let fs = tmpfs(
+        &format!("{:04o}", mode("")?.bits()),
+        MountAttrFlags::empty(),
+    )?;
+    let dir_like_host = |rel: &str| -> io::Result<()> {
+        match rfs::mkdirat(fs.as_fd(), rel, mode(rel)?) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    };
+    for entry in layer {
+        let (LayerEntry::Hidden(rel)
+        | LayerEntry::Masked(rel, _)
+        | LayerEntry::Opaque(rel)
+        | LayerEntry::Placeholder(rel, _)
+        | LayerEntry::Link(rel, _)) = entry;
+        // The directories on the way, as the host has them (the overlay shows the layer's).
+        let mut end = 0;
+        while let Some(i) = rel[end..].find('/') {
+            end += i;
+            dir_like_host(&rel[..end])?;
+            end += 1;
+        }
+        match entry {
+            // A whiteout: a character device 0/0, which any user may make.
+            LayerEntry::Hidden(rel) => rfs::mknodat(
+                fs.as_fd(),
+                rel.as_str(),
+                rfs::FileType::CharacterDevice,
+                Mode::empty(),
+                0,
+            )?,
+            LayerEntry::Opaque(rel) => {
+                dir_like_host(rel)?;
+                opaque(fs.as_fd(), rel)?;
+            }
+            // As the masks: empty, mode 0, on a mount no one in the sandbox may change.
+            LayerEntry::Masked(rel, true) => {
+                rfs::mkdirat(fs.as_fd(), rel.as_str(), Mode::empty())?;
+                opaque(fs.as_fd(), rel)?;
+            }
+            LayerEntry::Masked(rel, false) => drop(rfs::openat(
+                fs.as_fd(),
+                rel.as_str(),
+                OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?),
+            LayerEntry::Placeholder(rel, dir) => placeholder(fs.as_fd(), rel, *dir)?,
+            LayerEntry::Link(rel, target) => {
+                rfs::symlinkat(target.as_str(), fs.as_fd(), rel.as_str())?
+            }
+        }
+    }
+    let overlay = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    // The layer is a detached mount: its path is its descriptor's.
+    let top = format!("/proc/self/fd/{}", fs.as_raw_fd());
+    fsconfig_set_string(overlay.as_fd(), "lowerdir+", top.as_str())?;
+    fsconfig_set_string(overlay.as_fd(), "lowerdir+", path)?;
+    rustix::mount::fsconfig_set_flag(overlay.as_fd(), "userxattr")?;
+    fsconfig_create(overlay.as_fd())?;
+    let mounted = fsmount(overlay.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?;
+    Ok((mounted, fs))
+}
+
+/// Marks the layer's directory `rel` (beneath `layer`) opaque: none of the host's entries of
+/// it show through. `userxattr` ([`filtered`]): the overlay's marks are `user.overlay.*`.
+fn opaque(layer: BorrowedFd<'_>, rel: &str) -> io::Result<()> {
+    let dir = rfs::openat(
+        layer,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rfs::fsetxattr(&dir, "user.overlay.opaque", b"y", rfs::XattrFlags::CREATE)?;
+    Ok(())
 }
 
 /// The two masks: `f`, an empty file, and `d`, an empty directory, both mode 0 on a read-only

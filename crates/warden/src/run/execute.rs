@@ -63,8 +63,9 @@ pub fn execute(
         // woken by warden's "go", tends to be queued on warden's own; waiting for the thread
         // leaves that CPU to init, so the rules and the view are made at once.
         let policy = &policy;
+        let view = command.view.as_ref();
         let (_, exec) = std::thread::scope(|s| {
-            s.spawn(move || f.fill(policy))
+            s.spawn(move || f.fill(policy, view))
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })

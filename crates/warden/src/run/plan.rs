@@ -15,6 +15,7 @@ use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use warden_policy::view::Hiding;
 use warden_policy::{Access, Policy};
 
 /// A run, decided.
@@ -50,7 +51,14 @@ impl Plan {
         inherits_directory: bool,
     ) -> Result<Plan, Failure> {
         let limits = policy.limits;
-        let view = view_for(cfg, &policy)?;
+        // A directory of the host's in the program's hands names the host's objects of a
+        // tree, which only Landlock's rules on them can hold to the policy.
+        let hiding = if inherits_directory || cfg.capsicum.is_some() {
+            Hiding::Masks
+        } else {
+            Hiding::Overlay
+        };
+        let view = view_for(cfg, &policy, hiding)?;
         let policy = if view.is_none() {
             without_view(cfg, policy)
         } else {
@@ -137,6 +145,7 @@ impl Plan {
 fn view_for(
     cfg: &RunConfig,
     policy: &Policy,
+    hiding: Hiding,
 ) -> Result<Option<warden_policy::view::ViewPlan>, Failure> {
     // A map of the host's trees is a mount of the view: a policy with one always gets a view.
     // A tmpfs map alone does not ask for one: without a view its tree is closed
@@ -169,8 +178,11 @@ fn view_for(
             .into_iter()
             .map(|(span, text)| format!("{span}: {text}"))
             .collect();
-    let plan =
-        warden_policy::view::view_plan(policy, &crate::confine::view::RememberedHost::default());
+    let plan = warden_policy::view::view_plan_with(
+        policy,
+        &crate::confine::view::RememberedHost::default(),
+        hiding,
+    );
     problems.extend(plan.errors.iter().cloned());
     if !problems.is_empty() {
         return Err(failure(EXIT_WARDEN, problems.join("\n")));
