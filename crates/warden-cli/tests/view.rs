@@ -1063,3 +1063,225 @@ fn a_map_the_host_cannot_hold_is_refused_by_check_and_run() {
         stdout(&o)
     );
 }
+
+/// The program inside a filtered tree (`T`, read whole, `T/secret` and `T/sub/key_*` denied):
+/// connects to `SOCK`, receives a descriptor of the host's `T` there (after the host made new
+/// denied names in `T`), then tries every way at the denied names: by path in the view, beneath
+/// the host's descriptor, by `..` and `/proc/self/fd` from it, and by changing the overlay.
+const FILTERED_PROBE: &str = r#"
+import os, socket, stat, sys
+T, SOCK = sys.argv[1], sys.argv[2]
+def read(tag, path, dirfd=None):
+    try:
+        fd = os.open(path, os.O_RDONLY, dir_fd=dirfd)
+        print(tag, "READ", os.read(fd, 4096)); os.close(fd)
+    except OSError as e:
+        print(tag, "ERR", e.errno)
+def change(tag, f):
+    try:
+        f(); print(tag, "DONE")
+    except OSError as e:
+        print(tag, "ERR", e.errno)
+s = socket.socket(socket.AF_UNIX); s.connect(SOCK)
+msg, fds, _, _ = socket.recv_fds(s, 16, 1)
+host = fds[0]
+# A directory, and not the view's T (another device: the host's, not the overlay's).
+print("got", msg, stat.S_ISDIR(os.fstat(host).st_mode), os.fstat(host).st_dev != os.stat(T).st_dev)
+read("plain_view", T + "/plain.txt")
+read("secret_view", T + "/secret")
+read("keyold_view", T + "/sub/key_old")
+read("keynew_view", T + "/sub/key_new")
+read("keydir_view", T + "/sub/key_dir/x")
+print("ls_sub", sorted(os.listdir(T + "/sub")))
+read("plain_host", "plain.txt", host)
+read("secret_host", "secret", host)
+read("keynew_host", "sub/key_new", host)
+read("dotdot_host", "../" + os.path.basename(T) + "/secret", host)
+read("procfd_host", "/proc/self/fd/%d/secret" % host)
+change("unlink_mask", lambda: os.unlink(T + "/secret"))
+change("create", lambda: open(T + "/sub/new", "w"))
+change("setxattr", lambda: os.setxattr(T + "/sub", "user.overlay.opaque", b"n"))
+change("removexattr", lambda: os.removexattr(T + "/sub", "user.overlay.opaque"))
+change("rename", lambda: os.rename(T + "/plain.txt", T + "/p2"))
+print("end")
+"#;
+
+/// Outside: on the first connection, makes new denied names in the host's `T` (a key file and
+/// a key directory under `T/sub`, `T/secret` replaced by a rename, as `passwd` replaces
+/// /etc/shadow), then sends a descriptor of `T`.
+const FILTERED_SERVER: &str = r#"
+import os, socket, sys
+T, SOCK, SECRET = sys.argv[1], sys.argv[2], sys.argv[3]
+l = socket.socket(socket.AF_UNIX); l.bind(SOCK); os.chmod(SOCK, 0o777); l.listen(1)
+print("listening", flush=True)
+c, _ = l.accept()
+open(T + "/sub/key_new", "w").write(SECRET + "-new\n")
+os.mkdir(T + "/sub/key_dir"); open(T + "/sub/key_dir/x", "w").write(SECRET + "-dir\n")
+open(T + "/.replacement", "w").write(SECRET + "-replaced\n"); os.rename(T + "/.replacement", T + "/secret")
+for p in ("/sub/key_new", "/sub/key_dir/x", "/secret"): os.chmod(T + p, 0o644)
+os.chmod(T + "/sub/key_dir", 0o755)
+fd = os.open(T, os.O_RDONLY | os.O_DIRECTORY)
+socket.send_fds(c, [b"T"], [fd])
+c.close()
+"#;
+
+fn filtered_tree(who: As, extra: &[&str]) {
+    let base = common::fresh_dir(&format!("view-filtered-{}", common::who_tag(who)));
+    let tree = base.join("tree");
+    let sub = tree.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    common::chmod(&tree, 0o755);
+    common::chmod(&sub, 0o755);
+    let secret = format!("filtered-secret-{}", std::process::id());
+    common::write_file(&tree.join("plain.txt"), "PLAIN\n", 0o644);
+    common::write_file(&tree.join("secret"), format!("{secret}\n"), 0o644);
+    common::write_file(&sub.join("key_old"), format!("{secret}-old\n"), 0o644);
+    common::write_file(&sub.join("ok.txt"), "OK\n", 0o644);
+    let sockdir = base.join("sock");
+    std::fs::create_dir(&sockdir).unwrap();
+    common::chmod(&sockdir, 0o777);
+    let sock = sockdir.join("s");
+    let t = tree.to_str().unwrap();
+    let policy = base.join("filtered.policy");
+    common::write_file(
+        &policy,
+        format!(
+            "path-deny {t}/secret {t}/sub/key_*\nnet-allow outgoing unix-domain {}\n",
+            sock.display()
+        ),
+        0o644,
+    );
+    let mut server = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", FILTERED_SERVER, t, sock.to_str().unwrap(), &secret])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "listening");
+    let mut args = vec!["run", "--read", t, "--policy", policy.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let sock_s = sock.to_str().unwrap();
+    args.extend(["--", "/usr/bin/python3", "-c", FILTERED_PROBE, t, sock_s]);
+    let o = run_warden(who, common::workdir(), &args);
+    let _ = server.kill();
+    let _ = server.wait();
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    let label = format!("{who:?} {extra:?}");
+    assert!(
+        out.contains("end"),
+        "{label}: the probe did not finish:\n{out}\n{err}"
+    );
+    assert!(
+        out.contains("got b'T' True True"),
+        "{label}: no descriptor of the host's tree:\n{out}\n{err}"
+    );
+    assert!(
+        !out.contains(&secret),
+        "{label}: a denied name was read:\n{out}\n{err}"
+    );
+    let answer = |tag: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+            .unwrap_or_else(|| panic!("{label}: no {tag}:\n{out}\n{err}"))
+            .to_owned()
+    };
+    assert_eq!(
+        answer("plain_view"),
+        "READ b'PLAIN\\n'",
+        "{label}\n{out}\n{err}"
+    );
+    // What the host made after the start does not show; what was denied then is masked.
+    assert_eq!(answer("keynew_view"), "ERR 2", "{label}\n{out}");
+    assert_eq!(answer("keydir_view"), "ERR 2", "{label}\n{out}");
+    assert_eq!(answer("secret_view"), "ERR 13", "{label}\n{out}");
+    assert_eq!(answer("keyold_view"), "ERR 13", "{label}\n{out}");
+    assert_eq!(answer("ls_sub"), "['key_old', 'ok.txt']", "{label}\n{out}");
+    // Beneath the host's descriptor nothing opens: the kernel refuses (no rule names the
+    // host's objects of a filtered tree), and the agent finds no such path in the view.
+    for tag in [
+        "plain_host",
+        "secret_host",
+        "keynew_host",
+        "dotdot_host",
+        "procfd_host",
+    ] {
+        let a = answer(tag);
+        assert!(
+            a == "ERR 13" || a == "ERR 2",
+            "{label}: {tag} {a}\n{out}\n{err}"
+        );
+    }
+    for tag in ["unlink_mask", "create", "setxattr", "removexattr", "rename"] {
+        assert!(
+            answer(tag).starts_with("ERR "),
+            "{label}: {tag} changed the view\n{out}"
+        );
+    }
+    // Checked from outside: the host's tree holds what the server made, and nothing else moved.
+    assert!(tree.join("plain.txt").exists() && !tree.join("p2").exists());
+    assert!(!sub.join("new").exists());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("secret")).unwrap(),
+        format!("{secret}-replaced\n")
+    );
+}
+
+/// Control: natively, every route the probe tries reaches the denied names.
+#[test]
+fn filtered_tree_control() {
+    let base = common::fresh_dir("view-filtered-control");
+    let tree = base.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    common::write_file(&tree.join("plain.txt"), "PLAIN\n", 0o644);
+    common::write_file(&tree.join("secret"), "S\n", 0o644);
+    common::write_file(&tree.join("sub/key_old"), "K\n", 0o644);
+    let sock = base.join("s");
+    let t = tree.to_str().unwrap();
+    let mut server = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", FILTERED_SERVER, t, sock.to_str().unwrap(), "NATIVE"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let o = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", FILTERED_PROBE, t, sock.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = server.wait();
+    let out = stdout(&o);
+    for tag in [
+        "keynew_view",
+        "keydir_view",
+        "secret_host",
+        "keynew_host",
+        "dotdot_host",
+        "procfd_host",
+    ] {
+        assert!(
+            out.contains(&format!("{tag} READ b'NATIVE")),
+            "natively {tag} should succeed:\n{out}\n{}",
+            common::stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn a_filtered_tree_hides_what_the_host_makes_later_and_host_descriptors_reach_nothing_in_it() {
+    let test =
+        "a_filtered_tree_hides_what_the_host_makes_later_and_host_descriptors_reach_nothing_in_it";
+    each_user(test, |who| {
+        // The kernel deciding opens (the default), then the agent deciding every call.
+        filtered_tree(who, &[]);
+        filtered_tree(who, &["--fast-path=never"]);
+    });
+}
