@@ -1483,6 +1483,15 @@ fn cpu_pinning(who: As) {
     for (flag, want) in cases {
         info(who, &["--cpu", flag]).expect_field("cpus", want);
     }
+    // Without --cpu the program may use every CPU warden may: the start's placement
+    // (warden/src/placement.rs) pins its processes while the sandbox is made, and gives them
+    // back before the program runs.
+    let own = rustix::thread::sched_getaffinity(None).expect("sched_getaffinity");
+    let want: Vec<String> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| own.is_set(c))
+        .map(|c| c.to_string())
+        .collect();
+    info(who, &[]).expect_field("cpus", &want.join(","));
 }
 
 // ---- 11. --pass-fd and an interactive task --------------------------------------------------------

@@ -307,10 +307,12 @@ pub fn launch(
     } else {
         SANDBOX_NAMESPACES
     };
+    let placement = crate::placement::Placement::plan(cmd.cpus.is_some());
     match process::clone_process(namespaces).map_err(LaunchError::Clone)? {
         Cloned::Child => {
             drop(ours);
             let child = Child {
+                placement,
                 cmd,
                 cwd: &cwd,
                 argv: &argv,
@@ -323,10 +325,17 @@ pub fn launch(
             sandbox_init(theirs, child)
         }
         Cloned::Parent { pid, pidfd } => {
+            if let Some(p) = &placement {
+                p.place_init(pid);
+            }
             crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            parent_side(pid, pidfd, ours, cmd.ids, attach, fill).map(|l| Sandbox(Arc::new(l)))
+            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill);
+            if let Some(p) = &placement {
+                p.restore();
+            }
+            launched.map(|l| Sandbox(Arc::new(l)))
         }
     }
 }
@@ -531,6 +540,8 @@ impl Launched {
 /// What the sandbox's processes need, all prepared before the clone so they only run
 /// straight-line code on memory they already have.
 struct Child<'a> {
+    /// The CPUs of the start ([`crate::placement`]).
+    placement: Option<crate::placement::Placement>,
     cmd: &'a Command,
     cwd: &'a CString,
     argv: &'a [*const libc::c_char],
@@ -545,6 +556,7 @@ struct Child<'a> {
 
 /// Init: waits for "go", starts the program, reaps every child, reports the program's status.
 fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
+    let placement = child.placement.clone();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program's process starts before the view is built, and makes the sandbox's network
     // namespace while init builds it (the two are the dearest steps of a start, and
@@ -571,7 +583,12 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
                 drop(view_done.take());
                 program_child(channel.as_fd(), child, &view_wait)
             }
-            Ok(Some(pid)) => pid,
+            Ok(Some(pid)) => {
+                if let Some(p) = &placement {
+                    p.place_program(pid);
+                }
+                pid
+            }
             Err(e) => {
                 fail(channel.as_fd(), Stage::Fork, &e);
                 process::exit_now(1)
@@ -629,6 +646,9 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     drop(view_done);
     // What the view held detached goes now, while the program goes on.
     drop(unsealed);
+    if let Some(p) = &placement {
+        p.restore();
+    }
     // Hold nothing of the outside world: stdio and every inherited descriptor go.
     let channel = process::keep_only(channel);
     // From here on, warden's TERMINATE makes init kill everything else; the loop below reaps it.
@@ -834,6 +854,9 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
     if !view_sealed(view.as_fd()) {
         // init went without the word, and says why itself.
         process::exit_now(125);
+    }
+    if let Some(p) = &child.placement {
+        p.restore();
     }
     if let Err(e) = apply_rlimits(child.cmd) {
         fail(channel, Stage::Resources, &e);
