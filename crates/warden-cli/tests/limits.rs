@@ -1491,7 +1491,7 @@ fn cpu_pinning(who: As) {
         .filter(|&c| own.is_set(c))
         .map(|c| c.to_string())
         .collect();
-    info(who, &[]).expect_field("cpus", &want.join(","));
+    info(who, &[]).expect_field("cpus", want.join(","));
 }
 
 // ---- 11. --pass-fd and an interactive task --------------------------------------------------------
