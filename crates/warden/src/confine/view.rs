@@ -262,7 +262,7 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
         placed: Default::default(),
     };
     let mut has_dev = false;
-    let mut layers = Vec::new();
+    let mut held = Held::default();
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
         apply(
@@ -270,7 +270,7 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
             root.as_fd(),
             &masks,
             plan.copy_dir.as_deref(),
-            &mut layers,
+            &mut held,
         )?;
     }
     // On an empty tmpfs root, the host's tree goes to a directory of its own, so that the
@@ -281,7 +281,9 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     let unsealed = Unsealed {
         old_root,
         read_only: [("/dev", has_dev), ("/", tmpfs_root)],
-        layers,
+        layers: held.layers,
+        proc: held.proc,
+        masks: Some(masks),
     };
     if old_root {
         return Ok(unsealed);
@@ -309,16 +311,38 @@ pub struct Unsealed {
     /// after the program may go on (init's own exit then leaves them to a worker of the
     /// kernel's).
     layers: Vec<OwnedFd>,
+    /// The procfs's entries to mask, and the masks.
+    proc: Option<ProcMasks>,
+    masks: Option<Masks>,
 }
 
 impl Unsealed {
     /// Detaches the host's tree and makes the view's own tmpfs mounts read-only. Nothing of
     /// the program may run before this returns.
     pub fn seal(&self) -> Result<(), ViewError> {
+        let detach = || {
+            rustix::mount::unmount(format!("/{OLD_ROOT}").as_str(), UnmountFlags::DETACH)
+                .map_err(|e| ViewError::at("detaching the host's tree")(errno(e)))
+        };
+        // Detaching waits for an RCU grace period (a few hundred microseconds here) without
+        // using the CPU: on a thread of its own, while this one masks /proc.
+        let detaching = self
+            .old_root
+            .then(|| std::thread::Builder::new().spawn(detach));
+        let masked = match (&self.proc, &self.masks) {
+            (Some(p), Some(m)) => p.hide(m).map_err(ViewError::at("hiding /proc's entries")),
+            _ => Ok(()),
+        };
+        match detaching {
+            Some(Ok(thread)) => thread
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))?,
+            Some(Err(_)) => detach()?,
+            None => {}
+        }
+        masked?;
         if self.old_root {
             let at = format!("/{OLD_ROOT}");
-            rustix::mount::unmount(at.as_str(), UnmountFlags::DETACH)
-                .map_err(|e| ViewError::at("detaching the host's tree")(errno(e)))?;
             rfs::unlinkat(rfs::CWD, at.as_str(), rfs::AtFlags::REMOVEDIR)
                 .map_err(|e| ViewError::at("removing the host tree's mount point")(errno(e)))?;
         }
@@ -343,13 +367,13 @@ fn apply(
     root: BorrowedFd<'_>,
     masks: &Masks,
     copy_dir: Option<&str>,
-    layers: &mut Vec<OwnedFd>,
+    held: &mut Held,
 ) -> Result<(), ViewError> {
     match step {
         Step::Filtered { path, flags, layer } => {
             let (fs, own) = filtered(path, layer, bind_attributes(*flags))
                 .map_err(ViewError::at(format!("filtering {path}")))?;
-            layers.push(own);
+            held.layers.push(own);
             attach(root, relative(path), fs.as_fd(), true)
                 .map_err(ViewError::at(format!("mounting the filtered {path}")))
         }
@@ -407,7 +431,7 @@ fn apply(
         Step::Dir { path } => placeholder(root, relative(path), true)
             .map_err(ViewError::at(format!("making the directory {path}"))),
         Step::Mask { path, dir } => masks
-            .hide(root, relative(path), *dir)
+            .hide(root, relative(path), *dir, path)
             .map_err(ViewError::at(format!("hiding {path}"))),
         Step::DevTmpfs => {
             let fs = tmpfs(
@@ -417,7 +441,10 @@ fn apply(
             .map_err(ViewError::at("creating /dev"))?;
             attach(root, "dev", fs.as_fd(), true).map_err(ViewError::at("mounting /dev"))
         }
-        Step::Proc { keep } => proc(root, masks, keep),
+        Step::Proc { keep } => {
+            held.proc = proc(root, keep)?;
+            Ok(())
+        }
     }
 }
 
@@ -672,13 +699,15 @@ fn bind(root: BorrowedFd<'_>, path: &str, dir: bool, set: MountAttrFlags) -> io:
 /// RCU grace period, which on a loaded machine took milliseconds of every start.
 struct Masks {
     fs: OwnedFd,
-    placed: std::cell::Cell<bool>,
+    /// Where in the view the tmpfs hides its first directory, once it does.
+    placed: std::cell::RefCell<Option<String>>,
 }
 
 impl Masks {
-    /// Covers `rel` beneath `base` with an empty file or directory of mode 0.
-    fn hide(&self, base: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
-        if dir && !self.placed.get() {
+    /// Covers `rel` beneath `base`, which is `at` in the view, with an empty file or directory
+    /// of mode 0.
+    fn hide(&self, base: BorrowedFd<'_>, rel: &str, dir: bool, at: &str) -> io::Result<()> {
+        if dir && self.placed.borrow().is_none() {
             move_mount(
                 self.fs.as_fd(),
                 "",
@@ -686,7 +715,7 @@ impl Masks {
                 rel,
                 MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
             )?;
-            self.placed.set(true);
+            *self.placed.borrow_mut() = Some(at.to_owned());
             return Ok(());
         }
         let source = open_tree(
@@ -705,8 +734,9 @@ impl Masks {
     }
 }
 
-/// A procfs of the caller's PID namespace at `/proc`, with what `keep` does not name masked.
-fn proc(root: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
+/// A procfs of the caller's PID namespace at `/proc`; what `keep` does not name is returned, to
+/// be masked by [`Unsealed::seal`] (`None`: nothing to mask).
+fn proc(root: BorrowedFd<'_>, keep: &Keep) -> Result<Option<ProcMasks>, ViewError> {
     let make = || -> io::Result<OwnedFd> {
         let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
         // Processes the caller may not inspect (init, once it is not dumpable) are not listed, whatever group the caller is in.
@@ -722,10 +752,46 @@ fn proc(root: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewErro
     };
     let procfs = make().map_err(ViewError::at("mounting a procfs"))?;
     attach(root, "proc", procfs.as_fd(), true).map_err(ViewError::at("mounting /proc"))?;
-    if !keep.all {
-        hide_unnamed(procfs.as_fd(), masks, keep)?;
+    if keep.all {
+        return Ok(None);
     }
-    Ok(())
+    let names = hide_unnamed(procfs.as_fd(), keep)?;
+    Ok(Some(ProcMasks { procfs, names }))
+}
+
+/// The entries of the procfs's top directory left to mask, each with whether it is a
+/// directory ([`hide_unnamed`]).
+struct ProcMasks {
+    procfs: OwnedFd,
+    names: Vec<(String, bool)>,
+}
+
+impl ProcMasks {
+    /// Masks them, the view being the caller's root: once the masks' tmpfs hides a directory
+    /// of the view, each with one `mount(2)` bind of its `f` or `d` (a clone would be three
+    /// calls and a namespace of its own for the moment it is detached).
+    fn hide(&self, masks: &Masks) -> io::Result<()> {
+        for (name, dir) in &self.names {
+            let at = format!("/proc/{name}");
+            let placed = masks.placed.borrow().clone();
+            match placed {
+                Some(from) => {
+                    let source = format!("{from}/{}", if *dir { "d" } else { "f" });
+                    rustix::mount::mount_bind(source.as_str(), at.as_str())?;
+                }
+                None => masks.hide(self.procfs.as_fd(), name, *dir, &at)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What building the view leaves for [`Unsealed`]: the filtered trees' layers and the
+/// procfs's masks.
+#[derive(Default)]
+struct Held {
+    layers: Vec<OwnedFd>,
+    proc: Option<ProcMasks>,
 }
 
 /// Masks every entry of the procfs's top directory (`base`) that `keep` does not name: the
@@ -733,7 +799,7 @@ fn proc(root: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewErro
 /// replaced. A directory named in part (`sys` for `/proc/sys/kernel/*`) is covered with an
 /// empty tmpfs that holds only what is named in it ([`cover`]): a few mounts for what is named
 /// rather than one per name that is not, and its listing shows only the policy's names.
-fn hide_unnamed(base: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), ViewError> {
+fn hide_unnamed(base: BorrowedFd<'_>, keep: &Keep) -> Result<Vec<(String, bool)>, ViewError> {
     let dir = rfs::openat(
         base,
         ".",
@@ -752,6 +818,7 @@ fn hide_unnamed(base: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), 
         }
         names.push((name, entry.file_type()));
     }
+    let mut hide = Vec::new();
     for (name, ft) in names {
         match keep.children.get(&name) {
             Some(k) if k.all => continue,
@@ -765,11 +832,11 @@ fn hide_unnamed(base: BorrowedFd<'_>, masks: &Masks, keep: &Keep) -> Result<(), 
         if ft == rfs::FileType::Symlink {
             continue;
         }
-        masks
-            .hide(base, &name, ft == rfs::FileType::Directory)
-            .map_err(ViewError::at(format!("hiding /proc/{name}")))?;
+        hide.push((name, ft == rfs::FileType::Directory));
     }
-    Ok(())
+    // A directory first: the masks' tmpfs goes there, and the rest are bound from it.
+    hide.sort_by_key(|(_, dir)| !dir);
+    Ok(hide)
 }
 
 /// Covers the procfs directory `rel` (beneath `base`) with an empty tmpfs, read-only once it
