@@ -26,7 +26,8 @@ const STOP: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT]
 
 /// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
 /// being the run's scratch directory if it has one. Fills in `measured`; returns the
-/// program's exit status (128+N for signal N).
+/// program's exit status (128+N for signal N). `before_reap` is warden's own teardown, done
+/// before the sandbox's init is reaped when the program ended and init reaped the rest.
 pub fn execute(
     cfg: &RunConfig,
     plan: Plan,
@@ -34,6 +35,7 @@ pub fn execute(
     mut captures: Captures,
     scratch: Option<&Path>,
     measured: &mut Measured,
+    before_reap: &mut dyn FnMut(),
 ) -> Result<i32, Failure> {
     let mode = plan.mode();
     let Plan {
@@ -119,7 +121,7 @@ pub fn execute(
     };
     let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
-    let _registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
+    let registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
     crate::timings::mark("registered");
 
     let verdicts = Arc::new(Verdicts::default());
@@ -151,12 +153,27 @@ pub fn execute(
     // A program that had ended on its own before the kill landed was not killed by it.
     measured.killed = measured.exceeded.is_some() && outcome == Outcome::Signaled(libc::SIGKILL);
     sandbox.kill();
-    let usage = sandbox.reap();
     // Requests of callers that died mid-call finish before anything is cleaned up.
-    agent.quiesce(Duration::from_secs(2));
-    for c in copiers {
-        let _ = c.join();
-    }
+    let quiesce = |copiers: Vec<std::thread::JoinHandle<()>>| {
+        agent.quiesce(Duration::from_secs(2));
+        for c in copiers {
+            let _ = c.join();
+        }
+    };
+    let usage = if matches!(outcome, Outcome::Lost) {
+        // init was killed: the rest of the sandbox dies with it, as it is reaped.
+        let usage = sandbox.reap();
+        quiesce(copiers);
+        usage
+    } else {
+        // init reaped every other process of the sandbox before it said how the program
+        // ended: nothing of the sandbox runs any more, and warden's own teardown goes first,
+        // while init's exit takes its namespaces down (its mounts wait for an RCU grace period).
+        quiesce(copiers);
+        drop(registration);
+        before_reap();
+        sandbox.reap()
+    };
     if captures.exceeded() && measured.exceeded.is_none() {
         measured.exceeded = Some(KillReason::Output);
     }

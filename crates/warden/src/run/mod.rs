@@ -252,14 +252,23 @@ impl Session {
             captures,
             _copies,
         } = decided;
-        let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
+        let path = self.scratch.as_ref().map(|s| s.path.clone());
+        let (scratch, keep) = (&mut self.scratch, self.cfg.keep);
         execute::execute(
             &self.cfg,
             plan,
             stdio,
             captures,
-            scratch,
+            path.as_deref(),
             &mut self.measured,
+            &mut || {
+                if !keep {
+                    if let Some(s) = scratch.take() {
+                        s.remove();
+                        crate::timings::mark("scratch removed");
+                    }
+                }
+            },
         )
     }
 
