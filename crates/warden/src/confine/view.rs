@@ -320,29 +320,15 @@ impl Unsealed {
     /// Detaches the host's tree and makes the view's own tmpfs mounts read-only. Nothing of
     /// the program may run before this returns.
     pub fn seal(&self) -> Result<(), ViewError> {
-        let detach = || {
-            rustix::mount::unmount(format!("/{OLD_ROOT}").as_str(), UnmountFlags::DETACH)
-                .map_err(|e| ViewError::at("detaching the host's tree")(errno(e)))
-        };
-        // Detaching waits for an RCU grace period (a few hundred microseconds here) without
-        // using the CPU: on a thread of its own, while this one masks /proc.
-        let detaching = self
-            .old_root
-            .then(|| std::thread::Builder::new().spawn(detach));
-        let masked = match (&self.proc, &self.masks) {
-            (Some(p), Some(m)) => p.hide(m).map_err(ViewError::at("hiding /proc's entries")),
-            _ => Ok(()),
-        };
-        match detaching {
-            Some(Ok(thread)) => thread
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))?,
-            Some(Err(_)) => detach()?,
-            None => {}
+        // The masks first (CPU work), then the detach (which only waits for an RCU grace
+        // period).
+        if let (Some(p), Some(m)) = (&self.proc, &self.masks) {
+            p.hide(m).map_err(ViewError::at("hiding /proc's entries"))?;
         }
-        masked?;
         if self.old_root {
             let at = format!("/{OLD_ROOT}");
+            rustix::mount::unmount(at.as_str(), UnmountFlags::DETACH)
+                .map_err(|e| ViewError::at("detaching the host's tree")(errno(e)))?;
             rfs::unlinkat(rfs::CWD, at.as_str(), rfs::AtFlags::REMOVEDIR)
                 .map_err(|e| ViewError::at("removing the host tree's mount point")(errno(e)))?;
         }
