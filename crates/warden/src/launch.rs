@@ -376,7 +376,8 @@ fn parent_side(
     // A sandbox that failed meanwhile (its view, say) has said why and closed its end: the
     // reply below reads what it said, so a refused "ready" is not the error to report.
     let _ = send(channel.as_fd(), &[MSG_READY]);
-    poll_briefly(channel.as_fd());
+    // No polling here: the program's process shares warden's CPU now (crate::placement), and
+    // a warden spinning for the listener took that CPU from it.
     let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {

@@ -61,17 +61,11 @@ pub fn execute(
         let Some(f) = filler.take() else {
             return Ok(());
         };
-        // On a thread of its own: the kernel puts a new thread on an idle CPU, while init,
-        // woken by warden's "go", tends to be queued on warden's own; waiting for the thread
-        // leaves that CPU to init, so the rules and the view are made at once.
-        let policy = &policy;
-        let view = command.view.as_ref();
-        let (_, exec) = std::thread::scope(|s| {
-            s.spawn(move || f.fill(policy, view))
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        })
-        .map_err(|e| e.to_string())?;
+        // On warden's own thread: init builds the view on another CPU meanwhile
+        // (crate::placement), and a thread of its own cost its start and a wake-up.
+        let (_, exec) = f
+            .fill(&policy, command.view.as_ref())
+            .map_err(|e| e.to_string())?;
         exec_rules = exec;
         Ok(())
     };
