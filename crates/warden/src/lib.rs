@@ -12,6 +12,7 @@ pub mod filter;
 pub mod launch;
 pub mod learn;
 pub mod limits;
+pub mod paths;
 pub mod placement;
 pub mod registry;
 pub mod report;

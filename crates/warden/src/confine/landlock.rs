@@ -514,12 +514,6 @@ impl ExecRules {
 
 /// Whether a non-directory of type `ft` can carry a Landlock rule: objects of a real file
 /// system. A pipe or socket (where /dev/stdout may lead) cannot (EBADFD).
-fn holds_rule(ft: std::fs::FileType) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    ft.is_file() || ft.is_char_device() || ft.is_block_device()
-}
-
-/// [`holds_rule`], for a type from `fstat`.
 fn holds_rule_raw(ft: rustix::fs::FileType) -> bool {
     use rustix::fs::FileType;
     matches!(
@@ -532,17 +526,14 @@ fn holds_rule_raw(ft: rustix::fs::FileType) -> bool {
 /// resolved) and whether it is a directory. Only objects Landlock can hold a rule on count: a
 /// link to a pipe (`/dev/stdin`) is missing.
 pub fn found(path: &str) -> Found {
-    let Ok(canonical) = std::fs::canonicalize(path) else {
+    let Some((text, st)) = crate::paths::canonical(path) else {
         return Found::Missing;
     };
-    let (Some(text), Ok(meta)) = (canonical.to_str(), std::fs::metadata(&canonical)) else {
-        return Found::Missing;
-    };
-    let ft = meta.file_type();
-    if ft.is_dir() {
-        Found::Dir(text.to_string())
-    } else if holds_rule(ft) {
-        Found::File(text.to_string())
+    let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if ft == rustix::fs::FileType::Directory {
+        Found::Dir(text)
+    } else if holds_rule_raw(ft) {
+        Found::File(text)
     } else {
         Found::Missing
     }

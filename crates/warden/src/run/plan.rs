@@ -568,9 +568,11 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
     if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
-        let link = std::fs::canonicalize(dir).map(|d| d.join(name));
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
-        if let (true, Ok(link)) = (is_link, link) {
+        let link = is_link
+            .then(|| crate::paths::canonical(dir).map(|(d, _)| Path::new(&d).join(name)))
+            .flatten();
+        if let Some(link) = link {
             let link = link.to_string_lossy();
             if policy.visible(&link).is_none() {
                 return Err(denied(format!(
@@ -580,7 +582,7 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
             }
         }
     }
-    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let real = crate::paths::canonical(&path).map_or_else(|| path.clone(), |(r, _)| r.into());
     if let Some(real) = real.to_str() {
         if !policy.check(real, Access::Exec).is_allowed() {
             return Err(denied(policy.explain_denial(real, Access::Exec)));

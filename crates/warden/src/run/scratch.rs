@@ -58,8 +58,8 @@ impl Scratch {
                         std::fs::Permissions::from_mode(0o700),
                     );
                     hand_over(&scratch.path, ids, "the scratch directory")?;
-                    let path = std::fs::canonicalize(&scratch.path)
-                        .unwrap_or_else(|_| scratch.path.clone());
+                    let path = crate::paths::canonical(&scratch.path)
+                        .map_or_else(|| scratch.path.clone(), |(p, _)| p.into());
                     return Ok(Scratch { path, ..scratch });
                 }
                 Err(e) => {
