@@ -586,7 +586,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
             }
             Ok(Some(pid)) => {
                 if let Some(p) = &placement {
-                    p.place_program(pid);
+                    p.place_program(pid, cmd.view.is_some());
                 }
                 pid
             }

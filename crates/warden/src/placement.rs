@@ -4,11 +4,13 @@
 //! program's process makes its network namespace, and warden adds the Landlock rules. Left to
 //! the scheduler, they queued on the CPU warden ran on while the other stayed idle (`perf sched
 //! timehist`: init took warden's CPU at the clone, warden waited 1.2 ms to write the id maps,
-//! and the idle CPU was not woken for it). So init moves itself to another CPU first thing, and
-//! the program's process to warden's: the view is built beside the rules and the network
-//! namespace. Each gives the CPUs back as it found them before it runs anything of the
-//! program's (the program inherits warden's affinity, as before), and nothing is placed when
-//! the user chose the CPUs (`--cpus`) or warden may use only one.
+//! and the idle CPU was not woken for it). So warden pins itself to its CPU for the start, puts
+//! init on another right after the clone, and init puts the program's process back on
+//! warden's: the view is built beside the rules and the network namespace. Without a view init
+//! only waits, and the program's process goes to init's CPU instead, beside the rules. Each
+//! gives the CPUs back as it found them before it runs anything of the program's (the program
+//! inherits warden's affinity, as before), and nothing is placed when the user chose the CPUs
+//! (`--cpu`) or warden may use only one.
 
 use rustix::process::Pid;
 use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
@@ -52,9 +54,14 @@ impl Placement {
         Self::pin(Pid::from_raw(init), self.init);
     }
 
-    /// Init, right after forking the program's process: that process to warden's CPU.
-    pub fn place_program(&self, program: i32) {
-        Self::pin(Pid::from_raw(program), self.warden);
+    /// Init, right after forking the program's process: that process to warden's CPU when
+    /// init builds a view on its own, else to init's (init then only waits, and warden adds
+    /// the rules on its CPU).
+    pub fn place_program(&self, program: i32, view: bool) {
+        Self::pin(
+            Pid::from_raw(program),
+            if view { self.warden } else { self.init },
+        );
     }
 
     /// The calling process or thread back to what warden may use (before anything of the
