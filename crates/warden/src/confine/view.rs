@@ -210,6 +210,19 @@ pub fn supported() -> bool {
     )
 }
 
+/// Whether this kernel can build a filtered tree ([`Step::Filtered`]): an overlay whose layers
+/// are given one by one (`lowerdir+`, Linux 6.8) in a user namespace, over a tmpfs layer that
+/// holds `user.*` extended attributes (Linux 6.6). Older kernels get masks and Landlock's rules
+/// entry by entry (`warden_policy::view::Hiding::Masks`).
+pub fn filters_trees() -> bool {
+    let release = rustix::system::uname();
+    let release = release.release().to_string_lossy();
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<u32>().ok());
+    matches!((numbers.next(), numbers.next()), (Some(major), Some(minor)) if (major, minor) >= (6, 8))
+}
+
 /// Where building the view failed, and on which path.
 #[derive(Debug)]
 pub struct ViewError {

@@ -53,7 +53,10 @@ impl Plan {
         let limits = policy.limits;
         // A directory of the host's in the program's hands names the host's objects of a
         // tree, which only Landlock's rules on them can hold to the policy.
-        let hiding = if inherits_directory || cfg.capsicum.is_some() {
+        let hiding = if inherits_directory
+            || cfg.capsicum.is_some()
+            || !crate::confine::view::filters_trees()
+        {
             Hiding::Masks
         } else {
             Hiding::Overlay
