@@ -1125,6 +1125,23 @@ socket.send_fds(c, [b"T"], [fd])
 c.close()
 "#;
 
+/// [`FILTERED_SERVER`] for `tree` at `sock`, listening when this returns.
+fn filtered_server(tree: &str, sock: &Path, secret: &str) -> std::process::Child {
+    let mut server = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", FILTERED_SERVER, tree, sock.to_str().unwrap(), secret])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "listening");
+    server
+}
+
 fn filtered_tree(who: As, extra: &[&str]) {
     let base = common::fresh_dir(&format!("view-filtered-{}", common::who_tag(who)));
     let tree = base.join("tree");
@@ -1151,18 +1168,7 @@ fn filtered_tree(who: As, extra: &[&str]) {
         ),
         0o644,
     );
-    let mut server = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", FILTERED_SERVER, t, sock.to_str().unwrap(), &secret])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "listening");
+    let mut server = filtered_server(t, &sock, &secret);
     let mut args = vec!["run", "--read", t, "--policy", policy.to_str().unwrap()];
     args.extend_from_slice(extra);
     let sock_s = sock.to_str().unwrap();
@@ -1242,17 +1248,7 @@ fn filtered_tree_control() {
     common::write_file(&tree.join("sub/key_old"), "K\n", 0o644);
     let sock = base.join("s");
     let t = tree.to_str().unwrap();
-    let mut server = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", FILTERED_SERVER, t, sock.to_str().unwrap(), "NATIVE"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let mut server = filtered_server(t, &sock, "NATIVE");
     let o = std::process::Command::new("/usr/bin/python3")
         .args(["-c", FILTERED_PROBE, t, sock.to_str().unwrap()])
         .output()

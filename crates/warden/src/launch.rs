@@ -308,7 +308,13 @@ pub fn launch(
         SANDBOX_NAMESPACES
     };
     let placement = crate::placement::Placement::plan(cmd.cpus.is_some());
-    match process::clone_process(namespaces).map_err(LaunchError::Clone)? {
+    let cloned = process::clone_process(namespaces).map_err(|e| {
+        if let Some(p) = &placement {
+            p.restore();
+        }
+        LaunchError::Clone(e)
+    });
+    match cloned? {
         Cloned::Child => {
             drop(ours);
             let child = Child {

@@ -274,25 +274,20 @@ fn on_the_way(host: &dyn Host, tree: &str, rel: &str) -> Option<Option<String>> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::Table;
     use super::super::{view_plan, view_plan_with, Flags, Hiding, Host, LayerEntry, Node, Step};
     use crate::Policy;
     use std::collections::BTreeMap;
 
-    /// A host of paths, with mount points of its own.
-    struct Mounted(BTreeMap<&'static str, Node>, Vec<&'static str>);
+    /// A host of paths (the planner's tests' table), with mount points of its own.
+    struct Mounted(Table, Vec<&'static str>);
 
     impl Host for Mounted {
         fn node(&self, path: &str) -> Node {
-            self.0.get(path).cloned().unwrap_or(Node::Missing)
+            self.0.node(path)
         }
         fn list(&self, dir: &str) -> Vec<String> {
-            let prefix = format!("{}/", dir.trim_end_matches('/'));
-            self.0
-                .keys()
-                .filter_map(|p| p.strip_prefix(prefix.as_str()))
-                .filter(|rest| !rest.is_empty() && !rest.contains('/'))
-                .map(str::to_string)
-                .collect()
+            self.0.list(dir)
         }
         fn mounted_beneath(&self, dir: &str) -> bool {
             self.1.iter().any(|m| m.starts_with(&format!("{dir}/")))
@@ -302,7 +297,7 @@ mod tests {
     fn host(mounts: Vec<&'static str>) -> Mounted {
         use Node::*;
         Mounted(
-            BTreeMap::from([
+            Table(BTreeMap::from([
                 ("/", Dir),
                 ("/etc", Dir),
                 ("/etc/passwd", File),
@@ -318,7 +313,7 @@ mod tests {
                 ("/etc/ssl/private/k", File),
                 ("/etc/ssl/certs", Dir),
                 ("/usr", Dir),
-            ]),
+            ])),
             mounts,
         )
     }
@@ -420,7 +415,7 @@ mod tests {
     #[test]
     fn a_link_on_the_way_to_a_denial_keeps_the_bind() {
         let mut h = host(vec![]);
-        h.0.insert("/etc/ssl", Node::Symlink("/usr/ssl".into()));
+        h.0 .0.insert("/etc/ssl", Node::Symlink("/usr/ssl".into()));
         let steps = plan_of(DEFAULTISH, &h);
         assert!(
             !steps.iter().any(|s| matches!(s, Step::Filtered { .. })),

@@ -2,7 +2,7 @@ use super::*;
 use std::collections::BTreeMap;
 
 /// A host given as a table of paths.
-struct Table(BTreeMap<&'static str, Node>);
+pub(super) struct Table(pub(super) BTreeMap<&'static str, Node>);
 
 impl Host for Table {
     /// As `lstat` answers: the directories on the way are followed when they are symlinks,
