@@ -248,7 +248,7 @@ impl Rights {
             return Err(Right::Lookup);
         }
         if flags & libc::O_PATH == 0 {
-            let (read, write) = match flags & libc::O_ACCMODE {
+            let (read, write) = match flags & warden_sys::abi::O_ACCMODE {
                 libc::O_RDONLY => (true, false),
                 libc::O_WRONLY => (false, true),
                 _ => (true, true),

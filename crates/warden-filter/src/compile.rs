@@ -382,12 +382,12 @@ fn kernel_opens(
     agents: u64,
 ) -> Result<(), libseccomp::error::SeccompError> {
     let trunc = libc::O_TRUNC as u32 as u64;
-    let mask = agents | trunc | libc::O_ACCMODE as u32 as u64;
+    let mask = agents | trunc | crate::abi::O_ACCMODE as u32 as u64;
     let [rdonly, wronly, rdwr, neither] = [
         libc::O_RDONLY,
         libc::O_WRONLY,
         libc::O_RDWR,
-        libc::O_ACCMODE,
+        crate::abi::O_ACCMODE,
     ]
     .map(|m| m as u32 as u64);
     for v in [rdonly, wronly, rdwr, trunc | wronly, trunc | rdwr] {
@@ -716,10 +716,10 @@ mod tests {
             for flags in [
                 libc::O_RDONLY | libc::O_TRUNC,
                 libc::O_RDONLY | libc::O_TRUNC | libc::O_CREAT | libc::O_CLOEXEC,
-                libc::O_ACCMODE | libc::O_TRUNC,
-                libc::O_ACCMODE | libc::O_TRUNC | libc::O_NONBLOCK,
-                libc::O_ACCMODE,
-                libc::O_ACCMODE | libc::O_NONBLOCK | libc::O_CLOEXEC,
+                crate::abi::O_ACCMODE | libc::O_TRUNC,
+                crate::abi::O_ACCMODE | libc::O_TRUNC | libc::O_NONBLOCK,
+                crate::abi::O_ACCMODE,
+                crate::abi::O_ACCMODE | libc::O_NONBLOCK | libc::O_CLOEXEC,
             ] {
                 assert_eq!(open(nr, arg, flags), NOTIFY, "{nr} {flags:#x}");
             }
@@ -777,7 +777,7 @@ mod tests {
                 let tmp = bits & 16 != 0;
                 let agents = tmp
                     || (opath && opens == Opens::Kernel)
-                    || accmode == libc::O_ACCMODE
+                    || accmode == crate::abi::O_ACCMODE
                     || (trunc && accmode == libc::O_RDONLY);
                 let want = if agents { NOTIFY } else { ALLOW };
                 let flags = accmode

@@ -7,6 +7,7 @@
 //! checks them against a fresh compile.
 #![forbid(unsafe_code)]
 
+pub mod abi;
 pub mod compile;
 pub mod syscalls;
 

@@ -29,6 +29,7 @@
 //! fresh results (owned at once) and, in the sandbox's child, the `--pass-fd` numbers warden
 //! was started with.
 
+pub use warden_filter::abi;
 pub mod fs;
 pub mod mem;
 pub mod mount;

@@ -496,7 +496,7 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
                         .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
                 })
                 .unwrap_or(0);
-            let mode = match flags & libc::O_ACCMODE {
+            let mode = match flags & crate::sys::abi::O_ACCMODE {
                 libc::O_RDONLY => "r",
                 libc::O_WRONLY => "w",
                 _ => "rw",

@@ -405,7 +405,8 @@ fn grant(s: &Session, fd: &OwnedFd, rights: Rights) -> Result<(), i32> {
 // ---- open ---------------------------------------------------------------------------------------
 
 /// Flags the loader's opens of libraries may carry.
-const LOADER_FLAGS: i32 = libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NONBLOCK;
+const LOADER_FLAGS: i32 =
+    libc::O_CLOEXEC | crate::sys::abi::O_LARGEFILE | libc::O_NOCTTY | libc::O_NONBLOCK;
 
 fn open(c: &Client, s: &Session, call: Live<OpenArgs>) -> Handled {
     let (live, a) = call.split();
@@ -437,7 +438,9 @@ fn open(c: &Client, s: &Session, call: Live<OpenArgs>) -> Handled {
     let fd = checked_open(c, s, &live, (&dir, &path), how)?;
     grant(s, &fd, derived)?;
     c.allow_by(&live, &text(&path), "capability-mode:beneath");
-    c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0);
+    c.opened_for_writing(
+        flags & crate::sys::abi::O_ACCMODE != libc::O_RDONLY && flags & libc::O_PATH == 0,
+    );
     Ok(Answer::Fd(fd, cloexec))
 }
 
@@ -458,7 +461,7 @@ fn checked_open(
             return vec![Access::Read];
         }
         let mut a = Vec::new();
-        let acc = flags & libc::O_ACCMODE;
+        let acc = flags & crate::sys::abi::O_ACCMODE;
         if acc != libc::O_WRONLY {
             a.push(Access::Read);
         }

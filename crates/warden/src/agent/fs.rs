@@ -158,7 +158,7 @@ fn open_tmpfile(c: &Client, call: &Live<OpenArgs>, w: &Walked, mode: Mode) -> Se
         | OFlags::CLOEXEC
         | OFlags::NOFOLLOW;
     let fd = rustix::fs::openat(&w.parent, w.at_name().as_c_str(), of, mode)?;
-    c.opened_for_writing(flags & libc::O_ACCMODE != libc::O_RDONLY);
+    c.opened_for_writing(flags & crate::sys::abi::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
 }
 
@@ -183,7 +183,7 @@ fn open_walked(
     let excl = flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0;
     let mut of = flags & !(libc::O_CLOEXEC | libc::O_PATH);
     if flags & libc::O_PATH != 0 {
-        of = (of & !libc::O_ACCMODE) | libc::O_RDONLY;
+        of = (of & !crate::sys::abi::O_ACCMODE) | libc::O_RDONLY;
         of &= !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL);
     }
     if create.fresh {
@@ -204,7 +204,7 @@ fn open_walked(
         }
         other => other?,
     };
-    c.opened_for_writing(of.bits() as i32 & libc::O_ACCMODE != libc::O_RDONLY);
+    c.opened_for_writing(of.bits() as i32 & crate::sys::abi::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
 }
 
@@ -243,7 +243,8 @@ fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
     // as a read-only open, as everywhere in the agent (ADDFD cannot install O_PATH files).
     let mut bits = flags & !(libc::O_CLOEXEC | libc::O_CREAT | libc::O_EXCL);
     if bits & libc::O_PATH != 0 {
-        bits = (bits & !(libc::O_PATH | libc::O_ACCMODE | libc::O_TRUNC)) | libc::O_RDONLY;
+        bits =
+            (bits & !(libc::O_PATH | crate::sys::abi::O_ACCMODE | libc::O_TRUNC)) | libc::O_RDONLY;
     }
     let of = OFlags::from_bits_retain(bits as u32) | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::openat(
@@ -253,7 +254,7 @@ fn reopen(c: &Client, n: i32, flags: i32) -> Handled {
         Mode::empty(),
     )
     .map_err(errno)?;
-    c.opened_for_writing(bits & libc::O_ACCMODE != libc::O_RDONLY);
+    c.opened_for_writing(bits & crate::sys::abi::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
 }
 
@@ -267,7 +268,7 @@ fn check_existing(
 ) -> Result<Allowed, Errno> {
     let flags = call.args().flags;
     let opath = flags & libc::O_PATH != 0;
-    let accmode = flags & libc::O_ACCMODE;
+    let accmode = flags & crate::sys::abi::O_ACCMODE;
     let reads = opath || accmode == libc::O_RDONLY || accmode == libc::O_RDWR;
     let writes = !opath
         && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);

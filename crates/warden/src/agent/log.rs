@@ -263,7 +263,7 @@ fn open_flags(syscall: &str, args: &[u64; 6]) -> Option<String> {
         "creat" => libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
         _ => return None,
     };
-    let mut parts = vec![match flags & libc::O_ACCMODE {
+    let mut parts = vec![match flags & crate::sys::abi::O_ACCMODE {
         libc::O_RDONLY => "O_RDONLY",
         libc::O_WRONLY => "O_WRONLY",
         _ => "O_RDWR",

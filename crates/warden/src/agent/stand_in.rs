@@ -84,7 +84,7 @@ impl Table {
         // descriptor can only be held, passed on and looked at, like an O_PATH one.
         let stand_in = rustix::fs::open(
             format!("/proc/self/fd/{}", memfd.as_raw_fd()),
-            OFlags::from_bits_retain(libc::O_ACCMODE as u32) | OFlags::CLOEXEC,
+            OFlags::from_bits_retain(crate::sys::abi::O_ACCMODE as u32) | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(errno)?;
