@@ -33,7 +33,6 @@
 //! [`PathPattern::parse`] too means that every pattern, even one built from a
 //! command-line flag, prints back as policy text that parses to itself.
 
-use std::borrow::Cow;
 use std::fmt;
 
 /// The scratch-directory variable, the only `$` variable patterns know.
@@ -166,29 +165,30 @@ impl PathPattern {
         // Every path beneath `dir` starts with `base`; it matches exactly
         // when the literal is a prefix of `base`. (A literal ending in '/'
         // is then at most `base`, and paths beneath are strictly longer.)
-        self.prefix && child_base(dir).starts_with(&self.literal)
+        self.prefix && ChildBase(dir).starts_with(&self.literal)
     }
 
     /// Whether at least one path strictly beneath `dir` matches.
     pub(crate) fn matches_some_beneath(&self, dir: &str) -> bool {
-        let base = child_base(dir);
+        let base = ChildBase(dir);
         if self.prefix {
             // Either the pattern covers `base` entirely, or its literal sits
             // inside the subtree and `literal + "x"` is a path beneath.
-            base.starts_with(&self.literal) || self.literal.starts_with(&*base)
+            base.starts_with(&self.literal) || base.begins(&self.literal).is_some()
         } else {
-            self.literal.len() > base.len() && self.literal.starts_with(&*base)
+            base.begins(&self.literal)
+                .is_some_and(|rest| !rest.is_empty())
         }
     }
 
     /// Whether at least one direct child of `dir` (`dir/NAME`, NAME without
     /// `/`) matches.
     pub(crate) fn matches_some_child(&self, dir: &str) -> bool {
-        let base = child_base(dir);
+        let base = ChildBase(dir);
         if self.prefix && base.starts_with(&self.literal) {
             return true;
         }
-        match self.literal.strip_prefix(&*base) {
+        match base.begins(&self.literal) {
             // Exact: the literal must be one more component.
             Some(rest) if !self.prefix => !rest.is_empty() && !rest.contains('/'),
             // Prefix: `base + rest + "x"` is a child if `rest` has no '/'.
@@ -208,13 +208,34 @@ impl fmt::Display for PathPattern {
     }
 }
 
-/// The text every path strictly beneath `dir` starts with: `dir + "/"`, or
-/// just `/` for the root.
-pub(crate) fn child_base(dir: &str) -> Cow<'_, str> {
-    if dir.ends_with('/') {
-        Cow::Borrowed(dir)
-    } else {
-        Cow::Owned(format!("{dir}/"))
+/// The text every path strictly beneath a directory starts with: `dir + "/"`, or `dir` when it
+/// ends with `/` (the root). Compared in place, never built: the planners ask it of every rule
+/// for every tree.
+#[derive(Clone, Copy)]
+struct ChildBase<'a>(&'a str);
+
+impl ChildBase<'_> {
+    /// Whether the base starts with `s`.
+    fn starts_with(self, s: &str) -> bool {
+        let dir = self.0;
+        if s.len() <= dir.len() {
+            dir.starts_with(s)
+        } else {
+            !dir.ends_with('/')
+                && s.len() == dir.len() + 1
+                && s.starts_with(dir)
+                && s.ends_with('/')
+        }
+    }
+
+    /// What follows the base in `s`, when `s` starts with it.
+    fn begins(self, s: &str) -> Option<&str> {
+        let rest = s.strip_prefix(self.0)?;
+        if self.0.ends_with('/') {
+            Some(rest)
+        } else {
+            rest.strip_prefix('/')
+        }
     }
 }
 
@@ -519,5 +540,20 @@ mod tests {
     fn quote_escapes_controls() {
         assert_eq!(quote("a\nb"), "`a\\nb`");
         assert_eq!(quote("x"), "`x`");
+    }
+
+    proptest::proptest! {
+        /// The base compared in place answers as the text `dir + "/"` (or `dir` ending in `/`)
+        /// does, for paths and patterns made of a few components.
+        #[test]
+        fn child_base_compares_as_its_text(
+            dir in "/|(/[ab]{0,2}){1,3}/?",
+            s in "(/?[ab]{0,2}){0,4}/?",
+        ) {
+            let text = if dir.ends_with('/') { dir.clone() } else { format!("{dir}/") };
+            let base = ChildBase(&dir);
+            proptest::prop_assert_eq!(base.starts_with(&s), text.starts_with(&s));
+            proptest::prop_assert_eq!(base.begins(&s), s.strip_prefix(text.as_str()));
+        }
     }
 }
