@@ -337,7 +337,7 @@ pub fn launch(
             crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill);
+            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill, placement.as_ref());
             if let Some(p) = &placement {
                 p.restore();
             }
@@ -353,6 +353,7 @@ fn parent_side(
     ids: IdMap,
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
+    placement: Option<&crate::placement::Placement>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
@@ -392,10 +393,16 @@ fn parent_side(
                 crate::timings::mark_at(name, at);
             }
             let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-            Some(take_from_program(pid, sender, fd).map_err(|e| {
+            let taken = take_from_program(pid, sender, fd).map_err(|e| {
                 kill(&pidfd);
                 LaunchError::Channel(e)
-            })?)
+            })?;
+            // The program execs on init's CPU: warden goes on with the agent's start on its own
+            // (on warden's, the program's process waited for it).
+            if let Some(p) = placement {
+                p.place_program_for_exec(sender);
+            }
+            Some(taken)
         }
         _ => None,
     };
