@@ -25,7 +25,10 @@ struct Cli {
     command: Commands,
 }
 
+/// Each subcommand's arguments are built only when it is the one run (or its help shown): `run`
+/// alone has some forty, and a start should not build `learn`'s and the rest.
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Commands {
     /// Run PROGRAM inside a sandbox and exit with its status.
     Run(Box<run::RunArgs>),
