@@ -337,7 +337,7 @@ pub fn launch(
             crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill, placement.as_ref());
+            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill);
             if let Some(p) = &placement {
                 p.restore();
             }
@@ -353,7 +353,6 @@ fn parent_side(
     ids: IdMap,
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
-    placement: Option<&crate::placement::Placement>,
 ) -> Result<Launched, LaunchError> {
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
@@ -393,16 +392,10 @@ fn parent_side(
                 crate::timings::mark_at(name, at);
             }
             let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-            let taken = take_from_program(pid, sender, fd).map_err(|e| {
+            Some(take_from_program(pid, sender, fd).map_err(|e| {
                 kill(&pidfd);
                 LaunchError::Channel(e)
-            })?;
-            // The program execs on init's CPU: warden goes on with the agent's start on its own
-            // (on warden's, the program's process waited for it).
-            if let Some(p) = placement {
-                p.place_program_for_exec(sender);
-            }
-            Some(taken)
+            })?)
         }
         _ => None,
     };
@@ -652,6 +645,12 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     if let Some(Err(e)) = unsealed.as_ref().map(|u| u.seal()) {
         fail_with(channel.as_fd(), Stage::View, &e.source, &e.what);
         process::exit_now(1);
+    }
+    // init only waits from here on: the program's process finishes its setup and execs on
+    // init's CPU, not behind warden starting the agent on its own. Placed by its parent, whose
+    // unreaped child the pid names, and before the word it waits for before its exec.
+    if let Some(p) = &placement {
+        p.place_program_for_exec(program);
     }
     if let Err(e) = rustix::io::write(&view_done, &[VIEW_SEALED]) {
         fail(channel.as_fd(), Stage::View, &e.into());

@@ -7,10 +7,10 @@
 //! and the idle CPU was not woken for it). So warden pins itself to its CPU for the start, puts
 //! init on another right after the clone, and init puts the program's process back on
 //! warden's: the view is built beside the rules and the network namespace. Without a view init
-//! only waits, and the program's process goes to init's CPU instead, beside the rules. Once
-//! warden holds the listener, it moves the program's process to init's CPU for its exec: warden
-//! starts the agent on its own meanwhile, and on the same CPU the program waited for that
-//! (about 0.2 ms of every start). Each gives the CPUs back as it found them before it runs
+//! only waits, and the program's process goes to init's CPU instead, beside the rules. Once the
+//! view is sealed, init moves the program's process to its own CPU for the rest of its setup and
+//! its exec: warden starts the agent on its CPU meanwhile, and on that CPU the program waited
+//! for it (about 0.2 ms of every start). Each gives the CPUs back as it found them before it runs
 //! anything of the program's (the program inherits warden's affinity, as before), and nothing
 //! is placed when the user chose the CPUs (`--cpu`) or warden may use only one.
 
@@ -66,11 +66,11 @@ impl Placement {
         );
     }
 
-    /// warden, once it holds the program's listener: the program's process to init's CPU
-    /// for the rest of its setup and its exec (init only waits from then on), before it is
-    /// told to go on, so that it does not wait for warden, which starts the agent's threads
-    /// and registers the run on its own CPU meanwhile. The process gives the CPUs back itself
-    /// ([`Placement::restore`]) before its exec, and starts on this one.
+    /// Init, once the view is sealed: the program's process to init's CPU for the rest of its
+    /// setup and its exec (init only waits from then on), so that it does not wait for warden,
+    /// which starts the agent's threads and registers the run on its own CPU meanwhile. The
+    /// process gives the CPUs back itself ([`Placement::restore`]) before its exec, and starts
+    /// on this one.
     pub fn place_program_for_exec(&self, program: i32) {
         Self::pin(Pid::from_raw(program), self.init);
     }
