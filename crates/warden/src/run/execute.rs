@@ -154,11 +154,13 @@ pub fn execute(
             let _ = c.join();
         }
     };
-    let usage = if matches!(outcome, Outcome::Lost) {
+    // The agent's peak memory is read once it is quiet (reading /proc/self/status costs tens
+    // of microseconds: while init's exit goes on, where there is one).
+    let (usage, agent_mem_kib) = if matches!(outcome, Outcome::Lost) {
         // init was killed: the rest of the sandbox dies with it, as it is reaped.
         let usage = sandbox.reap();
         quiesce(copiers);
-        usage
+        (usage, crate::sys::process::peak_rss_kib())
     } else {
         // init reaped every other process of the sandbox before it said how the program
         // ended: nothing of the sandbox runs any more, and warden's own teardown goes first,
@@ -166,14 +168,15 @@ pub fn execute(
         quiesce(copiers);
         drop(registration);
         before_reap();
-        sandbox.reap()
+        let agent_mem_kib = crate::sys::process::peak_rss_kib();
+        (sandbox.reap(), agent_mem_kib)
     };
     if captures.exceeded() && measured.exceeded.is_none() {
         measured.exceeded = Some(KillReason::Output);
     }
     measured.outcome = Some(outcome);
     measured.output = captures.used();
-    measure(measured, usage, cgroup.as_deref(), &agent);
+    measure(measured, usage, cgroup.as_deref(), &agent, agent_mem_kib);
     crate::timings::mark("reaped, agent quiet");
     if let sig @ 1.. = caught.load(Ordering::SeqCst) {
         return Ok(128 + sig);
@@ -409,12 +412,14 @@ fn stop_on_signals(sandbox: Arc<Launched>) -> Arc<AtomicI32> {
     caught
 }
 
-/// What the run used, from init's rusage, the cgroup and the agent.
+/// What the run used, from init's rusage, the cgroup and the agent (its peak memory,
+/// `agent_mem_kib`, read by the caller).
 fn measure(
     measured: &mut Measured,
     usage: Option<libc::rusage>,
     cgroup: Option<&Cgroup>,
     agent: &Agent,
+    agent_mem_kib: u64,
 ) {
     if let Some(u) = usage {
         let tv = |t: libc::timeval| {
@@ -436,7 +441,7 @@ fn measure(
     measured.agent = agent.stats.snapshot();
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;
-    measured.agent_mem_kib = crate::sys::process::peak_rss_kib();
+    measured.agent_mem_kib = agent_mem_kib;
     measured.agent_budget = Some(agent.budget);
     measured.sockets = agent.sockets_peak();
 }
