@@ -8,7 +8,8 @@
 //! ```text
 //! fsmount(tmpfs)                 the new root, empty             (nosuid,nodev; read-only last)
 //! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
-//! open_tree(CLONE) per bind      host tree, recursive; mount_setattr adds ro/noexec/nosuid/nodev
+//! open_tree_attr(CLONE) per bind host tree, recursive, with ro/noexec/nosuid/nodev (open_tree
+//!                                and mount_setattr before Linux 6.15)
 //! move_mount onto a placeholder  in the new root, at the same path
 //! open_tree(CLONE) per map        `path-map HOST SANDBOX`: the same, attached at SANDBOX
 //! fsmount(tmpfs) per tmpfs map   `path-map tmpfs SANDBOX`: mode 1777, the sandbox's own
@@ -698,13 +699,9 @@ fn bind_attributes(flags: Flags) -> MountAttrFlags {
 /// A detached clone of the host's `path` (with its submounts when `dir`), with `set` added to
 /// every mount of it.
 fn clone_tree(path: &str, dir: bool, set: MountAttrFlags) -> io::Result<OwnedFd> {
-    let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
-    if dir {
-        flags |= OpenTreeFlags::AT_RECURSIVE;
-    }
-    let tree = open_tree(rfs::CWD, path, flags)?;
-    set_attributes(tree.as_fd(), set, dir)?;
-    Ok(tree)
+    let path =
+        std::ffi::CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    crate::sys::mount::clone_with_attributes(rfs::CWD, &path, dir, set)
 }
 
 /// Clones the host's `path` and attaches it at the same path in the view.
