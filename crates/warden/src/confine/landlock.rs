@@ -264,7 +264,8 @@ fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Targ
                 continue;
             }
             // An exact path. A directory rule in Landlock covers the whole subtree, so an exact
-            // directory only gets the right to be listed (everything else stays the agent's).
+            // directory only gets the right to be listed (everything else stays the agent's):
+            // cut when it is opened, which says what it is ([`Target::exact`]).
             let path = PathBuf::from(lit);
             if access == Access::Exec && std::fs::symlink_metadata(&path).is_err() {
                 // A program the sandbox will build or receive (`make check` running what it
@@ -278,12 +279,7 @@ fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Targ
                 }
                 continue;
             }
-            let rights = if path.is_dir() {
-                rights(access) & AccessFs::ReadDir
-            } else {
-                rights(access)
-            };
-            targets.push(Target::path(path, rights));
+            targets.push(Target::exact(path, rights(access)));
             continue;
         }
         let roots: Vec<(PathBuf, Object)> = match lit.strip_suffix('/') {
@@ -317,6 +313,8 @@ fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Targ
 struct Target {
     object: Object,
     access: BitFlags<AccessFs>,
+    /// A path the policy names exactly: a directory there gets only the right to be listed.
+    exact: bool,
 }
 
 /// Where a [`Target`] is: a path the policy names, or an entry of a directory [`expand`]
@@ -359,6 +357,24 @@ impl Target {
         Target {
             object: Object::Path(path),
             access,
+            exact: false,
+        }
+    }
+
+    /// `path` as the policy names it exactly ([`Target::exact`]).
+    fn exact(path: PathBuf, access: BitFlags<AccessFs>) -> Target {
+        Target {
+            exact: true,
+            ..Target::path(path, access)
+        }
+    }
+
+    /// The rights of the object, a directory or not (`is_dir`).
+    fn rights_as(&self, is_dir: bool) -> BitFlags<AccessFs> {
+        if self.exact && is_dir {
+            self.access & AccessFs::ReadDir
+        } else {
+            self.access
         }
     }
 
@@ -388,6 +404,10 @@ impl Target {
 }
 
 /// Adds a rule per target that can hold one, cut to the `handled` rights; returns how many.
+/// Targets of the same path the policy names become one rule with all their rights (the
+/// default policy names `/usr` three times, for listing, reading and executing): Landlock
+/// itself ORs the rights of every rule on one object, so the ruleset says the same with one
+/// open, one rule and one close instead of three.
 fn add_targets(
     ruleset: &mut RulesetCreated,
     handled: BitFlags<AccessFs>,
@@ -396,15 +416,15 @@ fn add_targets(
 ) -> Result<usize, LandlockError> {
     let abi = TARGET_ABI;
     let mut added = 0;
-    for target in targets {
+    for same in by_object(targets) {
+        let first = &same[0];
         // Opened first (links followed, as Landlock would), then asked what it is: one walk of
         // the path, not two, for each of the ~200 rules of the default policy; and not asked
         // at all when the listing it came from said.
-        let Ok(fd) = target.open() else {
+        let Ok(fd) = first.open() else {
             continue;
         };
-        let access = target.access;
-        let is_dir = match target.listed_kind() {
+        let is_dir = match first.listed_kind() {
             Some(dir) => dir,
             None => {
                 let Ok(st) = rustix::fs::fstat(&fd) else {
@@ -418,12 +438,18 @@ fn add_targets(
                 if !is_dir && !holds_rule_raw(ft) {
                     continue;
                 }
+                let access = same
+                    .iter()
+                    .fold(BitFlags::empty(), |a, t| a | t.rights_as(is_dir));
                 if access.contains(AccessFs::Execute) {
                     exec.add_id((st.st_dev, st.st_ino), is_dir);
                 }
                 is_dir
             }
         };
+        let access = same
+            .iter()
+            .fold(BitFlags::empty(), |a, t| a | t.rights_as(is_dir));
         let access = handled
             & if is_dir {
                 access
@@ -437,6 +463,30 @@ fn add_targets(
         added += 1;
     }
     Ok(added)
+}
+
+/// `targets` grouped by the object they name, in the order each first appears: the targets of
+/// one path the policy names (links followed alike) together, each listed entry alone (its
+/// object is its directory's entry, opened without following a link).
+fn by_object(targets: Vec<Target>) -> Vec<Vec<Target>> {
+    let mut groups: Vec<Vec<Target>> = Vec::with_capacity(targets.len());
+    let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for target in targets {
+        let slot = match &target.object {
+            Object::Path(p) => at.get(p).copied(),
+            Object::Listed(_) => None,
+        };
+        match slot {
+            Some(i) => groups[i].push(target),
+            None => {
+                if let Object::Path(p) = &target.object {
+                    at.insert(p.clone(), groups.len());
+                }
+                groups.push(vec![target]);
+            }
+        }
+    }
+    groups
 }
 
 /// The objects a ruleset lets the sandbox execute, as they were when it was built: files, and
@@ -611,7 +661,11 @@ fn expand(
     let inside = format!("{}/", root_str.trim_end_matches('/'));
     let contains_deny = denies.iter().any(|d| d.literal().starts_with(&inside));
     if !contains_deny {
-        out.push(Target { object, access });
+        out.push(Target {
+            object,
+            access,
+            exact: false,
+        });
         return;
     }
     if depth > 8 {
@@ -766,5 +820,57 @@ impl Prepared {
             RulesetStatus::PartiallyEnforced => Enforcement::Partial,
             RulesetStatus::NotEnforced => Enforcement::None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: &str, access: BitFlags<AccessFs>) -> Target {
+        Target::path(PathBuf::from(p), access)
+    }
+
+    /// Targets of one path go together, in the order each path first appears, however many
+    /// rules name it; other paths stay apart.
+    #[test]
+    fn targets_of_one_path_are_one_object() {
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let groups = by_object(vec![
+            Target::exact(PathBuf::from("/usr"), read),
+            path("/etc", read),
+            path("/usr", read | AccessFs::Execute),
+            path("/usr/bin", read),
+            path("/usr", AccessFs::ReadDir.into()),
+        ]);
+        let shape: Vec<(String, usize)> = groups
+            .iter()
+            .map(|g| match &g[0].object {
+                Object::Path(p) => (p.display().to_string(), g.len()),
+                Object::Listed(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("/usr".into(), 3),
+                ("/etc".into(), 1),
+                ("/usr/bin".into(), 1)
+            ]
+        );
+    }
+
+    /// A directory named exactly gets only the right to be listed, whatever else a tree rule on
+    /// the same directory gives it; a file named exactly keeps its rights: the union is taken
+    /// of each rule's own rights, as Landlock does with separate rules on one object.
+    #[test]
+    fn each_rule_keeps_its_own_cut_in_the_union() {
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let exact = Target::exact(PathBuf::from("/usr"), read | AccessFs::Execute);
+        let tree = path("/usr", read);
+        let union = |is_dir| exact.rights_as(is_dir) | tree.rights_as(is_dir);
+        assert_eq!(union(true), read);
+        assert_eq!(union(false), read | AccessFs::Execute);
+        assert_eq!(exact.rights_as(true), BitFlags::from(AccessFs::ReadDir));
     }
 }
