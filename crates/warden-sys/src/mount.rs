@@ -54,13 +54,13 @@ pub fn set_attributes(
 /// architectures only).
 const SYS_OPEN_TREE_ATTR: libc::c_long = 467;
 
-/// Whether this kernel lacks `open_tree_attr` (learnt from the first `ENOSYS`).
+/// Whether `open_tree_attr` is out of reach here (learnt from its first `ENOSYS` or `EPERM`).
 static NO_OPEN_TREE_ATTR: AtomicBool = AtomicBool::new(false);
 
 /// A detached clone of `path` beneath `dir` (with every mount beneath it when `recursive`),
 /// with `set` added to each of its mounts: `open_tree(OPEN_TREE_CLONE)` and `set_attributes`
 /// in one call where the kernel has `open_tree_attr` (the clone never exists without them, and
-/// a start makes some fifteen), in two elsewhere.
+/// a start makes some fifteen), in two where it is missing or refused.
 pub fn clone_with_attributes(
     dir: BorrowedFd<'_>,
     path: &std::ffi::CStr,
@@ -96,7 +96,10 @@ pub fn clone_with_attributes(
             return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
         }
         let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::ENOSYS) {
+        // ENOSYS: a kernel before 6.15. EPERM: also what a container's seccomp profile answers
+        // for a call it does not know (Docker's default); the two calls say whether the
+        // clone itself is allowed.
+        if !matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
             return Err(e);
         }
         NO_OPEN_TREE_ATTR.store(true, Ordering::Relaxed);
@@ -113,13 +116,20 @@ mod tests {
     /// What a clone of `/` (recursive) made by [`clone_with_attributes`] shows in a fresh user and mount
     /// namespace (a forked child's, so the test process keeps its own): 0 when it is read-only
     /// and noexec as asked while the namespace's own `/` is not, else a code saying what was not.
-    fn clone_in_child(two_calls: bool) -> i32 {
+    fn clone_in_child(how: How) -> i32 {
         // SAFETY: the child only makes system calls and `_exit`s; it takes no lock another
         // thread of the test harness could hold (no allocation, no output).
         match unsafe { libc::fork() } {
             0 => {
-                if two_calls {
-                    NO_OPEN_TREE_ATTR.store(true, Ordering::Relaxed);
+                match how {
+                    How::OneCall => {}
+                    How::TwoCalls => NO_OPEN_TREE_ATTR.store(true, Ordering::Relaxed),
+                    How::Refused => {
+                        if refuse_open_tree_attr().is_err() {
+                            // SAFETY: ends the forked child at once.
+                            unsafe { libc::_exit(9) }
+                        }
+                    }
                 }
                 let ns =
                     rustix::thread::UnshareFlags::NEWUSER | rustix::thread::UnshareFlags::NEWNS;
@@ -159,11 +169,83 @@ mod tests {
         }
     }
 
+    #[derive(Clone, Copy)]
+    enum How {
+        /// `open_tree_attr`.
+        OneCall,
+        /// `open_tree` and `mount_setattr`, as before Linux 6.15.
+        TwoCalls,
+        /// `open_tree_attr` refused with `EPERM` by a seccomp filter, as a container's profile
+        /// refuses calls it does not know.
+        Refused,
+    }
+
+    /// A filter that fails `open_tree_attr` with `EPERM` and allows everything else.
+    fn refuse_open_tree_attr() -> io::Result<()> {
+        const LD_NR: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+        const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+        const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+        let program = [
+            libc::sock_filter {
+                code: LD_NR,
+                jt: 0,
+                jf: 0,
+                k: 0,
+            },
+            libc::sock_filter {
+                code: JEQ,
+                jt: 0,
+                jf: 1,
+                k: SYS_OPEN_TREE_ATTR as u32,
+            },
+            libc::sock_filter {
+                code: RET,
+                jt: 0,
+                jf: 0,
+                k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            },
+            libc::sock_filter {
+                code: RET,
+                jt: 0,
+                jf: 0,
+                k: libc::SECCOMP_RET_ALLOW,
+            },
+        ];
+        let fprog = libc::sock_fprog {
+            len: program.len() as u16,
+            filter: program.as_ptr().cast_mut(),
+        };
+        rustix::thread::set_no_new_privs(true)?;
+        // SAFETY: `fprog` points at `program`, both live across the call; the kernel copies it.
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// The clone has the flags asked for, and the mount it was cloned from does not gain them,
-    /// with `open_tree_attr` and with the two calls older kernels need.
+    /// with `open_tree_attr`, with the two calls older kernels need, and where a seccomp
+    /// profile refuses `open_tree_attr` (the two calls then).
     #[test]
     fn a_clone_has_the_attributes_asked_for() {
-        assert_eq!(clone_in_child(false), 0, "open_tree_attr");
-        assert_eq!(clone_in_child(true), 0, "open_tree + mount_setattr");
+        assert_eq!(clone_in_child(How::OneCall), 0, "open_tree_attr");
+        assert_eq!(
+            clone_in_child(How::TwoCalls),
+            0,
+            "open_tree + mount_setattr"
+        );
+        assert_eq!(
+            clone_in_child(How::Refused),
+            0,
+            "open_tree_attr refused with EPERM"
+        );
     }
 }
