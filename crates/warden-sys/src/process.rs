@@ -326,6 +326,28 @@ pub fn become_ids(uid: u32, gid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The text of a file of `/proc` (or `/sys`), read in large pieces. Such a file says its size
+/// is 0, so a reader that sizes its buffer from it (`read_to_string`) starts at 32 bytes and
+/// grows, one `read` each time: eight for the mount table of a start's plan, where this makes
+/// two.
+pub fn read_proc(path: &str) -> io::Result<String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut text = Vec::with_capacity(16 * 1024);
+    loop {
+        if text.len() == text.capacity() {
+            text.reserve(text.capacity());
+        }
+        match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut text)) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// The fields of a `/proc/PID/stat` line after the command name, which may hold spaces and
 /// parentheses (so they are counted from the last `)`): field N of proc(5) is at index N-3.
 pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
@@ -334,7 +356,7 @@ pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
 
 /// This process's peak resident size in KiB (`VmHWM` of `/proc/self/status`), 0 if unreadable.
 pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    read_proc("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()

@@ -440,7 +440,7 @@ fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, 
     let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     // With the pidfd held, the pid cannot be reused: check it names init's child.
-    let stat = std::fs::read_to_string(format!("/proc/{sender}/stat"))?;
+    let stat = process::read_proc(&format!("/proc/{sender}/stat"))?;
     // Field 4, the parent.
     let ppid =
         process::stat_fields(&stat).and_then(|f| f.get(1).and_then(|p| p.parse::<i32>().ok()));

@@ -64,7 +64,7 @@ pub struct HostFs;
 /// The mount points of warden's mount namespace (`/proc/self/mountinfo`'s fifth field, its
 /// octal escapes undone); `None` when the table cannot be read.
 fn mount_points() -> Option<Vec<String>> {
-    let table = read_proc_file("/proc/self/mountinfo")?;
+    let table = crate::sys::process::read_proc("/proc/self/mountinfo").ok()?;
     Some(
         table
             .lines()
@@ -72,27 +72,6 @@ fn mount_points() -> Option<Vec<String>> {
             .map(unescape_octal)
             .collect(),
     )
-}
-
-/// The text of a file of `/proc`, read in large pieces: its size says 0, so a reader that
-/// sizes its buffer from it (`read_to_string`) starts at 32 bytes and grows, and the kernel
-/// formats the table behind each of those reads (about twice the time of a start's plan).
-fn read_proc_file(path: &str) -> Option<String> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let mut text = Vec::with_capacity(16 * 1024);
-    loop {
-        if text.len() == text.capacity() {
-            text.reserve(text.capacity());
-        }
-        match rustix::io::read(&fd, rustix::buffer::spare_capacity(&mut text)) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => return None,
-        }
-    }
-    String::from_utf8(text).ok()
 }
 
 /// `\040` and the like, as the kernel writes space, tab, newline and backslash in the table.

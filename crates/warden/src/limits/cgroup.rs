@@ -59,7 +59,7 @@ struct Mount {
 }
 
 fn mounts() -> Vec<Mount> {
-    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(text) = crate::sys::process::read_proc("/proc/self/mountinfo") else {
         return Vec::new();
     };
     text.lines()
@@ -104,7 +104,7 @@ fn unescape(s: &str) -> String {
 
 /// warden's own group in each hierarchy: (controllers or "" for v2, path).
 fn own_groups() -> Vec<(String, String)> {
-    let Ok(text) = fs::read_to_string("/proc/self/cgroup") else {
+    let Ok(text) = crate::sys::process::read_proc("/proc/self/cgroup") else {
         return Vec::new();
     };
     text.lines()
