@@ -15,6 +15,18 @@ struct MountAttr {
     userns_fd: u64,
 }
 
+impl MountAttr {
+    /// Adds `set`, clears nothing, leaves propagation and the id mapping alone.
+    fn adding(set: MountAttrFlags) -> MountAttr {
+        MountAttr {
+            attr_set: u64::from(set.bits()),
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        }
+    }
+}
+
 /// Sets `set` on the mount `mount` refers to (an `open_tree`/`fsmount` descriptor, attached or
 /// not), and on every mount beneath it when `recursive`. Flags can only be added here: the
 /// kernel refuses to clear a flag a less privileged namespace inherited locked, and warden never
@@ -24,12 +36,7 @@ pub fn set_attributes(
     set: MountAttrFlags,
     recursive: bool,
 ) -> io::Result<()> {
-    let attr = MountAttr {
-        attr_set: u64::from(set.bits()),
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
+    let attr = MountAttr::adding(set);
     let flags = libc::AT_EMPTY_PATH | if recursive { libc::AT_RECURSIVE } else { 0 };
     // SAFETY: the path is a NUL-terminated empty string literal, and `attr` is a live
     // `struct mount_attr` whose size is passed with it; the kernel only reads both.
@@ -72,12 +79,7 @@ pub fn clone_with_attributes(
         flags |= OpenTreeFlags::AT_RECURSIVE;
     }
     if !NO_OPEN_TREE_ATTR.load(Ordering::Relaxed) {
-        let attr = MountAttr {
-            attr_set: u64::from(set.bits()),
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
+        let attr = MountAttr::adding(set);
         // SAFETY: `path` is NUL-terminated and `attr` a live `struct mount_attr` whose size is
         // passed with it; the kernel only reads both, and returns a new descriptor or -1.
         let r = unsafe {
@@ -182,53 +184,28 @@ mod tests {
 
     /// A filter that fails `open_tree_attr` with `EPERM` and allows everything else.
     fn refuse_open_tree_attr() -> io::Result<()> {
-        const LD_NR: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-        const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-        const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+        let op = |code: u32, jf: u8, k: u32| crate::seccomp::Instruction {
+            code: code as u16,
+            jt: 0,
+            jf,
+            k,
+        };
         let program = [
-            libc::sock_filter {
-                code: LD_NR,
-                jt: 0,
-                jf: 0,
-                k: 0,
-            },
-            libc::sock_filter {
-                code: JEQ,
-                jt: 0,
-                jf: 1,
-                k: SYS_OPEN_TREE_ATTR as u32,
-            },
-            libc::sock_filter {
-                code: RET,
-                jt: 0,
-                jf: 0,
-                k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-            },
-            libc::sock_filter {
-                code: RET,
-                jt: 0,
-                jf: 0,
-                k: libc::SECCOMP_RET_ALLOW,
-            },
+            op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0),
+            op(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                1,
+                SYS_OPEN_TREE_ATTR as u32,
+            ),
+            op(
+                libc::BPF_RET | libc::BPF_K,
+                0,
+                libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            ),
+            op(libc::BPF_RET | libc::BPF_K, 0, libc::SECCOMP_RET_ALLOW),
         ];
-        let fprog = libc::sock_fprog {
-            len: program.len() as u16,
-            filter: program.as_ptr().cast_mut(),
-        };
         rustix::thread::set_no_new_privs(true)?;
-        // SAFETY: `fprog` points at `program`, both live across the call; the kernel copies it.
-        let r = unsafe {
-            libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER,
-                &fprog as *const libc::sock_fprog,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::seccomp::install(&program)
     }
 
     /// The clone has the flags asked for, and the mount it was cloned from does not gain them,
