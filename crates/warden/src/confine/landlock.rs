@@ -424,8 +424,10 @@ fn add_targets(
         let Ok(fd) = first.open() else {
             continue;
         };
-        let is_dir = match first.listed_kind() {
-            Some(dir) => dir,
+        // Its type from the listing when that says it reliably, else from the descriptor,
+        // with its identity for the execute list.
+        let (is_dir, id) = match first.listed_kind() {
+            Some(dir) => (dir, None),
             None => {
                 let Ok(st) = rustix::fs::fstat(&fd) else {
                     continue;
@@ -438,18 +440,15 @@ fn add_targets(
                 if !is_dir && !holds_rule_raw(ft) {
                     continue;
                 }
-                let access = same
-                    .iter()
-                    .fold(BitFlags::empty(), |a, t| a | t.rights_as(is_dir));
-                if access.contains(AccessFs::Execute) {
-                    exec.add_id((st.st_dev, st.st_ino), is_dir);
-                }
-                is_dir
+                (is_dir, Some((st.st_dev, st.st_ino)))
             }
         };
         let access = same
             .iter()
             .fold(BitFlags::empty(), |a, t| a | t.rights_as(is_dir));
+        if let Some(id) = id.filter(|_| access.contains(AccessFs::Execute)) {
+            exec.add_id(id, is_dir);
+        }
         let access = handled
             & if is_dir {
                 access
