@@ -9,7 +9,7 @@
 //! fsmount(tmpfs)                 the new root, empty             (nosuid,nodev; read-only last)
 //! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
 //! open_tree_attr(CLONE) per bind host tree, recursive, with ro/noexec/nosuid/nodev (open_tree
-//!                                and mount_setattr before Linux 6.15)
+//!                                and mount_setattr before Linux 6.15, or where refused)
 //! move_mount onto a placeholder  in the new root, at the same path
 //! open_tree(CLONE) per map        `path-map HOST SANDBOX`: the same, attached at SANDBOX
 //! fsmount(tmpfs) per tmpfs map   `path-map tmpfs SANDBOX`: mode 1777, the sandbox's own
