@@ -6,8 +6,8 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// The result of [`clone_process`], as seen by each side.
 pub enum Cloned {
-    /// We are the new process.
-    Child,
+    /// We are the new process, with one thread.
+    Child(OneThread),
     /// We are the caller; the child has this pid and pidfd.
     Parent {
         /// The child's pid in our PID namespace.
@@ -18,12 +18,24 @@ pub enum Cloned {
     },
 }
 
+/// What the child of [`clone_process`] is given: it has exactly one thread, as `clone`
+/// without `CLONE_THREAD` makes it, so it may [`fork`] without looking (which costs a lookup
+/// in `/proc` on the start's critical path). Made only here, used up by [`fork`]; the child
+/// must not start a thread while it holds it.
+pub struct OneThread(());
+
 /// Fails with `EDEADLK`-flavoured `Other` unless the calling process has exactly one thread.
 ///
 /// Forking a multithreaded process and then running arbitrary code in the child can deadlock
 /// on a lock another thread held (malloc's, say). Checking here, at run time, is what makes
-/// [`clone_process`] and [`fork`] safe to call.
+/// [`clone_process`] safe to call.
 fn ensure_single_threaded() -> io::Result<()> {
+    // procfs counts a process's threads in its task directory's links (two plus one per
+    // thread): one `stat` rather than a listing. Anything else is counted by listing, for the
+    // message (and for a kernel that might not count so).
+    if rustix::fs::stat("/proc/self/task").is_ok_and(|st| st.st_nlink == 3) {
+        return Ok(());
+    }
     let tasks = rustix::fs::open(
         "/proc/self/task",
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
@@ -67,7 +79,7 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
     };
     match rc {
         -1 => Err(io::Error::last_os_error()),
-        0 => Ok(Cloned::Child),
+        0 => Ok(Cloned::Child(OneThread(()))),
         pid => Ok(Cloned::Parent {
             pid: pid as i32,
             // SAFETY: CLONE_PIDFD succeeded, so `pidfd` is a new descriptor nobody else owns.
@@ -76,10 +88,11 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
     }
 }
 
-/// `fork(2)`, for the sandbox's init to start the program. Refuses to run multithreaded.
-pub fn fork() -> io::Result<Option<i32>> {
-    ensure_single_threaded()?;
-    // SAFETY: we checked that we are single-threaded, so the child inherits no lock held by
+/// `fork(2)`, for the sandbox's init to start the program: a process of one thread, as
+/// `proof` says.
+pub fn fork(proof: OneThread) -> io::Result<Option<i32>> {
+    let OneThread(()) = proof;
+    // SAFETY: the caller is single-threaded (`proof`), so the child inherits no lock held by
     // another thread.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
@@ -538,5 +551,63 @@ pub fn spawn_descriptor(
         }
         // SAFETY: CLONE_PIDFD succeeded, so `pidfd` is a new descriptor nobody else owns.
         pid => Ok((pid as i32, unsafe { OwnedFd::from_raw_fd(pidfd) })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The threads of this process, listed and as the task directory's links count them (what
+    /// [`ensure_single_threaded`] trusts when they say one), read when no test thread of the
+    /// harness came or went meanwhile.
+    fn threads_both_ways() -> (u64, u64) {
+        let listed = || {
+            std::fs::read_dir("/proc/self/task")
+                .expect("listing /proc/self/task")
+                .count() as u64
+        };
+        let linked = || {
+            rustix::fs::stat("/proc/self/task")
+                .expect("stat of /proc/self/task")
+                .st_nlink
+        };
+        for _ in 0..1000 {
+            let (a, links, b) = (listed(), linked(), listed());
+            if a == b {
+                return (a, links - 2);
+            }
+        }
+        panic!("the harness's threads never stood still");
+    }
+
+    /// The links count the threads as threads come and go, and a process of several threads
+    /// is refused.
+    #[test]
+    fn the_task_directory_links_count_threads() {
+        let (listed, linked) = threads_both_ways();
+        assert_eq!(linked, listed);
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let stopped = std::sync::Arc::new(std::sync::Mutex::new(stopped));
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let s = std::sync::Arc::clone(&stopped);
+                std::thread::spawn(move || {
+                    let _ = s.lock().map(|r| r.recv());
+                })
+            })
+            .collect();
+        let (listed, linked) = threads_both_ways();
+        assert_eq!(linked, listed);
+        // This test's thread and the three.
+        assert!(linked >= 4, "{linked} threads");
+        let e = ensure_single_threaded().expect_err("several threads");
+        assert!(e.to_string().contains("threads"), "{e}");
+        drop(stop);
+        for t in threads {
+            t.join().expect("thread");
+        }
+        let (listed, linked) = threads_both_ways();
+        assert_eq!(linked, listed);
     }
 }

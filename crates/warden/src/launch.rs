@@ -315,7 +315,7 @@ pub fn launch(
         LaunchError::Clone(e)
     });
     match cloned? {
-        Cloned::Child => {
+        Cloned::Child(one_thread) => {
             drop(ours);
             let child = Child {
                 placement,
@@ -328,7 +328,7 @@ pub fn launch(
                 joins_cgroup: attach.is_some(),
                 marks: [0; SANDBOX_MARKS.len()],
             };
-            sandbox_init(theirs, child)
+            sandbox_init(theirs, child, one_thread)
         }
         Cloned::Parent { pid, pidfd } => {
             if let Some(p) = &placement {
@@ -562,7 +562,7 @@ struct Child<'a> {
 }
 
 /// Init: waits for "go", starts the program, reaps every child, reports the program's status.
-fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
+fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThread) -> ! {
     let placement = child.placement.clone();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program's process starts before the view is built, and makes the sandbox's network
@@ -582,9 +582,12 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>) -> ! {
     let mut marks = child.marks;
     let mut child = Some(child);
     let mut view_done = Some(view_done);
+    // init starts no thread: it forks as the clone made it.
+    let mut one_thread = Some(one_thread);
     let mut fork_program = |channel: &OwnedFd| {
         let child = child.take().expect("the program's process is forked once");
-        match process::fork() {
+        let one_thread = one_thread.take().expect("init forks once");
+        match process::fork(one_thread) {
             Ok(None) => {
                 // Only init writes: the program's read ends if init goes without a word.
                 drop(view_done.take());
