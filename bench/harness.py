@@ -293,7 +293,9 @@ def bench_startup():
             samples[m].append(ns / 1000)
     med = {m: statistics.median(samples[m]) for m in argv}
     n = med["native"]
+    split = startup_split(bwrap, links if bwrap else [])
     return {
+        "split": split,
         "name": "startup_true",
         "label": "startup: /bin/true (us per run)",
         "native_us": round(n, 1),
@@ -305,6 +307,37 @@ def bench_startup():
         "native_samples_us": [round(x, 1) for x in samples["native"]],
         "warden_samples_us": [round(x, 1) for x in samples["warden"]],
     }
+
+
+def startup_split(bwrap, links):
+    """bench/clockstamp.c natively, under warden (its directory granted) and under bubblewrap
+    (bound): the medians of the time from the spawn to the program's main (it prints the
+    monotonic clock as main begins) and from there to the caller's wait returning."""
+    stamp = os.path.join(bindir, "clockstamp")
+    argv = {"native": [stamp],
+            "warden": sandboxed("--read", bindir, "--exec", bindir) + [stamp]}
+    if bwrap:
+        argv["bwrap"] = [bwrap, "--ro-bind", "/usr", "/usr", *links, "--ro-bind", bindir, bindir,
+                         "--proc", "/proc", "--dev", "/dev", "--unshare-all",
+                         "--die-with-parent", stamp]
+    modes = tuple(argv)
+    parts = {m: ([], []) for m in argv}
+    for m in argv:
+        run_checked(f"startup split ({m})", argv[m])
+    for r in range(startup_runs):
+        for m in orders(r, modes):
+            t0 = time.monotonic_ns()
+            _, code, _ = spawn(argv[m])
+            t1 = time.monotonic_ns()
+            if code != 0:
+                fail(f"startup split ({m})", argv[m], code)
+            at_main = int(read_out())
+            parts[m][0].append((at_main - t0) / 1000)
+            parts[m][1].append((t1 - at_main) / 1000)
+    return {m: {"to_main_us": round(statistics.median(parts[m][0]), 1),
+                "main_to_end_us": round(statistics.median(parts[m][1]), 1),
+                "total_us": round(statistics.median([a + b for a, b in zip(*parts[m])]), 1)}
+            for m in argv}
 
 
 # --- net: loopback connect and accept (jailer T1) ------------------------------------------------
@@ -928,6 +961,14 @@ if "micro" in results or "startup" in results:
     if "startup" in results:
         what.append(f"startup: median of {startup_runs} runs")
     table("; ".join(what), ("benchmark", "native ns/op", "warden ns/op", "ratio"), rows)
+if "startup" in results:
+    split = results["startup"]["split"]
+    rows = [(label, f"{split[m]['to_main_us']:.1f}", f"{split[m]['main_to_end_us']:.1f}",
+             f"{split[m]['total_us']:.1f}")
+            for m, label in (("native", "native"), ("warden", "warden run"),
+                             ("bwrap", "bubblewrap (peer)")) if m in split]
+    table(f"startup, split where the program's main begins (bench/clockstamp.c): medians of "
+          f"{startup_runs} runs, us", ("", "to main", "main to end", "total"), rows)
 if "micro" in results:
     rows = [(r["label"], f"{r['landlock_ns_per_op']:.1f}", f"{r['landlock_t_ns_per_op']:.1f}",
              f"{r['warden_ns_per_op']:.1f}", x(r["ratio_to_landlock"]),

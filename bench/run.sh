@@ -13,7 +13,9 @@
 #             under pure Landlock (bench/landlock-run.c), the fast path's baseline, and under
 #             a one-instruction allow-all seccomp filter (bench/filter-floor.c), the kernel's
 #             floor for any filter
-#   startup   /bin/true against `warden run -- /bin/true`
+#   startup   /bin/true against `warden run -- /bin/true` (and `--view off`, and bubblewrap as a
+#             peer); then bench/clockstamp.c, which prints the clock as its main begins, split
+#             into the time to the program's main and from there to the end
 #   scaling   open+close of --scale-total files split over 1, 10, 25, 50, 100 processes
 #             (bench/scale.c; Ostia T4): wall time, ratio, and the p100 ratio / the p1 ratio
 #   gzip      gzip -d of a 30 MB .gz of deterministic text (bench/gentext.c) to /dev/null
@@ -163,7 +165,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
-for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench; do
+for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench clockstamp; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 cc -O2 -Wall -I crates/warden-capsicum/c -o "$work/bin/capbench" bench/capbench.c \
