@@ -1,9 +1,8 @@
 //! The registry of running sandboxes, for `warden ps` and `warden inspect`.
 //!
-//! Each `warden run` that lasts more than [`FIRST_ENTRY_AFTER`] keeps one JSON file, `ID.json`,
-//! in its user's registry directory, rewrites it every half second with its counters and the
-//! descriptors its agent handed out (device, inode, path and granting rule), and removes it when
-//! it ends. The directory is private to its user
+//! Each `warden run` keeps one JSON file, `ID.json`, in its user's registry directory, rewrites
+//! it every second with its counters and the descriptors its agent handed out (device, inode,
+//! path and granting rule), and removes it when it ends. The directory is private to its user
 //! (mode 0700, checked to be theirs), so a user lists only their own sandboxes; root lists every
 //! user's. `/proc` does the rest: which processes are in the sandbox (its PID namespace) and what
 //! each holds, readable only by whoever may trace them.
@@ -324,9 +323,6 @@ fn remove_stale(dir: &Path) {
     }
 }
 
-/// How long a run lasts before its entry is first written: `warden ps` lists a run from then on.
-pub const FIRST_ENTRY_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// A registration: the file is written and kept up to date by a thread and removed on drop.
 pub struct Registration {
     path: PathBuf,
@@ -336,8 +332,7 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// Writes `entry` once the run has lasted [`FIRST_ENTRY_AFTER`], then every half second
-    /// with fresh counters from `snapshot`, until dropped.
+    /// Writes `entry` now and every second with fresh counters from `snapshot`, until dropped.
     pub fn start(
         dir: &Path,
         entry: Entry,
@@ -363,18 +358,11 @@ impl Registration {
             }
         };
         let mut entry = entry;
-        // All of it on the thread, the first write too, and that only once the run has lasted
-        // FIRST_ENTRY_AFTER: a run's start does not wait for the registry, and a run shorter
-        // than that (a build's compiler, a test's `true`) never spends the CPU its entry costs
-        // (listing the directory for stale entries, the JSON, a write and a rename: about 0.15
-        // ms, beside the program's own start on a machine of two CPUs).
+        // All of it on the thread, the first write too: a run's start does not wait for the
+        // registry (`warden ps` sees the run a moment after it starts).
         let _ = std::thread::Builder::new()
             .name("warden-registry".into())
             .spawn(move || {
-                std::thread::sleep(FIRST_ENTRY_AFTER);
-                if s.lock().map_or(true, |stopped| *stopped) {
-                    return;
-                }
                 remove_stale(&dir);
                 loop {
                     match s.lock() {
@@ -744,66 +732,6 @@ mod tests {
             Some("[::1]:80".parse().unwrap())
         );
         assert_eq!(hex_endpoint("zz:1"), None);
-    }
-
-    /// An entry is first written once the run has lasted FIRST_ENTRY_AFTER, kept while it
-    /// runs, and removed when it ends; a run that ends sooner never writes one.
-    #[test]
-    fn an_entry_is_written_once_the_run_has_lasted_and_removed_at_its_end() {
-        let path = std::env::temp_dir().join(format!(
-            "warden-registry-test-{}-{:08x}",
-            std::process::id(),
-            crate::unique::rand32()
-        ));
-        std::fs::create_dir(&path).unwrap();
-        struct Dir(PathBuf);
-        impl Dir {
-            fn path(&self) -> &Path {
-                &self.0
-            }
-        }
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        let dir = Dir(path);
-        let start = |id: &str| {
-            let entry = Entry {
-                id: id.into(),
-                warden_pid: std::process::id(),
-                ..Entry::default()
-            };
-            Registration::start(dir.path(), entry, Arc::default(), None, || (0, 0))
-        };
-        let files = || {
-            let mut names: Vec<String> = std::fs::read_dir(dir.path())
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            names
-        };
-        let short = start("1-short");
-        drop(short);
-        let started = std::time::Instant::now();
-        let long = start("2-long");
-        std::thread::sleep(FIRST_ENTRY_AFTER / 4);
-        let seen = files();
-        // Read before the entry was due, unless this thread was held up that long.
-        assert!(
-            seen.is_empty() || started.elapsed() >= FIRST_ENTRY_AFTER,
-            "written before the run lasted: {seen:?}"
-        );
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while files() != ["2-long.json"] {
-            assert!(std::time::Instant::now() < deadline, "{:?}", files());
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        drop(long);
-        // Past the short run's first moment to write too: it never did.
-        std::thread::sleep(FIRST_ENTRY_AFTER * 3);
-        assert!(files().is_empty(), "{:?}", files());
     }
 
     #[test]
