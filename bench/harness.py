@@ -272,17 +272,26 @@ def bench_micro():
 
 # --- startup -----------------------------------------------------------------------------------
 
+def bubblewrap(program, binds=()):
+    """The peer's argv for `program`: bubblewrap with the system's trees read-only (and
+    `binds`), its own /proc and /dev, and every namespace unshared, as warden makes them; None
+    without bubblewrap."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return None
+    links = [a for d in ("bin", "lib", "lib64", "sbin") if os.path.islink("/" + d)
+             for a in ("--symlink", os.readlink("/" + d), "/" + d)]
+    bound = [a for b in binds for a in ("--ro-bind", b, b)]
+    return [bwrap, "--ro-bind", "/usr", "/usr", *links, *bound, "--proc", "/proc",
+            "--dev", "/dev", "--unshare-all", "--die-with-parent", program]
+
+
 def bench_startup():
     argv = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"],
             "view": sandboxed("--view", "off") + ["/bin/true"]}
-    bwrap = shutil.which("bwrap")
-    if bwrap:
-        # The peer: bubblewrap with the system's trees read-only, its own /proc and /dev, and
-        # every namespace unshared, as warden makes them.
-        links = [a for d in ("bin", "lib", "lib64", "sbin") if os.path.islink("/" + d)
-                 for a in ("--symlink", os.readlink("/" + d), "/" + d)]
-        argv["bwrap"] = [bwrap, "--ro-bind", "/usr", "/usr", *links, "--proc", "/proc",
-                         "--dev", "/dev", "--unshare-all", "--die-with-parent", "/bin/true"]
+    peer = bubblewrap("/bin/true")
+    if peer:
+        argv["bwrap"] = peer
     modes = tuple(argv)
     samples = {m: [] for m in argv}
     for m in argv:
@@ -293,7 +302,7 @@ def bench_startup():
             samples[m].append(ns / 1000)
     med = {m: statistics.median(samples[m]) for m in argv}
     n = med["native"]
-    split = startup_split(bwrap, links if bwrap else [])
+    split = startup_split()
     return {
         "split": split,
         "name": "startup_true",
@@ -309,17 +318,16 @@ def bench_startup():
     }
 
 
-def startup_split(bwrap, links):
+def startup_split():
     """bench/clockstamp.c natively, under warden (its directory granted) and under bubblewrap
     (bound): the medians of the time from the spawn to the program's main (it prints the
     monotonic clock as main begins) and from there to the caller's wait returning."""
     stamp = os.path.join(bindir, "clockstamp")
     argv = {"native": [stamp],
             "warden": sandboxed("--read", bindir, "--exec", bindir) + [stamp]}
-    if bwrap:
-        argv["bwrap"] = [bwrap, "--ro-bind", "/usr", "/usr", *links, "--ro-bind", bindir, bindir,
-                         "--proc", "/proc", "--dev", "/dev", "--unshare-all",
-                         "--die-with-parent", stamp]
+    peer = bubblewrap(stamp, [bindir])
+    if peer:
+        argv["bwrap"] = peer
     modes = tuple(argv)
     parts = {m: ([], []) for m in argv}
     for m in argv:
