@@ -580,13 +580,11 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
     let (cmd, early) = (child.cmd, !child.joins_cgroup);
     // init's own readings; the program's process gets them with the view's word.
     let mut marks = child.marks;
-    let mut child = Some(child);
-    let mut view_done = Some(view_done);
     // init starts no thread: it forks as the clone made it.
-    let mut one_thread = Some(one_thread);
+    let mut child = Some((child, one_thread));
+    let mut view_done = Some(view_done);
     let mut fork_program = |channel: &OwnedFd| {
-        let child = child.take().expect("the program's process is forked once");
-        let one_thread = one_thread.take().expect("init forks once");
+        let (child, one_thread) = child.take().expect("the program's process is forked once");
         match process::fork(one_thread) {
             Ok(None) => {
                 // Only init writes: the program's read ends if init goes without a word.
