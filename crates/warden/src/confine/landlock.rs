@@ -361,7 +361,8 @@ impl Target {
         }
     }
 
-    /// `path` as the policy names it exactly ([`Target::exact`]).
+    /// `path` as the policy names it exactly: cut to the right to be listed if it turns out to
+    /// be a directory ([`Target::rights_as`]).
     fn exact(path: PathBuf, access: BitFlags<AccessFs>) -> Target {
         Target {
             exact: true,
@@ -468,19 +469,18 @@ fn add_targets(
 /// one path the policy names (links followed alike) together, each listed entry alone (its
 /// object is its directory's entry, opened without following a link).
 fn by_object(targets: Vec<Target>) -> Vec<Vec<Target>> {
+    use std::collections::hash_map::Entry;
     let mut groups: Vec<Vec<Target>> = Vec::with_capacity(targets.len());
     let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
     for target in targets {
-        let slot = match &target.object {
-            Object::Path(p) => at.get(p).copied(),
-            Object::Listed(_) => None,
+        let Object::Path(path) = &target.object else {
+            groups.push(vec![target]);
+            continue;
         };
-        match slot {
-            Some(i) => groups[i].push(target),
-            None => {
-                if let Object::Path(p) = &target.object {
-                    at.insert(p.clone(), groups.len());
-                }
+        match at.entry(path.clone()) {
+            Entry::Occupied(slot) => groups[*slot.get()].push(target),
+            Entry::Vacant(slot) => {
+                slot.insert(groups.len());
                 groups.push(vec![target]);
             }
         }
