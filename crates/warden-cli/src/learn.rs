@@ -356,7 +356,8 @@ fn run(
     let mut session = Session::open(cfg).map_err(|f| f.message)?;
     let scratch = session.scratch().map(Path::to_owned);
     let result = session.decide().and_then(|plan| session.execute(plan));
-    let code = session.close(result).map_err(|f| f.message)?;
+    // Dropped at once: init is reaped before anything else runs.
+    let code = session.close(result).map_err(|f| f.message)?.status;
     Ok((code, scratch))
 }
 

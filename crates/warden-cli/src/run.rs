@@ -263,7 +263,8 @@ pub fn main(args: RunArgs) -> i32 {
         ..RunConfig::default()
     };
     match warden::run::run(cfg) {
-        Ok(code) => code,
+        // warden's work ends here: the sandbox's init may still be exiting (run::Finished).
+        Ok(finished) => finished.exit(),
         Err(f) => {
             eprintln!("warden: {}", f.message);
             f.status

@@ -1737,14 +1737,13 @@ fn native_cpu(prog: &str, args: &[&str]) -> f64 {
         .spawn()
         .expect("the program runs natively");
     let pid = child.id() as i32;
-    let (status, ru) =
+    let (status, usage) =
         warden::sys::process::wait_with_usage(pid).unwrap_or_else(|e| panic!("wait4: {e}"));
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{prog} {args:?} failed natively: {status:#x}"
     );
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    usage.cpu.as_secs_f64()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

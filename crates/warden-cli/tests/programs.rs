@@ -1590,6 +1590,71 @@ fn sigkill_of_warden_takes_the_sandbox_down() {
     let _ = std::fs::remove_file(scratch.with_extension("lock"));
 }
 
+/// `warden run ARGS` as `who`, under `tests/c/subreaper.c`: what the subreaper saw end
+/// (warden's status, and every process warden left behind, by name), sorted: warden and what
+/// it left may end in either order.
+fn under_subreaper(who: As, args: &[&str]) -> Vec<String> {
+    let warden = warden_cmd(who);
+    let mut cmd = Command::new(common::c_program("subreaper"));
+    cmd.arg(warden.get_program())
+        .args(warden.get_args())
+        .arg("run")
+        .args(args)
+        .current_dir(common::workdir())
+        .stdin(Stdio::null());
+    for (k, v) in warden.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let (o, _) = common::finish(cmd, common::RUN_DEADLINE);
+    assert!(o.status.success(), "subreaper: {o:?}");
+    let mut ended: Vec<String> = common::stdout(&o).lines().map(str::to_owned).collect();
+    ended.sort();
+    ended
+}
+
+/// When the program has ended, init has reaped every other process of the sandbox and said
+/// so, and warden exits without waiting for init's own exit (the kernel taking the sandbox's
+/// namespaces down): init, and nothing else, is left to the reaper above warden, and ends.
+/// So also when a limit ends the run (init kills the rest and reports). With a cgroup, warden
+/// waits for init, which must have left the cgroup before warden can remove it.
+fn init_outlives_warden_alone(who: As) {
+    let ended = under_subreaper(
+        who,
+        &["--", "sh", "-c", "sleep 0.1 & sleep 0.2 & echo out; exit 3"],
+    );
+    assert_eq!(ended, ["exit 3", "orphan warden", "out"], "as {who:?}");
+    let limited = under_subreaper(who, &["--wall-time", "0.3", "--", "sleep", "10"]);
+    assert_eq!(limited, ["exit 137", "orphan warden"], "as {who:?}");
+    let dir = common::fresh_dir(&format!("subreaper-{}", common::who_tag(who)));
+    common::chmod(&dir, 0o777);
+    let report = dir.join("report");
+    let grouped = under_subreaper(
+        who,
+        &["--mem", "256M", "--report", s(&report), "--", "true"],
+    );
+    let accounting = common::report_field(&report, "accounting").expect("accounting reported");
+    if accounting.starts_with("cgroup") {
+        assert_eq!(grouped, ["exit 0"], "as {who:?}, {accounting}");
+    } else {
+        assert_eq!(
+            grouped,
+            ["exit 0", "orphan warden"],
+            "as {who:?}, {accounting}"
+        );
+    }
+}
+
+#[test]
+fn init_alone_outlives_warden_and_ends() {
+    common::each_user(
+        "init_alone_outlives_warden_and_ends",
+        init_outlives_warden_alone,
+    );
+}
+
 // --- starting_uid / starting_gid -----------------------------------------------------------------
 
 /// `starting_uid`/`starting_gid` set the ids the program sees; from outside, its files belong

@@ -38,3 +38,4 @@ pub mod process;
 pub mod seccomp;
 pub mod signals;
 pub mod unotify;
+pub mod usage;

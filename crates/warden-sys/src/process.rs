@@ -278,7 +278,7 @@ pub fn keep_across_exec(fd: RawFd) -> io::Result<()> {
 
 /// The exit status and resource usage of child `pid` (and of every descendant it reaped),
 /// waiting for it to end.
-pub fn wait_with_usage(pid: i32) -> io::Result<(i32, libc::rusage)> {
+pub fn wait_with_usage(pid: i32) -> io::Result<(i32, crate::usage::Usage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data for which all-zero is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -286,7 +286,7 @@ pub fn wait_with_usage(pid: i32) -> io::Result<(i32, libc::rusage)> {
         // SAFETY: wait4 writes an int and a struct rusage through pointers to live locals.
         let rc = unsafe { libc::wait4(pid, &mut status, libc::__WALL, &mut usage) };
         if rc == pid {
-            return Ok((status, usage));
+            return Ok((status, crate::usage::Usage::from_rusage(&usage)));
         }
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINTR) {

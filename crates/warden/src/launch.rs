@@ -23,6 +23,7 @@ use crate::confine::landlock::Prepared;
 use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
 use crate::sys::process::{self, Cloned};
 use crate::sys::seccomp::{self, Instruction};
+use crate::sys::usage::{Usage, USAGE_WORDS};
 use rustix::net::{
     recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
     SendFlags, SocketFlags, SocketType,
@@ -190,11 +191,30 @@ impl std::ops::Deref for Sandbox {
     }
 }
 
+impl Sandbox {
+    /// The sandbox once init has reported the program's end with every other process of the
+    /// sandbox reaped: only init's exit is left, which takes its namespaces down and waits on
+    /// the kernel for that (each mount namespace's unmounting waits for RCU grace periods,
+    /// several hundred microseconds in all).
+    pub fn exiting(self) -> Exiting {
+        self.kill();
+        Exiting { _sandbox: self }
+    }
+}
+
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.0.kill();
         let _ = self.0.reap();
     }
+}
+
+/// A sandbox whose init is exiting and holds nothing of the sandbox's any more
+/// ([`Sandbox::exiting`]). Dropping it waits for init and reaps it; a process that ends while
+/// it still holds it leaves init's end to the kernel: init, reparented to the system's
+/// reaper (or the caller's subreaper), finishes its exit there, as bubblewrap's init does.
+pub struct Exiting {
+    _sandbox: Sandbox,
 }
 
 impl crate::limits::Stoppable for Launched {
@@ -229,7 +249,9 @@ const MSG_LISTENER: u8 = b'L';
 /// otherwise close the only copy, and every call the filter notifies would fail with ENOSYS).
 const MSG_TAKEN: u8 = b'T';
 const MSG_FAILED: u8 = b'E';
+/// The program's status (4 bytes), then what the sandbox used ([`Usage::to_words`]).
 const MSG_STATUS: u8 = b'S';
+const STATUS_LEN: usize = 5 + 8 * USAGE_WORDS;
 
 /// The steps inside the sandbox whose end is read from the clock (`crate::timings`), in the
 /// order they happen; the program's process sends the readings with its listener.
@@ -471,28 +493,35 @@ fn decode_failure(msg: &[u8]) -> (Stage, i32) {
 }
 
 impl Launched {
-    /// Waits until the program has ended (or its exec failed) and returns how.
+    /// Waits until the program has ended (or its exec failed) and returns how, with what the
+    /// whole sandbox used when init reported it (init's own usage and every process's it
+    /// reaped, which by then is every process but itself).
     /// The agent must be running, or a notified call (the program's exec, outside a view) would
     /// wait forever.
-    pub fn wait(&self) -> Outcome {
+    pub fn wait(&self) -> (Outcome, Option<Usage>) {
         loop {
             match recv(self.channel.as_fd()) {
-                Ok((msg, _)) if msg.first() == Some(&MSG_STATUS) && msg.len() >= 5 => {
+                Ok((msg, _)) if msg.first() == Some(&MSG_STATUS) && msg.len() == STATUS_LEN => {
                     let status = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-                    return if libc::WIFSIGNALED(status) {
+                    let outcome = if libc::WIFSIGNALED(status) {
                         Outcome::Signaled(libc::WTERMSIG(status))
                     } else {
                         Outcome::Exited(libc::WEXITSTATUS(status))
                     };
+                    let mut words = [0u64; USAGE_WORDS];
+                    for (w, b) in words.iter_mut().zip(msg[5..].chunks_exact(8)) {
+                        *w = u64::from_ne_bytes(b.try_into().expect("eight bytes"));
+                    }
+                    return (outcome, Some(Usage::from_words(words)));
                 }
                 Ok((msg, _)) if msg.first() == Some(&MSG_FAILED) => {
                     let (stage, errno) = decode_failure(&msg);
-                    return Outcome::Failed(stage, errno);
+                    return (Outcome::Failed(stage, errno), None);
                 }
-                Ok((msg, _)) if msg.is_empty() => return Outcome::Lost,
+                Ok((msg, _)) if msg.is_empty() => return (Outcome::Lost, None),
                 Ok(_) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(_) => return Outcome::Lost,
+                Err(_) => return (Outcome::Lost, None),
             }
         }
     }
@@ -534,7 +563,7 @@ impl Launched {
     /// orphans, and on its own death the kernel reaps the rest for it), and a reaper's usage
     /// includes its reaped children's.
     /// Only the first call reaps; later ones return `None`.
-    pub fn reap(&self) -> Option<libc::rusage> {
+    pub fn reap(&self) -> Option<Usage> {
         if self.reaped.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
@@ -683,8 +712,15 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
         }
     }
     if let Some(status) = program_status {
-        let mut msg = [MSG_STATUS, 0, 0, 0, 0];
-        msg[1..].copy_from_slice(&status.to_ne_bytes());
+        // Every other process of the sandbox has been reaped: init's usage and its children's
+        // are the sandbox's, and warden need not wait for init's exit to learn them.
+        let usage = Usage::of_self_and_reaped().unwrap_or_default();
+        let mut msg = [0u8; STATUS_LEN];
+        msg[0] = MSG_STATUS;
+        msg[1..5].copy_from_slice(&status.to_ne_bytes());
+        for (slot, w) in msg[5..].chunks_exact_mut(8).zip(usage.to_words()) {
+            slot.copy_from_slice(&w.to_ne_bytes());
+        }
         let _ = send(channel.as_fd(), &msg);
     }
     process::exit_now(0)

@@ -1,7 +1,8 @@
 //! Making the run a [`Plan`] describes, in one place: the cgroup, the Landlock ruleset and the
 //! filter, the sandbox, the agent, the registry entry, the limits' watchers; then waiting for
-//! the program and measuring what it used. Every way out kills and reaps the sandbox (it is
-//! owned by a [`launch::Sandbox`]).
+//! the program and measuring what it used. Every way out kills the sandbox and reaps its init
+//! (it is owned by a [`launch::Sandbox`]), but for the end the program's: init reports it
+//! with every other process reaped, and its exit is left to go on ([`launch::Exiting`]).
 
 use super::plan::Plan;
 use super::stdio::Captures;
@@ -13,6 +14,7 @@ use crate::launch::{self, Command, LaunchError, Launched, Outcome, Stage};
 use crate::limits::cgroup::{self, Cgroup};
 use crate::limits::{self, CpuSource, KillReason, NamespaceCpu, Stoppable, Verdicts};
 use crate::report::{Accounting, Measured};
+use crate::sys::usage::Usage;
 use crate::syscalls::Opens;
 use rustix::process::Signal;
 use std::os::fd::OwnedFd;
@@ -27,7 +29,9 @@ const STOP: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT]
 /// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
 /// being the run's scratch directory if it has one. Fills in `measured`; returns the
 /// program's exit status (128+N for signal N). `before_reap` is warden's own teardown, done
-/// before the sandbox's init is reaped when the program ended and init reaped the rest.
+/// while the sandbox's init exits when the program ended and init reaped the rest; init is
+/// then left in `exiting`, not waited for, unless the run's cgroup must be emptied first.
+#[allow(clippy::too_many_arguments)]
 pub fn execute(
     cfg: &RunConfig,
     plan: Plan,
@@ -36,6 +40,7 @@ pub fn execute(
     scratch: Option<&Path>,
     measured: &mut Measured,
     before_reap: &mut dyn FnMut(),
+    exiting: &mut Option<launch::Exiting>,
 ) -> Result<i32, Failure> {
     let mode = plan.mode();
     let Plan {
@@ -135,7 +140,7 @@ pub fn execute(
     }
     let caught = stop_on_signals(sandbox.shared());
     crate::timings::mark("watchers");
-    let outcome = sandbox.wait();
+    let (outcome, reported) = sandbox.wait();
     crate::timings::mark("program ran (exec to exit)");
     measured.wall = started.elapsed();
     measured.exceeded = verdicts.close();
@@ -164,12 +169,20 @@ pub fn execute(
     } else {
         // init reaped every other process of the sandbox before it said how the program
         // ended: nothing of the sandbox runs any more, and warden's own teardown goes first,
-        // while init's exit takes its namespaces down (its mounts wait for an RCU grace period).
+        // while init's exit takes its namespaces down (its mounts wait for RCU grace periods).
         quiesce(copiers);
         drop(registration);
         before_reap();
         let agent_mem_kib = crate::sys::process::peak_rss_kib();
-        (sandbox.reap(), agent_mem_kib)
+        match reported {
+            // What the sandbox used came with the status: init's exit is not waited for. A
+            // cgroup, though, can only be removed once init has left it.
+            Some(usage) if cgroup.is_none() => {
+                *exiting = Some(sandbox.exiting());
+                (Some(usage), agent_mem_kib)
+            }
+            _ => (sandbox.reap(), agent_mem_kib),
+        }
     };
     if captures.exceeded() && measured.exceeded.is_none() {
         measured.exceeded = Some(KillReason::Output);
@@ -412,23 +425,20 @@ fn stop_on_signals(sandbox: Arc<Launched>) -> Arc<AtomicI32> {
     caught
 }
 
-/// What the run used, from init's rusage, the cgroup and the agent (its peak memory,
+/// What the run used, from init's usage, the cgroup and the agent (its peak memory,
 /// `agent_mem_kib`, read by the caller).
 fn measure(
     measured: &mut Measured,
-    usage: Option<libc::rusage>,
+    usage: Option<Usage>,
     cgroup: Option<&Cgroup>,
     agent: &Agent,
     agent_mem_kib: u64,
 ) {
     if let Some(u) = usage {
-        let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-        };
-        measured.cpu = tv(u.ru_utime) + tv(u.ru_stime);
-        measured.max_rss_kib = u.ru_maxrss as u64;
-        measured.csw_voluntary = u.ru_nvcsw as u64;
-        measured.csw_forced = u.ru_nivcsw as u64;
+        measured.cpu = u.cpu;
+        measured.max_rss_kib = u.max_rss_kib;
+        measured.csw_voluntary = u.csw_voluntary;
+        measured.csw_forced = u.csw_forced;
     }
     if let Some(cg) = cgroup {
         if let Some(cpu) = cg.cpu_time() {

@@ -131,12 +131,32 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
     }
 }
 
-/// Runs the program and returns its exit status (128+N for signal N). Writes the run report if
-/// one was asked for, also when the program could not be run.
-pub fn run(cfg: RunConfig) -> Result<i32, Failure> {
+/// Runs the program and returns how it ended. Writes the run report if one was asked for,
+/// also when the program could not be run.
+pub fn run(cfg: RunConfig) -> Result<Finished, Failure> {
     let mut session = Session::open(cfg)?;
     let result = session.decide().and_then(|d| session.execute(d));
     session.close(result)
+}
+
+/// A finished run: the program's exit status, and the sandbox's init while its exit goes on.
+///
+/// When the program has ended, init has reaped every other process of the sandbox and said
+/// so; what is left of its exit is the kernel taking its namespaces down, which waits for RCU
+/// grace periods (several hundred microseconds, more than the rest of warden's end). Dropping
+/// this waits for that and reaps init; [`Finished::exit`] ends warden without waiting, and
+/// init's end is the system's reaper's (bubblewrap's ends the same way).
+pub struct Finished {
+    /// The exit status (128+N for signal N).
+    pub status: i32,
+    _exiting: Option<crate::launch::Exiting>,
+}
+
+impl Finished {
+    /// Ends the process with the program's status, not waiting for init's exit.
+    pub fn exit(self) -> ! {
+        std::process::exit(self.status)
+    }
 }
 
 /// One run, in the steps every caller takes (`warden run` through [`run`], `warden learn`
@@ -151,6 +171,7 @@ pub struct Session {
     scratch: Option<Scratch>,
     reports: Reports,
     measured: Measured,
+    exiting: Option<crate::launch::Exiting>,
 }
 
 /// What [`Session::decide`] made ready for [`Session::execute`]: the plan, the program's
@@ -201,6 +222,7 @@ impl Session {
             scratch,
             reports,
             measured: Measured::default(),
+            exiting: None,
         })
     }
 
@@ -269,12 +291,13 @@ impl Session {
                     }
                 }
             },
+            &mut self.exiting,
         )
     }
 
     /// Ends the run whose outcome is `result`: the scratch directory removed (or kept, and
     /// said so), the reports written (with the failure, if the run failed).
-    pub fn close(mut self, result: Result<i32, Failure>) -> Result<i32, Failure> {
+    pub fn close(mut self, result: Result<i32, Failure>) -> Result<Finished, Failure> {
         if let Some(s) = self.scratch.take() {
             if self.cfg.keep {
                 eprintln!("warden: kept the scratch directory {}", s.path.display());
@@ -290,7 +313,10 @@ impl Session {
         self.reports
             .write(&self.measured, &self.cfg.policy.limits)?;
         crate::timings::print();
-        result
+        result.map(|status| Finished {
+            status,
+            _exiting: self.exiting.take(),
+        })
     }
 }
 
