@@ -1,6 +1,8 @@
 //! Blocking and waiting for the signals that stop warden, and dropping privileges.
 
 use rustix::process::Signal;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 fn set(signals: &[Signal]) -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the set we pass; sigaddset adds valid signal numbers.
@@ -31,15 +33,54 @@ pub fn unblock_all() {
     }
 }
 
-/// Waits for one of `signals` (which must be blocked) and returns its number.
-pub fn wait(signals: &[Signal]) -> i32 {
-    let s = set(signals);
-    loop {
-        let mut sig = 0;
-        // SAFETY: sigwait reads the set and writes one int.
-        if unsafe { libc::sigwait(&s, &mut sig) } == 0 {
-            return sig;
+/// A descriptor that is readable while one of its signals is pending (`signalfd(2)`), so a
+/// thread that waits on other descriptors takes the signals too, with no thread of their own.
+/// The signals must be blocked in every thread, or the kernel delivers them instead.
+pub struct SignalFd(OwnedFd);
+
+impl SignalFd {
+    /// A descriptor for `signals` (close-on-exec, non-blocking).
+    pub fn new(signals: &[Signal]) -> io::Result<SignalFd> {
+        let s = set(signals);
+        // SAFETY: signalfd reads the initialised set (its size is the kernel's sigset, which
+        // libc passes); -1 asks for a new descriptor, owned at once.
+        let fd = unsafe { libc::signalfd(-1, &s, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
         }
+        // SAFETY: a fresh descriptor the kernel just returned, owned by nobody else.
+        Ok(SignalFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Takes one pending signal of the set and returns its number; `None` if none is pending.
+    pub fn take(&self) -> Option<i32> {
+        // SAFETY: signalfd_siginfo is plain data for which all-zero is valid.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let len = std::mem::size_of::<libc::signalfd_siginfo>();
+        loop {
+            // SAFETY: read writes at most `len` bytes into `info`, which is that large and
+            // lives across the call.
+            let n = unsafe {
+                libc::read(
+                    self.0.as_raw_fd(),
+                    (&mut info as *mut libc::signalfd_siginfo).cast(),
+                    len,
+                )
+            };
+            if n == len as isize {
+                return i32::try_from(info.ssi_signo).ok();
+            }
+            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return None;
+        }
+    }
+}
+
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }
 
@@ -176,4 +217,32 @@ pub fn thread_kill(tgid: u32, tid: u32, sig: libc::c_int) {
             sig,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A signal sent to this thread while blocked is pending on the descriptor, taken once.
+    #[test]
+    fn a_blocked_signal_is_taken_from_the_descriptor_once() {
+        // Thread-directed (tgkill), so no other thread of the test harness can take it.
+        block(&[Signal::USR2]);
+        let fd = SignalFd::new(&[Signal::USR2]).expect("signalfd");
+        assert_eq!(fd.take(), None);
+        thread_kill(
+            std::process::id(),
+            rustix::thread::gettid().as_raw_nonzero().get() as u32,
+            libc::SIGUSR2,
+        );
+        let mut ready = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let n = rustix::event::poll(&mut ready, None).expect("poll");
+        assert_eq!(n, 1);
+        assert_eq!(fd.take(), Some(libc::SIGUSR2));
+        assert_eq!(fd.take(), None);
+        unblock_all();
+    }
 }

@@ -23,6 +23,7 @@ use crate::confine::landlock::Prepared;
 use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
 use crate::sys::process::{self, Cloned};
 use crate::sys::seccomp::{self, Instruction};
+use crate::sys::signals::SignalFd;
 use crate::sys::usage::{Usage, USAGE_WORDS};
 use rustix::net::{
     recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
@@ -227,6 +228,18 @@ impl crate::limits::Stoppable for Launched {
     fn wait_gone(&self) {
         Launched::wait_gone(self);
     }
+}
+
+/// What [`Launched::wait`] saw.
+#[derive(Clone, Copy, Debug)]
+pub struct Ended {
+    /// How the program ended.
+    pub outcome: Outcome,
+    /// What the whole sandbox used, when init reported the program's end: init's own usage
+    /// and that of every process it reaped, which by then is every process but itself.
+    pub usage: Option<Usage>,
+    /// The first stop signal taken while waiting, if any (the sandbox was killed for it).
+    pub signal: Option<i32>,
 }
 
 /// How the program ended.
@@ -479,6 +492,44 @@ fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, 
     Ok((crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?, root))
 }
 
+/// init's message that the program ended with wait status `status`, the sandbox having used
+/// `usage`.
+fn encode_end(status: i32, usage: Usage) -> [u8; STATUS_LEN] {
+    let mut msg = [0u8; STATUS_LEN];
+    msg[0] = MSG_STATUS;
+    msg[1..5].copy_from_slice(&status.to_ne_bytes());
+    for (slot, w) in msg[5..].chunks_exact_mut(8).zip(usage.to_words()) {
+        slot.copy_from_slice(&w.to_ne_bytes());
+    }
+    msg
+}
+
+/// How the program ended, from init's message `msg` (empty: init is gone without a word);
+/// `None` for a message that says nothing about the end.
+fn decode_end(msg: &[u8]) -> Option<(Outcome, Option<Usage>)> {
+    match msg.first() {
+        None => Some((Outcome::Lost, None)),
+        Some(&MSG_STATUS) if msg.len() == STATUS_LEN => {
+            let status = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+            let outcome = if libc::WIFSIGNALED(status) {
+                Outcome::Signaled(libc::WTERMSIG(status))
+            } else {
+                Outcome::Exited(libc::WEXITSTATUS(status))
+            };
+            let mut words = [0u64; USAGE_WORDS];
+            for (w, b) in words.iter_mut().zip(msg[5..].chunks_exact(8)) {
+                *w = u64::from_ne_bytes(b.try_into().expect("eight bytes"));
+            }
+            Some((outcome, Some(Usage::from_words(words))))
+        }
+        Some(&MSG_FAILED) => {
+            let (stage, errno) = decode_failure(msg);
+            Some((Outcome::Failed(stage, errno), None))
+        }
+        Some(_) => None,
+    }
+}
+
 fn decode_failure(msg: &[u8]) -> (Stage, i32) {
     let stage = msg
         .get(1)
@@ -493,36 +544,46 @@ fn decode_failure(msg: &[u8]) -> (Stage, i32) {
 }
 
 impl Launched {
-    /// Waits until the program has ended (or its exec failed) and returns how, with what the
-    /// whole sandbox used when init reported it (init's own usage and every process's it
-    /// reaped, which by then is every process but itself).
+    /// Waits until the program has ended (or its exec failed) and says how. Each signal
+    /// `stop` takes meanwhile kills the sandbox (its outcome is then [`Outcome::Lost`]).
     /// The agent must be running, or a notified call (the program's exec, outside a view) would
     /// wait forever.
-    pub fn wait(&self) -> (Outcome, Option<Usage>) {
+    pub fn wait(&self, stop: &SignalFd) -> Ended {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let mut signal = None;
         loop {
-            match recv(self.channel.as_fd()) {
-                Ok((msg, _)) if msg.first() == Some(&MSG_STATUS) && msg.len() == STATUS_LEN => {
-                    let status = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-                    let outcome = if libc::WIFSIGNALED(status) {
-                        Outcome::Signaled(libc::WTERMSIG(status))
-                    } else {
-                        Outcome::Exited(libc::WEXITSTATUS(status))
-                    };
-                    let mut words = [0u64; USAGE_WORDS];
-                    for (w, b) in words.iter_mut().zip(msg[5..].chunks_exact(8)) {
-                        *w = u64::from_ne_bytes(b.try_into().expect("eight bytes"));
+            let mut fds = [
+                PollFd::new(&self.channel, PollFlags::IN),
+                PollFd::new(stop, PollFlags::IN),
+            ];
+            let (outcome, usage) = match poll(&mut fds, None) {
+                Ok(_) => {
+                    if !fds[1].revents().is_empty() {
+                        while let Some(sig) = stop.take() {
+                            signal.get_or_insert(sig);
+                            self.kill();
+                        }
                     }
-                    return (outcome, Some(Usage::from_words(words)));
+                    if fds[0].revents().is_empty() {
+                        continue;
+                    }
+                    match recv(self.channel.as_fd()) {
+                        Ok((msg, _)) => match decode_end(&msg) {
+                            Some(end) => end,
+                            None => continue,
+                        },
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                        Err(_) => (Outcome::Lost, None),
+                    }
                 }
-                Ok((msg, _)) if msg.first() == Some(&MSG_FAILED) => {
-                    let (stage, errno) = decode_failure(&msg);
-                    return (Outcome::Failed(stage, errno), None);
-                }
-                Ok((msg, _)) if msg.is_empty() => return (Outcome::Lost, None),
-                Ok(_) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(_) => return (Outcome::Lost, None),
-            }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => (Outcome::Lost, None),
+            };
+            return Ended {
+                outcome,
+                usage,
+                signal,
+            };
         }
     }
 
@@ -715,13 +776,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
         // Every other process of the sandbox has been reaped: init's usage and its children's
         // are the sandbox's, and warden need not wait for init's exit to learn them.
         let usage = Usage::of_self_and_reaped().unwrap_or_default();
-        let mut msg = [0u8; STATUS_LEN];
-        msg[0] = MSG_STATUS;
-        msg[1..5].copy_from_slice(&status.to_ne_bytes());
-        for (slot, w) in msg[5..].chunks_exact_mut(8).zip(usage.to_words()) {
-            slot.copy_from_slice(&w.to_ne_bytes());
-        }
-        let _ = send(channel.as_fd(), &msg);
+        let _ = send(channel.as_fd(), &encode_end(status, usage));
     }
     process::exit_now(0)
 }
@@ -1040,4 +1095,31 @@ fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>)> {
         }
     }
     Ok((buf[..got.bytes].to_vec(), pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The end init reports reads back as it was: an exit code or a signal, with the usage.
+    #[test]
+    fn the_reported_end_reads_back() {
+        let usage = Usage {
+            cpu: std::time::Duration::from_micros(1_500),
+            max_rss_kib: 4_096,
+            csw_voluntary: 3,
+            csw_forced: 9,
+        };
+        // Wait statuses: exit(3), and killed by SIGTERM.
+        let exited = decode_end(&encode_end(3 << 8, usage));
+        assert_eq!(exited, Some((Outcome::Exited(3), Some(usage))));
+        let killed = decode_end(&encode_end(libc::SIGTERM, Usage::default()));
+        assert_eq!(
+            killed,
+            Some((Outcome::Signaled(libc::SIGTERM), Some(Usage::default())))
+        );
+        // init gone without a word; a status cut short is not one.
+        assert_eq!(decode_end(&[]), Some((Outcome::Lost, None)));
+        assert_eq!(decode_end(&encode_end(0, usage)[..5]), None);
+    }
 }

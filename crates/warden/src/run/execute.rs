@@ -19,7 +19,6 @@ use crate::syscalls::Opens;
 use rustix::process::Signal;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,8 +78,11 @@ pub fn execute(
     crate::timings::mark("seccomp filter");
 
     // Signals that end warden end the sandbox: block them now (the sandbox unblocks them before
-    // exec), and take them synchronously on a thread once the sandbox exists.
+    // exec, and every thread of warden's starts with them blocked), and take them from a
+    // descriptor while waiting for the program.
     crate::sys::signals::block(&STOP);
+    let stop = crate::sys::signals::SignalFd::new(&STOP)
+        .map_err(|e| failure(EXIT_WARDEN, format!("cannot take signals: {e}")))?;
     become_starting_ids(&command)?;
     let attach = cgroup.as_deref().map(|cg| move |pid: i32| cg.attach(pid));
     let started = Instant::now();
@@ -138,9 +140,12 @@ pub fn execute(
             Arc::clone(&verdicts),
         );
     }
-    let caught = stop_on_signals(sandbox.shared());
     crate::timings::mark("watchers");
-    let (outcome, reported) = sandbox.wait();
+    let launch::Ended {
+        outcome,
+        usage: reported,
+        signal: caught,
+    } = sandbox.wait(&stop);
     crate::timings::mark("program ran (exec to exit)");
     measured.wall = started.elapsed();
     measured.exceeded = verdicts.close();
@@ -191,7 +196,7 @@ pub fn execute(
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent, agent_mem_kib);
     crate::timings::mark("reaped, agent quiet");
-    if let sig @ 1.. = caught.load(Ordering::SeqCst) {
+    if let Some(sig) = caught {
         return Ok(128 + sig);
     }
     status(outcome, &program)
@@ -410,19 +415,6 @@ fn serve_grants(session: Option<&Arc<warden_capsicum::Session>>) {
         let session = Arc::clone(session);
         std::thread::spawn(move || warden_capsicum::sandbox::serve_grants(sock, &session.held));
     }
-}
-
-/// Kills the sandbox when warden gets one of [`STOP`] (blocked since before the launch), on a
-/// thread of its own; the signal's number is stored in what it returns.
-fn stop_on_signals(sandbox: Arc<Launched>) -> Arc<AtomicI32> {
-    let caught = Arc::new(AtomicI32::new(0));
-    let seen = Arc::clone(&caught);
-    std::thread::spawn(move || {
-        let sig = crate::sys::signals::wait(&STOP);
-        seen.store(sig, Ordering::SeqCst);
-        sandbox.kill();
-    });
-    caught
 }
 
 /// What the run used, from init's usage, the cgroup and the agent (its peak memory,
