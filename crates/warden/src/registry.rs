@@ -327,12 +327,17 @@ fn remove_stale(dir: &Path) {
 pub struct Registration {
     path: PathBuf,
     /// Set when the registration ends; the thread writes only while holding the lock and
-    /// seeing it unset, so no write lands after the removal.
-    stop: Arc<std::sync::Mutex<bool>>,
+    /// seeing it unset, so no write lands after the removal. The thread waits on the condition
+    /// between writes, and so ends as soon as it is set.
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
 }
 
+/// How often the entry's counters are written again.
+const REFRESH: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl Registration {
-    /// Writes `entry` now and every second with fresh counters from `snapshot`, until dropped.
+    /// Writes `entry` now and every [`REFRESH`] with fresh counters from `snapshot`, until
+    /// dropped.
     pub fn start(
         dir: &Path,
         entry: Entry,
@@ -341,7 +346,7 @@ impl Registration {
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
         let path = dir.join(format!("{}.json", entry.id));
-        let stop = Arc::new(std::sync::Mutex::new(false));
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let (p, s) = (path.clone(), Arc::clone(&stop));
         let dir = dir.to_path_buf();
         let write = move |entry: &mut Entry| {
@@ -352,8 +357,13 @@ impl Registration {
             entry.capsicum = capsicum.as_deref().map(Capsicum::of);
             if let Ok(text) = serde_json::to_vec(entry) {
                 let tmp = p.with_extension("tmp");
-                if std::fs::write(&tmp, text).is_ok() {
-                    let _ = std::fs::rename(&tmp, &p);
+                // Under the lock: whatever is left of a failed write goes before the removal
+                // can look.
+                if std::fs::write(&tmp, text)
+                    .and_then(|()| std::fs::rename(&tmp, &p))
+                    .is_err()
+                {
+                    let _ = std::fs::remove_file(&tmp);
                 }
             }
         };
@@ -364,12 +374,13 @@ impl Registration {
             .name("warden-registry".into())
             .spawn(move || {
                 remove_stale(&dir);
-                loop {
-                    match s.lock() {
-                        Ok(stopped) if !*stopped => write(&mut entry),
-                        _ => break,
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(500));
+                let (lock, changed) = &*s;
+                let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*stopped {
+                    write(&mut entry);
+                    stopped = changed
+                        .wait_timeout(stopped, REFRESH)
+                        .map_or_else(|e| e.into_inner().0, |(g, _)| g);
                 }
             });
         Registration { path, stop }
@@ -377,11 +388,13 @@ impl Registration {
 }
 
 impl Drop for Registration {
+    /// Removes the entry and wakes the thread, which ends on its own meanwhile (warden's
+    /// other teardown goes on beside it, and its exit has one thread fewer to end).
     fn drop(&mut self) {
-        let mut stopped = self.stop.lock().unwrap_or_else(|e| e.into_inner());
-        *stopped = true;
+        let (lock, changed) = &*self.stop;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        changed.notify_one();
         let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_file(self.path.with_extension("tmp"));
     }
 }
 
@@ -732,6 +745,68 @@ mod tests {
             Some("[::1]:80".parse().unwrap())
         );
         assert_eq!(hex_endpoint("zz:1"), None);
+    }
+
+    /// The threads of this process named `name`.
+    fn threads_named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name)
+            })
+            .count()
+    }
+
+    /// The entry is written by the thread, kept up to date, and gone with the registration;
+    /// nothing else is left in the directory, and the thread ends.
+    #[test]
+    fn an_entry_lives_as_long_as_its_registration() {
+        let dir = std::env::temp_dir().join(format!("warden-registry-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let entry = Entry {
+            id: format!("{}-00000001", std::process::id()),
+            command: vec!["true".into()],
+            ..Entry::default()
+        };
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&calls);
+        let reg = Registration::start(&dir, entry, Arc::default(), None, move || {
+            (
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+                0,
+            )
+        });
+        let path = dir.join(format!("{}-00000001.json", std::process::id()));
+        let deadline = std::time::Instant::now() + 20 * REFRESH;
+        // Written, then written again with fresh counters.
+        let mut seen = 0;
+        while seen < 2 {
+            assert!(std::time::Instant::now() < deadline, "no second write");
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if let Ok(e) = serde_json::from_str::<Entry>(&text) {
+                    seen = seen.max(e.delegated);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(threads_named("warden-registry"), 1);
+        drop(reg);
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        while threads_named("warden-registry") > 0 {
+            assert!(std::time::Instant::now() < deadline, "the thread goes on");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let written = calls.load(std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(2 * REFRESH);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), written);
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
