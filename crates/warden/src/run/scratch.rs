@@ -86,16 +86,25 @@ impl Scratch {
     }
 
     pub fn remove(self) {
+        let gone = |r: std::io::Result<()>| match r {
+            Ok(()) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        };
+        // Most runs leave it empty: one rmdir, before the walk a full tree needs.
+        let mut removed = gone(std::fs::remove_dir(&self.path));
         // A second try for an entry made while the first ran (an agent worker finishing a
         // dead caller's create after Agent::quiesce gave up on it).
         for _ in 0..3 {
-            if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+            if removed {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            removed = gone(std::fs::remove_dir_all(&self.path));
+            if !removed {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
         // A directory that would not go keeps its (soon unlocked) lock: a later run tries again.
-        if !self.path.exists() {
+        if removed {
             self.keep();
         }
     }
