@@ -164,13 +164,11 @@ pub fn execute(
             let _ = c.join();
         }
     };
-    // The agent's peak memory is read once it is quiet (reading /proc/self/status costs tens
-    // of microseconds: while init's exit goes on, where there is one).
-    let (usage, agent_mem_kib) = if matches!(outcome, Outcome::Lost) {
+    let usage = if matches!(outcome, Outcome::Lost) {
         // init was killed: the rest of the sandbox dies with it, as it is reaped.
         let usage = sandbox.reap();
         quiesce(copiers);
-        (usage, crate::sys::process::peak_rss_kib())
+        usage
     } else {
         // init reaped every other process of the sandbox before it said how the program
         // ended: nothing of the sandbox runs any more, and warden's own teardown goes first,
@@ -178,15 +176,14 @@ pub fn execute(
         quiesce(copiers);
         drop(registration);
         before_reap();
-        let agent_mem_kib = crate::sys::process::peak_rss_kib();
         match reported {
             // What the sandbox used came with the status: init's exit is not waited for. A
             // cgroup, though, can only be removed once init has left it.
             Some(usage) if cgroup.is_none() => {
                 *exiting = Some(sandbox.exiting());
-                (Some(usage), agent_mem_kib)
+                Some(usage)
             }
-            _ => (sandbox.reap(), agent_mem_kib),
+            _ => sandbox.reap(),
         }
     };
     if captures.exceeded() && measured.exceeded.is_none() {
@@ -194,7 +191,7 @@ pub fn execute(
     }
     measured.outcome = Some(outcome);
     measured.output = captures.used();
-    measure(measured, usage, cgroup.as_deref(), &agent, agent_mem_kib);
+    measure(measured, usage, cgroup.as_deref(), &agent);
     crate::timings::mark("reaped, agent quiet");
     if let Some(sig) = caught {
         return Ok(128 + sig);
@@ -417,15 +414,9 @@ fn serve_grants(session: Option<&Arc<warden_capsicum::Session>>) {
     }
 }
 
-/// What the run used, from init's usage, the cgroup and the agent (its peak memory,
-/// `agent_mem_kib`, read by the caller).
-fn measure(
-    measured: &mut Measured,
-    usage: Option<Usage>,
-    cgroup: Option<&Cgroup>,
-    agent: &Agent,
-    agent_mem_kib: u64,
-) {
+/// What the run used, from init's usage, the cgroup and the agent (its peak memory is read
+/// for the report, [`super::Session::close`]).
+fn measure(measured: &mut Measured, usage: Option<Usage>, cgroup: Option<&Cgroup>, agent: &Agent) {
     if let Some(u) = usage {
         measured.cpu = u.cpu;
         measured.max_rss_kib = u.max_rss_kib;
@@ -443,7 +434,6 @@ fn measure(
     measured.agent = agent.stats.snapshot();
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;
-    measured.agent_mem_kib = agent_mem_kib;
     measured.agent_budget = Some(agent.budget);
     measured.sockets = agent.sockets_peak();
 }

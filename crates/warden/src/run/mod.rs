@@ -310,6 +310,11 @@ impl Session {
         if let Err(f) = &result {
             self.measured.failure = Some(f.message.clone());
         }
+        // The agent's peak memory (warden's own), once it is quiet, and only for a report:
+        // reading /proc/self/status costs some tens of microseconds of every end.
+        if self.reports.wanted() && self.measured.agent_budget.is_some() {
+            self.measured.agent_mem_kib = crate::sys::process::peak_rss_kib();
+        }
         self.reports
             .write(&self.measured, &self.cfg.policy.limits)?;
         crate::timings::print();
@@ -370,6 +375,11 @@ impl Reports {
             meta: open(&cfg.report)?,
             json: open(&cfg.report_json)?,
         })
+    }
+
+    /// Whether any report was asked for.
+    fn wanted(&self) -> bool {
+        self.meta.is_some() || self.json.is_some()
     }
 
     fn write(self, m: &Measured, limits: &Limits) -> Result<(), Failure> {
