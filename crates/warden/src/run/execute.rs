@@ -25,11 +25,20 @@ use std::time::{Duration, Instant};
 /// Signals that end warden end the sandbox.
 const STOP: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
+/// What a run does for itself beside the sandbox's work.
+pub trait Chores {
+    /// Housekeeping that need not hold up the start: done once the program runs.
+    fn while_running(&mut self);
+    /// warden's own teardown once the program has ended and init has reaped the rest of the
+    /// sandbox (not after a kill: then it waits until init is gone).
+    fn teardown(&mut self);
+}
+
 /// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
 /// being the run's scratch directory if it has one. Fills in `measured`; returns the
-/// program's exit status (128+N for signal N). `before_reap` is warden's own teardown, done
-/// while the sandbox's init exits when the program ended and init reaped the rest; init is
-/// then left in `exiting`, not waited for, unless the run's cgroup must be emptied first.
+/// program's exit status (128+N for signal N). `chores` are the run's own housekeeping and
+/// teardown ([`Chores`]); init is left in `exiting`, not waited for, when the program ended and
+/// init reaped the rest, unless the run's cgroup must be emptied first.
 #[allow(clippy::too_many_arguments)]
 pub fn execute(
     cfg: &RunConfig,
@@ -38,7 +47,7 @@ pub fn execute(
     mut captures: Captures,
     scratch: Option<&Path>,
     measured: &mut Measured,
-    before_reap: &mut dyn FnMut(),
+    chores: &mut dyn Chores,
     exiting: &mut Option<launch::Exiting>,
 ) -> Result<i32, Failure> {
     let mode = plan.mode();
@@ -141,6 +150,9 @@ pub fn execute(
         );
     }
     crate::timings::mark("watchers");
+    // On warden's CPU while the program starts on its own.
+    chores.while_running();
+    crate::timings::mark("chores");
     let launch::Ended {
         outcome,
         usage: reported,
@@ -175,7 +187,7 @@ pub fn execute(
         // while init's exit takes its namespaces down (its mounts wait for RCU grace periods).
         quiesce(copiers);
         drop(registration);
-        before_reap();
+        chores.teardown();
         match reported {
             // What the sandbox used came with the status: init's exit is not waited for. A
             // cgroup, though, can only be removed once init has left it.

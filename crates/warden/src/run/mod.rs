@@ -275,7 +275,10 @@ impl Session {
             _copies,
         } = decided;
         let path = self.scratch.as_ref().map(|s| s.path.clone());
-        let (scratch, keep) = (&mut self.scratch, self.cfg.keep);
+        let mut chores = ScratchChores {
+            scratch: &mut self.scratch,
+            keep: self.cfg.keep,
+        };
         execute::execute(
             &self.cfg,
             plan,
@@ -283,14 +286,7 @@ impl Session {
             captures,
             path.as_deref(),
             &mut self.measured,
-            &mut || {
-                if !keep {
-                    if let Some(s) = scratch.take() {
-                        s.remove();
-                        crate::timings::mark("scratch removed");
-                    }
-                }
-            },
+            &mut chores,
             &mut self.exiting,
         )
     }
@@ -322,6 +318,30 @@ impl Session {
             status,
             _exiting: self.exiting.take(),
         })
+    }
+}
+
+/// The scratch directory's chores in a run: other runs' leftovers swept while the program
+/// starts, this run's directory removed (unless kept) as soon as the program has ended.
+struct ScratchChores<'a> {
+    scratch: &'a mut Option<Scratch>,
+    keep: bool,
+}
+
+impl execute::Chores for ScratchChores<'_> {
+    fn while_running(&mut self) {
+        if let Some(s) = self.scratch.as_ref() {
+            s.sweep_others();
+        }
+    }
+
+    fn teardown(&mut self) {
+        if !self.keep {
+            if let Some(s) = self.scratch.take() {
+                s.remove();
+                crate::timings::mark("scratch removed");
+            }
+        }
     }
 }
 
