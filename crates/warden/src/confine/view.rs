@@ -144,6 +144,56 @@ pub struct RememberedHost {
     mounts: std::cell::OnceCell<Option<Vec<String>>>,
 }
 
+impl RememberedHost {
+    /// The directory `path` (absolute) names with every link followed, as the kernel resolves
+    /// it, from the remembered answers (each missing one asked of the host once): its path
+    /// with no link left in it. `None` for anything but a directory, and for what the answers
+    /// cannot settle (a loop of links), which the caller then asks the kernel about: the
+    /// kernel plan asks this of the same trees the view's plan has just looked at.
+    pub fn directory(&self, path: &str) -> Option<String> {
+        let mut todo: Vec<String> = Vec::new();
+        let push = |todo: &mut Vec<String>, p: &str| {
+            todo.extend(
+                p.split('/')
+                    .rev()
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned),
+            );
+        };
+        path.starts_with('/').then_some(())?;
+        push(&mut todo, path);
+        // `at` is "" for the root, "/a/b" otherwise: links resolved, so its parent is lexical.
+        let mut at = String::new();
+        let mut links = 0;
+        while let Some(c) = todo.pop() {
+            match c.as_str() {
+                "." => continue,
+                ".." => {
+                    at.truncate(at.rfind('/').unwrap_or(0));
+                    continue;
+                }
+                _ => {}
+            }
+            let next = format!("{at}/{c}");
+            match self.node(&next) {
+                Node::Dir => at = next,
+                Node::Symlink(target) => {
+                    links += 1;
+                    if links > 40 {
+                        return None;
+                    }
+                    if target.starts_with('/') {
+                        at.clear();
+                    }
+                    push(&mut todo, &target);
+                }
+                _ => return None,
+            }
+        }
+        Some(if at.is_empty() { "/".to_owned() } else { at })
+    }
+}
+
 impl Host for RememberedHost {
     fn mounted_beneath(&self, dir: &str) -> bool {
         any_beneath(self.mounts.get_or_init(mount_points).as_deref(), dir)
@@ -978,5 +1028,48 @@ mod tests {
             let path = format!("/{name}");
             assert_eq!(host.node(&path), HostFs.node(&path), "{path}");
         }
+    }
+
+    /// A directory resolved from the remembered answers has the kernel's name for it, through
+    /// links absolute and relative, `.` and `..`; anything else is left to the kernel.
+    #[test]
+    fn a_remembered_directory_has_the_kernels_name() {
+        let dir = std::env::temp_dir().join(format!("warden-remembered-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
+        std::fs::write(dir.join("a/f"), "x").unwrap();
+        std::os::unix::fs::symlink("a/b", dir.join("rel")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a"), dir.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../a/b/c", dir.join("a/up")).unwrap();
+        std::os::unix::fs::symlink("rel/../..", dir.join("back")).unwrap();
+        std::os::unix::fs::symlink("loop", dir.join("loop")).unwrap();
+        std::os::unix::fs::symlink("a/f", dir.join("to-file")).unwrap();
+        let base = dir.to_str().unwrap();
+        let host = RememberedHost::default();
+        for name in [
+            "",
+            "a",
+            "a/b/c",
+            "rel",
+            "rel/c",
+            "abs/b",
+            "a/up",
+            "abs/up/..",
+            "back",
+            "./a/./b",
+            "a/b/../b",
+            "rel/..",
+        ] {
+            let path = format!("{base}/{name}");
+            let kernel = crate::paths::canonical(&path).map(|(c, _)| c);
+            assert!(kernel.is_some(), "{path}");
+            assert_eq!(host.directory(&path), kernel, "{path}");
+        }
+        for name in ["a/f", "to-file", "loop", "missing", "a/f/x", "rel/missing"] {
+            assert_eq!(host.directory(&format!("{base}/{name}")), None, "{name}");
+        }
+        assert_eq!(host.directory("/"), Some("/".to_owned()));
+        assert_eq!(host.directory("relative/path"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -8,6 +8,7 @@ use super::{failure, EnvConfig, Failure, FastPath, RunConfig, ViewMode, EXIT_WAR
 use super::{EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, MINIMAL_PATH};
 use crate::confine::landlock;
 use crate::confine::namespaces::IdMap;
+use crate::confine::view::RememberedHost;
 use crate::launch::Command;
 use crate::limits::cgroup::CgroupLimits;
 use crate::syscalls::{Opens, Profile};
@@ -61,7 +62,9 @@ impl Plan {
         } else {
             Hiding::Overlay
         };
-        let view = view_for(cfg, &policy, hiding)?;
+        // The host as the plans find it, asked once for both (the view's and the kernel's).
+        let host = RememberedHost::default();
+        let view = view_for(cfg, &policy, hiding, &host)?;
         let policy = if view.is_none() {
             without_view(cfg, policy)
         } else {
@@ -100,7 +103,7 @@ impl Plan {
             memory: limits.mem,
             tasks: limits.processes.map(|n| n + 1),
         });
-        let opens = choose_opens(cfg, &policy, view.is_some(), !inherits_directory)?;
+        let opens = choose_opens(cfg, &policy, view.is_some(), !inherits_directory, &host)?;
         let net = crate::agent::net::Context::new(&policy)
             .map_err(|e| failure(EXIT_WARDEN, e.to_string()))?;
         let profile = Profile {
@@ -149,6 +152,7 @@ fn view_for(
     cfg: &RunConfig,
     policy: &Policy,
     hiding: Hiding,
+    host: &RememberedHost,
 ) -> Result<Option<warden_policy::view::ViewPlan>, Failure> {
     // A map of the host's trees is a mount of the view: a policy with one always gets a view.
     // A tmpfs map alone does not ask for one: without a view its tree is closed
@@ -181,11 +185,7 @@ fn view_for(
             .into_iter()
             .map(|(span, text)| format!("{span}: {text}"))
             .collect();
-    let plan = warden_policy::view::view_plan_with(
-        policy,
-        &crate::confine::view::RememberedHost::default(),
-        hiding,
-    );
+    let plan = warden_policy::view::view_plan_with(policy, host, hiding);
     problems.extend(plan.errors.iter().cloned());
     if !problems.is_empty() {
         return Err(failure(EXIT_WARDEN, problems.join("\n")));
@@ -262,6 +262,7 @@ fn choose_opens(
     policy: &Policy,
     view: bool,
     lookers: bool,
+    host: &RememberedHost,
 ) -> Result<Opens, Failure> {
     let fast_path = match cfg.fast_path {
         FastPath::InView if view => FastPath::Auto,
@@ -305,7 +306,7 @@ fn choose_opens(
                 .into(),
         )
     } else {
-        let seen = FoundOnce::default();
+        let seen = FoundOnce::new(host);
         let found = |path: &str| seen.get(path);
         let plan = if view {
             warden_policy::kernel::kernel_plan_in_view(policy, &found)
@@ -368,16 +369,25 @@ fn choose_opens(
 /// What [`landlock::found`] says of each path, asked of the host once: the planner asks about
 /// the same few trees for rule after rule, and about `D/` (a tree's rules) as about `D`. `D/`
 /// is `D`'s answer when that is a directory and missing otherwise, as the kernel resolves a
-/// trailing slash, links followed.
-#[derive(Default)]
-struct FoundOnce(
-    std::cell::RefCell<std::collections::HashMap<String, warden_policy::kernel::Found>>,
-);
+/// trailing slash, links followed. A directory is resolved from the view plan's answers
+/// ([`RememberedHost::directory`]), which have looked at the same trees already; the kernel is
+/// asked about the rest.
+struct FoundOnce<'h> {
+    host: &'h RememberedHost,
+    seen: std::cell::RefCell<std::collections::HashMap<String, warden_policy::kernel::Found>>,
+}
 
-impl FoundOnce {
+impl<'h> FoundOnce<'h> {
+    fn new(host: &'h RememberedHost) -> FoundOnce<'h> {
+        FoundOnce {
+            host,
+            seen: Default::default(),
+        }
+    }
+
     fn get(&self, path: &str) -> warden_policy::kernel::Found {
         use warden_policy::kernel::Found;
-        if let Some(f) = self.0.borrow().get(path) {
+        if let Some(f) = self.seen.borrow().get(path) {
             return f.clone();
         }
         let f = match path.strip_suffix('/') {
@@ -385,9 +395,12 @@ impl FoundOnce {
                 Found::Dir(d) => Found::Dir(d),
                 _ => Found::Missing,
             },
-            _ => landlock::found(path),
+            _ => match self.host.directory(path) {
+                Some(dir) => Found::Dir(dir),
+                None => landlock::found(path),
+            },
         };
-        self.0.borrow_mut().insert(path.to_owned(), f.clone());
+        self.seen.borrow_mut().insert(path.to_owned(), f.clone());
         f
     }
 }
@@ -810,7 +823,8 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("f"), dir.join("to-f")).unwrap();
         std::os::unix::fs::symlink(dir.join("none"), dir.join("dangling")).unwrap();
         let base = dir.to_str().unwrap();
-        let seen = FoundOnce::default();
+        let host = RememberedHost::default();
+        let seen = FoundOnce::new(&host);
         for name in ["d", "f", "to-d", "to-f", "dangling", "none"] {
             let path = format!("{base}/{name}");
             // The plain path first, so that the slash's answer comes from it.

@@ -53,11 +53,7 @@ impl Scratch {
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
-                    let scratch = Scratch {
-                        path,
-                        lock,
-                        base,
-                    };
+                    let scratch = Scratch { path, lock, base };
                     let _ = std::fs::set_permissions(
                         &scratch.path,
                         std::fs::Permissions::from_mode(0o700),
