@@ -18,8 +18,8 @@ pub struct Usage {
     pub csw_forced: u64,
 }
 
-/// [`Usage`] as words, for a message: [`Usage::to_words`], [`Usage::from_words`].
-pub const USAGE_WORDS: usize = 4;
+/// The length of [`Usage`] as bytes, for a message: [`Usage::to_bytes`], [`Usage::from_bytes`].
+pub const USAGE_BYTES: usize = 8 * 4;
 
 impl Usage {
     /// The calling process's own usage and that of every child it has reaped: what its parent's
@@ -41,20 +41,33 @@ impl Usage {
         }
     }
 
-    /// The words of a message that carries this usage (the CPU time in nanoseconds).
-    pub fn to_words(self) -> [u64; USAGE_WORDS] {
+    /// The bytes of a message that carries this usage (the CPU time in nanoseconds, then the
+    /// counts, each a native-endian u64).
+    pub fn to_bytes(self) -> [u8; USAGE_BYTES] {
         let nanos = u64::try_from(self.cpu.as_nanos()).unwrap_or(u64::MAX);
-        [nanos, self.max_rss_kib, self.csw_voluntary, self.csw_forced]
+        let words = [nanos, self.max_rss_kib, self.csw_voluntary, self.csw_forced];
+        let mut bytes = [0u8; USAGE_BYTES];
+        for (slot, w) in bytes.chunks_exact_mut(8).zip(words) {
+            slot.copy_from_slice(&w.to_ne_bytes());
+        }
+        bytes
     }
 
-    /// The usage [`Usage::to_words`] made these words of.
-    pub fn from_words(w: [u64; USAGE_WORDS]) -> Usage {
-        Usage {
-            cpu: Duration::from_nanos(w[0]),
-            max_rss_kib: w[1],
-            csw_voluntary: w[2],
-            csw_forced: w[3],
+    /// The usage [`Usage::to_bytes`] made `bytes` of; `None` unless they are that long.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Usage> {
+        if bytes.len() != USAGE_BYTES {
+            return None;
         }
+        let mut words = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("eight bytes")));
+        let mut next = || words.next().expect("four words");
+        Some(Usage {
+            cpu: Duration::from_nanos(next()),
+            max_rss_kib: next(),
+            csw_voluntary: next(),
+            csw_forced: next(),
+        })
     }
 
     pub(crate) fn from_rusage(u: &libc::rusage) -> Usage {
@@ -86,14 +99,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn words_carry_every_field() {
+    fn bytes_carry_every_field() {
         let u = Usage {
             cpu: Duration::from_nanos(1_234_567_891),
             max_rss_kib: 65_536,
             csw_voluntary: 7,
             csw_forced: u64::MAX,
         };
-        assert_eq!(Usage::from_words(u.to_words()), u);
+        assert_eq!(Usage::from_bytes(&u.to_bytes()), Some(u));
     }
 
     #[test]
@@ -148,24 +161,16 @@ mod tests {
             let mut status = 0;
             // SAFETY: waitpid writes one int through a pointer to a live local.
             unsafe { libc::waitpid(grandchild, &mut status, 0) };
-            let words = Usage::of_self_and_reaped().map_or([0; USAGE_WORDS], Usage::to_words);
-            let mut bytes = [0u8; 8 * USAGE_WORDS];
-            for (slot, w) in bytes.chunks_exact_mut(8).zip(words) {
-                slot.copy_from_slice(&w.to_ne_bytes());
-            }
+            let bytes = Usage::of_self_and_reaped().unwrap_or_default().to_bytes();
             let _ = rustix::io::write(&wr, &bytes);
             // SAFETY: _exit ends the process at once.
             unsafe { libc::_exit(0) };
         }
         drop((wr, block));
         let (_, waited) = crate::process::wait_with_usage(pid).expect("wait4");
-        let mut bytes = [0u8; 8 * USAGE_WORDS];
+        let mut bytes = [0u8; USAGE_BYTES];
         std::io::Read::read_exact(&mut &rd, &mut bytes).expect("the child's reading");
-        let mut words = [0u64; USAGE_WORDS];
-        for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
-        }
-        let own = Usage::from_words(words);
+        let own = Usage::from_bytes(&bytes).expect("a whole reading");
         assert!(own.cpu >= Duration::from_millis(25), "{own:?}");
         assert!(own.max_rss_kib >= 8 * 1024, "{own:?}");
         // The child's exit after its reading costs a little more CPU, nothing else.

@@ -24,7 +24,7 @@ use crate::confine::namespaces::{write_id_maps, IdMap, SANDBOX_NAMESPACES};
 use crate::sys::process::{self, Cloned};
 use crate::sys::seccomp::{self, Instruction};
 use crate::sys::signals::SignalFd;
-use crate::sys::usage::{Usage, USAGE_WORDS};
+use crate::sys::usage::{Usage, USAGE_BYTES};
 use rustix::net::{
     recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
     SendFlags, SocketFlags, SocketType,
@@ -262,9 +262,9 @@ const MSG_LISTENER: u8 = b'L';
 /// otherwise close the only copy, and every call the filter notifies would fail with ENOSYS).
 const MSG_TAKEN: u8 = b'T';
 const MSG_FAILED: u8 = b'E';
-/// The program's status (4 bytes), then what the sandbox used ([`Usage::to_words`]).
+/// The program's status (4 bytes), then what the sandbox used ([`Usage::to_bytes`]).
 const MSG_STATUS: u8 = b'S';
-const STATUS_LEN: usize = 5 + 8 * USAGE_WORDS;
+const STATUS_LEN: usize = 5 + USAGE_BYTES;
 
 /// The steps inside the sandbox whose end is read from the clock (`crate::timings`), in the
 /// order they happen; the program's process sends the readings with its listener.
@@ -498,9 +498,7 @@ fn encode_end(status: i32, usage: Usage) -> [u8; STATUS_LEN] {
     let mut msg = [0u8; STATUS_LEN];
     msg[0] = MSG_STATUS;
     msg[1..5].copy_from_slice(&status.to_ne_bytes());
-    for (slot, w) in msg[5..].chunks_exact_mut(8).zip(usage.to_words()) {
-        slot.copy_from_slice(&w.to_ne_bytes());
-    }
+    msg[5..].copy_from_slice(&usage.to_bytes());
     msg
 }
 
@@ -516,11 +514,7 @@ fn decode_end(msg: &[u8]) -> Option<(Outcome, Option<Usage>)> {
             } else {
                 Outcome::Exited(libc::WEXITSTATUS(status))
             };
-            let mut words = [0u64; USAGE_WORDS];
-            for (w, b) in words.iter_mut().zip(msg[5..].chunks_exact(8)) {
-                *w = u64::from_ne_bytes(b.try_into().expect("eight bytes"));
-            }
-            Some((outcome, Some(Usage::from_words(words))))
+            Some((outcome, Usage::from_bytes(&msg[5..])))
         }
         Some(&MSG_FAILED) => {
             let (stage, errno) = decode_failure(msg);
