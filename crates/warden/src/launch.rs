@@ -194,11 +194,11 @@ impl std::ops::Deref for Sandbox {
 
 impl Sandbox {
     /// The sandbox once init has reported the program's end with every other process of the
-    /// sandbox reaped: only init's exit is left, which takes its namespaces down and waits on
-    /// the kernel for that (each mount namespace's unmounting waits for RCU grace periods,
-    /// several hundred microseconds in all).
+    /// sandbox reaped (and has been killed, or exits of itself after its report): only init's
+    /// exit is left, which takes its namespaces down and waits on the kernel for that (each
+    /// mount namespace's unmounting waits for RCU grace periods, several hundred microseconds
+    /// in all).
     pub fn exiting(self) -> Exiting {
-        self.kill();
         Exiting { _sandbox: self }
     }
 }

@@ -34,12 +34,19 @@ pub trait Chores {
     fn teardown(&mut self);
 }
 
+/// A run the program has ended: its exit status (128+N for signal N), and the sandbox's init
+/// when it is left exiting, not waited for (the program ended and init reaped the rest, and
+/// no cgroup must be emptied first).
+pub struct Ran {
+    /// The exit status.
+    pub status: i32,
+    /// init, still exiting.
+    pub exiting: Option<launch::Exiting>,
+}
+
 /// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
-/// being the run's scratch directory if it has one. Fills in `measured`; returns the
-/// program's exit status (128+N for signal N). `chores` are the run's own housekeeping and
-/// teardown ([`Chores`]); init is left in `exiting`, not waited for, when the program ended and
-/// init reaped the rest, unless the run's cgroup must be emptied first.
-#[allow(clippy::too_many_arguments)]
+/// being the run's scratch directory if it has one. Fills in `measured`; `chores` are the
+/// run's own housekeeping and teardown ([`Chores`]).
 pub fn execute(
     cfg: &RunConfig,
     plan: Plan,
@@ -48,8 +55,7 @@ pub fn execute(
     scratch: Option<&Path>,
     measured: &mut Measured,
     chores: &mut dyn Chores,
-    exiting: &mut Option<launch::Exiting>,
-) -> Result<i32, Failure> {
+) -> Result<Ran, Failure> {
     let mode = plan.mode();
     let Plan {
         policy,
@@ -176,11 +182,11 @@ pub fn execute(
             let _ = c.join();
         }
     };
-    let usage = if matches!(outcome, Outcome::Lost) {
+    let (usage, exiting) = if matches!(outcome, Outcome::Lost) {
         // init was killed: the rest of the sandbox dies with it, as it is reaped.
         let usage = sandbox.reap();
         quiesce(copiers);
-        usage
+        (usage, None)
     } else {
         // init reaped every other process of the sandbox before it said how the program
         // ended: nothing of the sandbox runs any more, and warden's own teardown goes first,
@@ -191,11 +197,8 @@ pub fn execute(
         match reported {
             // What the sandbox used came with the status: init's exit is not waited for. A
             // cgroup, though, can only be removed once init has left it.
-            Some(usage) if cgroup.is_none() => {
-                *exiting = Some(sandbox.exiting());
-                Some(usage)
-            }
-            _ => sandbox.reap(),
+            Some(usage) if cgroup.is_none() => (Some(usage), Some(sandbox.exiting())),
+            _ => (sandbox.reap(), None),
         }
     };
     if captures.exceeded() && measured.exceeded.is_none() {
@@ -205,10 +208,11 @@ pub fn execute(
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent);
     crate::timings::mark("reaped, agent quiet");
-    if let Some(sig) = caught {
-        return Ok(128 + sig);
-    }
-    status(outcome, &program)
+    let status = match caught {
+        Some(sig) => 128 + sig,
+        None => status(outcome, &program)?,
+    };
+    Ok(Ran { status, exiting })
 }
 
 /// The run's Landlock ruleset, created (required unless the agent decides every open; with

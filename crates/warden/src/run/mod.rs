@@ -279,7 +279,7 @@ impl Session {
             scratch: &mut self.scratch,
             keep: self.cfg.keep,
         };
-        execute::execute(
+        let ran = execute::execute(
             &self.cfg,
             plan,
             stdio,
@@ -287,8 +287,9 @@ impl Session {
             path.as_deref(),
             &mut self.measured,
             &mut chores,
-            &mut self.exiting,
-        )
+        )?;
+        self.exiting = ran.exiting;
+        Ok(ran.status)
     }
 
     /// Ends the run whose outcome is `result`: the scratch directory removed (or kept, and
