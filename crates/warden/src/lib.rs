@@ -17,6 +17,8 @@ pub mod placement;
 pub mod registry;
 pub mod report;
 pub mod run;
+#[cfg(test)]
+mod testing;
 pub mod timings;
 /// The raw system calls, fenced in their own crate.
 pub use warden_sys as sys;

@@ -32,8 +32,7 @@ mod tests {
     /// directories; nothing for what does not exist.
     #[test]
     fn the_kernels_name_is_realpaths() {
-        let dir = std::env::temp_dir().join(format!("warden-paths-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::testing::TempTree::new("paths");
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::fs::write(dir.join("a/b/f"), "x").unwrap();
         std::os::unix::fs::symlink("a/b", dir.join("l")).unwrap();
@@ -46,6 +45,5 @@ mod tests {
             assert_eq!(canonical(&p).map(|(c, _)| c), want, "{}", p.display());
         }
         assert_eq!(canonical(dir.join("missing")).map(|(c, _)| c), None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -762,9 +762,7 @@ mod tests {
     /// nothing else is left in the directory, and the thread ends.
     #[test]
     fn an_entry_lives_as_long_as_its_registration() {
-        let dir = std::env::temp_dir().join(format!("warden-registry-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
+        let dir = crate::testing::TempTree::new("registry");
         let entry = Entry {
             id: format!("{}-00000001", std::process::id()),
             command: vec!["true".into()],

@@ -1034,8 +1034,7 @@ mod tests {
     /// links absolute and relative, `.` and `..`; anything else is left to the kernel.
     #[test]
     fn a_remembered_directory_has_the_kernels_name() {
-        let dir = std::env::temp_dir().join(format!("warden-remembered-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::testing::TempTree::new("remembered");
         std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
         std::fs::write(dir.join("a/f"), "x").unwrap();
         std::os::unix::fs::symlink("a/b", dir.join("rel")).unwrap();
@@ -1070,6 +1069,5 @@ mod tests {
         }
         assert_eq!(host.directory("/"), Some("/".to_owned()));
         assert_eq!(host.directory("relative/path"), None);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

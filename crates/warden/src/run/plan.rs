@@ -815,8 +815,7 @@ mod tests {
     /// directory (through a link too), and nothing for a file, a link to one, or a dangling one.
     #[test]
     fn a_trailing_slash_is_answered_as_the_host_resolves_it() {
-        let dir = std::env::temp_dir().join(format!("warden-found-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::testing::TempTree::new("found");
         std::fs::create_dir_all(dir.join("d")).unwrap();
         std::fs::write(dir.join("f"), "x").unwrap();
         std::os::unix::fs::symlink(dir.join("d"), dir.join("to-d")).unwrap();
@@ -836,6 +835,5 @@ mod tests {
             seen.get(&format!("{base}/to-d/")),
             warden_policy::kernel::Found::Dir(_)
         ));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

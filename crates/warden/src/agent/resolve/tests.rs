@@ -19,6 +19,7 @@
 //! kernel would say, so that existence cannot be probed.
 
 use super::*;
+use crate::testing::TempTree;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
@@ -194,28 +195,6 @@ fn build(dir: &Path, level: usize, levels: usize) {
     if level < levels {
         std::fs::create_dir(dir.join("d")).unwrap();
         build(&dir.join("d"), level + 1, levels);
-    }
-}
-
-/// A temporary directory, removed when dropped.
-struct TempTree(PathBuf);
-
-impl TempTree {
-    fn new(tag: &str) -> TempTree {
-        let dir = std::env::temp_dir().join(format!(
-            "warden-resolve-{tag}-{}-{}",
-            std::process::id(),
-            rustix::thread::gettid().as_raw_nonzero()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        TempTree(dir)
-    }
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -396,7 +375,7 @@ fn report(bad: &[Case], count: usize) {
 /// from two levels down.
 #[test]
 fn short_paths_agree_with_the_kernel() {
-    let tree = TempTree::new("short");
+    let tree = TempTree::new("resolve-short");
     build(&tree.0, 0, 3);
     if !is_root() {
         // No chroot: the walks from the tree's root only, against RESOLVE_IN_ROOT.
@@ -440,7 +419,7 @@ fn paths_across_mount_points_agree_with_the_kernel() {
             "mounting in a namespace of the test's own needs root",
         );
     }
-    let tree = TempTree::new("mounts");
+    let tree = TempTree::new("resolve-mounts");
     build(&tree.0, 0, 2);
     let root = tree.0.clone();
     let prepare = move || {
@@ -479,7 +458,7 @@ fn paths_across_mount_points_agree_with_the_kernel() {
 /// remove the link's target), while `name/` names `name`, which must be a directory.
 #[test]
 fn a_final_dot_is_the_directory_itself() {
-    let tree = TempTree::new("dot");
+    let tree = TempTree::new("resolve-dot");
     build(&tree.0, 0, 1);
     let policy = allow_all();
     let resolver = Resolver::rooted(open_dir(&tree.0)).unwrap();
@@ -519,7 +498,7 @@ fn a_final_dot_is_the_directory_itself() {
 /// 40 symlinks in a chain are followed, 41 are `ELOOP`, as the kernel's `MAXSYMLINKS`.
 #[test]
 fn symlink_chains_stop_where_the_kernel_stops() {
-    let tree = TempTree::new("chain");
+    let tree = TempTree::new("resolve-chain");
     std::fs::write(tree.0.join("f"), b"f").unwrap();
     symlink("f", tree.0.join("c0")).unwrap();
     for i in 1..=MAX_HOPS {
@@ -569,7 +548,7 @@ fn symlink_chains_stop_where_the_kernel_stops() {
 /// its path, a pipe as the descriptor itself), and other processes' entries are `ENOENT`.
 #[test]
 fn proc_self_is_the_caller() {
-    let tree = TempTree::new("proc");
+    let tree = TempTree::new("resolve-proc");
     std::fs::write(tree.0.join("file"), b"x").unwrap();
     let file = std::fs::File::open(tree.0.join("file")).unwrap();
     let (pipe, _w) = rustix::pipe::pipe().unwrap();
@@ -657,7 +636,7 @@ fn proc_self_is_the_caller() {
 /// hidden directory is not passed through (`hidden/../visible`).
 #[test]
 fn hidden_paths_answer_eacces_whatever_exists() {
-    let tree = TempTree::new("deny");
+    let tree = TempTree::new("resolve-deny");
     build(&tree.0, 0, 1);
     std::fs::create_dir(tree.0.join("h")).unwrap();
     std::fs::write(tree.0.join("h/f"), b"h").unwrap();
@@ -725,7 +704,7 @@ fn open_dir_or_file(path: &Path) -> OwnedFd {
 /// the one the base came from); a base that is no longer at its path is `ENOENT`.
 #[test]
 fn a_base_walked_by_the_kernel_is_checked_as_the_component_walk_checks_it() {
-    let tree = TempTree::new("base");
+    let tree = TempTree::new("resolve-base");
     for d in ["h/s", "v/a/b", "w"] {
         std::fs::create_dir_all(tree.0.join(d)).unwrap();
     }
@@ -776,7 +755,7 @@ fn a_base_walked_by_the_kernel_is_checked_as_the_component_walk_checks_it() {
 /// bound of [`MAX_DEPTH`] directories holds from a deep cwd as from the root.
 #[test]
 fn a_kernel_walked_base_counts_its_depth() {
-    let tree = TempTree::new("depth");
+    let tree = TempTree::new("resolve-depth");
     let base = "/d".repeat(250);
     std::fs::create_dir_all(tree.0.join(&format!("{base}/d/d/d/d/d/d/d/d")[1..])).unwrap();
     let policy = allow_all();
@@ -821,7 +800,7 @@ fn a_kept_base_holds_only_while_its_path_and_the_mounts_hold() {
             "mounting in a namespace of the test's own needs root",
         );
     }
-    let tree = TempTree::new("kept");
+    let tree = TempTree::new("resolve-kept");
     for d in ["v/a/b", "w", "h"] {
         std::fs::create_dir_all(tree.0.join(d)).unwrap();
     }
