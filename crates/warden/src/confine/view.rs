@@ -160,7 +160,9 @@ impl RememberedHost {
                     .map(str::to_owned),
             );
         };
-        path.starts_with('/').then_some(())?;
+        if !path.starts_with('/') {
+            return None;
+        }
         push(&mut todo, path);
         // `at` is "" for the root, "/a/b" otherwise: links resolved, so its parent is lexical.
         let mut at = String::new();
