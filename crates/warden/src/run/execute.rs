@@ -25,15 +25,6 @@ use std::time::{Duration, Instant};
 /// Signals that end warden end the sandbox.
 const STOP: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
-/// What a run does for itself beside the sandbox's work.
-pub trait Chores {
-    /// Housekeeping that need not hold up the start: done once the program runs.
-    fn while_running(&mut self);
-    /// warden's own teardown once the program has ended and init has reaped the rest of the
-    /// sandbox (not after a kill: then it waits until init is gone).
-    fn teardown(&mut self);
-}
-
 /// A run the program has ended: its exit status (128+N for signal N), and the sandbox's init
 /// when it is left exiting, not waited for (the program ended and init reaped the rest, and
 /// no cgroup must be emptied first).
@@ -45,8 +36,9 @@ pub struct Ran {
 }
 
 /// Runs `plan` with the program's descriptors `stdio` (and `captures` behind them), `scratch`
-/// being the run's scratch directory if it has one. Fills in `measured`; `chores` are the
-/// run's own housekeeping and teardown ([`Chores`]).
+/// being the run's scratch directory if it has one. Fills in `measured`. `teardown` is
+/// warden's own, done once the program has ended and init has reaped the rest of the sandbox,
+/// while init's exit goes on (after a kill, once init is gone).
 pub fn execute(
     cfg: &RunConfig,
     plan: Plan,
@@ -54,7 +46,7 @@ pub fn execute(
     mut captures: Captures,
     scratch: Option<&Path>,
     measured: &mut Measured,
-    chores: &mut dyn Chores,
+    teardown: &mut dyn FnMut(),
 ) -> Result<Ran, Failure> {
     let mode = plan.mode();
     let Plan {
@@ -156,9 +148,6 @@ pub fn execute(
         );
     }
     crate::timings::mark("watchers");
-    // On warden's CPU while the program starts on its own.
-    chores.while_running();
-    crate::timings::mark("chores");
     let launch::Ended {
         outcome,
         usage: reported,
@@ -193,7 +182,7 @@ pub fn execute(
         // while init's exit takes its namespaces down (its mounts wait for RCU grace periods).
         quiesce(copiers);
         drop(registration);
-        chores.teardown();
+        teardown();
         match reported {
             // What the sandbox used came with the status: init's exit is not waited for. A
             // cgroup, though, can only be removed once init has left it.

@@ -275,10 +275,7 @@ impl Session {
             _copies,
         } = decided;
         let path = self.scratch.as_ref().map(|s| s.path.clone());
-        let mut chores = ScratchChores {
-            scratch: &mut self.scratch,
-            keep: self.cfg.keep,
-        };
+        let (scratch, keep) = (&mut self.scratch, self.cfg.keep);
         let ran = execute::execute(
             &self.cfg,
             plan,
@@ -286,7 +283,14 @@ impl Session {
             captures,
             path.as_deref(),
             &mut self.measured,
-            &mut chores,
+            &mut || {
+                if !keep {
+                    if let Some(s) = scratch.take() {
+                        s.remove();
+                        crate::timings::mark("scratch removed");
+                    }
+                }
+            },
         )?;
         self.exiting = ran.exiting;
         Ok(ran.status)
@@ -319,30 +323,6 @@ impl Session {
             status,
             _exiting: self.exiting.take(),
         })
-    }
-}
-
-/// The scratch directory's chores in a run: other runs' leftovers swept while the program
-/// starts, this run's directory removed (unless kept) as soon as the program has ended.
-struct ScratchChores<'a> {
-    scratch: &'a mut Option<Scratch>,
-    keep: bool,
-}
-
-impl execute::Chores for ScratchChores<'_> {
-    fn while_running(&mut self) {
-        if let Some(s) = self.scratch.as_ref() {
-            s.sweep_others();
-        }
-    }
-
-    fn teardown(&mut self) {
-        if !self.keep {
-            if let Some(s) = self.scratch.take() {
-                s.remove();
-                crate::timings::mark("scratch removed");
-            }
-        }
     }
 }
 

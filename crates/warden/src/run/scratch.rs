@@ -22,8 +22,6 @@ pub struct Scratch {
     /// The directory (canonical).
     pub path: PathBuf,
     lock: Option<(PathBuf, std::fs::File)>,
-    /// The directory of this user's runs it is in.
-    base: PathBuf,
 }
 
 /// A lock file this young may belong to a run that made it and has not locked it yet.
@@ -35,6 +33,7 @@ impl Scratch {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
         let base = runs_dir(&tmp);
+        sweep(&base);
         for attempt in 0..16u32 {
             let name = format!(
                 "warden-{}-{:08x}",
@@ -53,7 +52,7 @@ impl Scratch {
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
-                    let scratch = Scratch { path, lock, base };
+                    let scratch = Scratch { path, lock };
                     let _ = std::fs::set_permissions(
                         &scratch.path,
                         std::fs::Permissions::from_mode(0o700),
@@ -84,12 +83,6 @@ impl Scratch {
             EXIT_WARDEN,
             "cannot create a unique scratch directory",
         ))
-    }
-
-    /// Sweeps the directories of this user's runs that are gone ([`sweep`]): once per run, at
-    /// a moment the start does not wait for.
-    pub fn sweep_others(&self) {
-        sweep(&self.base);
     }
 
     pub fn remove(self) {
