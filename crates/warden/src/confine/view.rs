@@ -474,8 +474,8 @@ fn apply(
         }
         Step::Symlink { path, target } => {
             let rel = relative(path);
-            make_parents(root, rel).map_err(ViewError::at(format!("placing {path}")))?;
-            match rfs::symlinkat(target.as_str(), root, rel) {
+            let link = || rfs::symlinkat(target.as_str(), root, rel);
+            match with_parents(root, rel, link).map_err(ViewError::at(format!("placing {path}")))? {
                 Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
                 Err(e) => Err(ViewError::at(format!("linking {path}"))(errno(e))),
             }
@@ -565,9 +565,17 @@ fn filtered(
         &format!("{:04o}", mode("")?.bits()),
         MountAttrFlags::empty(),
     )?;
+    // The layer's directories made so far: several entries share a directory on the way.
+    let made = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
     let dir_like_host = |rel: &str| -> io::Result<()> {
+        if made.borrow().contains(rel) {
+            return Ok(());
+        }
         match rfs::mkdirat(fs.as_fd(), rel, mode(rel)?) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {
+                made.borrow_mut().insert(rel.to_owned());
+                Ok(())
+            }
             Err(e) => Err(e.into()),
         }
     };
@@ -681,21 +689,40 @@ fn make_parents(root: BorrowedFd<'_>, rel: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// `make` (which creates `rel` beneath `root`), and once more after [`make_parents`] if a
+/// directory on the way was missing: most of the view's entries go where an earlier one has
+/// already made the way (`dev/null` after `dev`), and asking for each directory on the way
+/// first cost a failed `mkdirat` per directory per entry. The error is `make`'s.
+fn with_parents(
+    root: BorrowedFd<'_>,
+    rel: &str,
+    make: impl Fn() -> rustix::io::Result<()>,
+) -> io::Result<rustix::io::Result<()>> {
+    match make() {
+        Err(rustix::io::Errno::NOENT) if rel.contains('/') => {
+            make_parents(root, rel)?;
+            Ok(make())
+        }
+        made => Ok(made),
+    }
+}
+
 /// Creates the mount point `rel` beneath `root`: a directory or an empty file.
 fn placeholder(root: BorrowedFd<'_>, rel: &str, dir: bool) -> io::Result<()> {
-    make_parents(root, rel)?;
-    let made = if dir {
-        rfs::mkdirat(root, rel, Mode::from_bits_truncate(0o755))
-    } else {
-        rfs::openat(
-            root,
-            rel,
-            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::from_bits_truncate(0o644),
-        )
-        .map(drop)
+    let make = || {
+        if dir {
+            rfs::mkdirat(root, rel, Mode::from_bits_truncate(0o755))
+        } else {
+            rfs::openat(
+                root,
+                rel,
+                OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )
+            .map(drop)
+        }
     };
-    match made {
+    match with_parents(root, rel, make)? {
         Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
         Err(e) => Err(e.into()),
     }
