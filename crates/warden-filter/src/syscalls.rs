@@ -158,8 +158,6 @@ pub enum Guard {
     Clone,
     /// unshare: no namespace flags.
     Unshare,
-    /// ioctl: not TIOCSTI nor TIOCLINUX.
-    Ioctl,
     /// seccomp: no SECCOMP_FILTER_FLAG_NEW_LISTENER.
     Seccomp,
     /// personality: only the query and PER_LINUX.
@@ -174,8 +172,9 @@ pub enum Guard {
     /// process a descriptor signals, go to the agent ([`Family::CapabilityMode`]); everything
     /// else is direct.
     CapabilityFcntl,
-    /// ioctl in capability mode: as [`Guard::Ioctl`], and `FIOSETOWN` and `SIOCSPGRP` (the
-    /// ioctl forms of `F_SETOWN`) go to the agent ([`Family::CapabilityMode`]).
+    /// ioctl in capability mode: `FIOSETOWN` and `SIOCSPGRP` (the ioctl forms of `F_SETOWN`)
+    /// go to the agent ([`Family::CapabilityMode`]); everything else is direct (the terminal
+    /// and inode-flag requests are refused by [`ARGUMENT_DENIALS`], in every profile).
     CapabilityIoctl,
     /// open and openat on the fast path: direct (Landlock decides), except `O_PATH` opens, which
     /// Landlock does not check, `O_TMPFILE` ones, which the agent names, `O_TRUNC` ones that do
@@ -236,11 +235,33 @@ pub const FS_IOC_ENABLE_VERITY: u64 = 0x4080_6685;
 /// `_IOR('f', 19, struct fscrypt_policy_v1)`: set a directory's encryption policy.
 pub const FS_IOC_SET_ENCRYPTION_POLICY: u64 = 0x800c_6613;
 
-/// Calls refused for one argument value: operations on a descriptor the program holds that
-/// change an inode's metadata or other processes' behaviour, which the kernel allows to the
-/// file's owner whatever the descriptor's access mode (a file the policy only lets it read,
-/// opened by the agent, is owned by the program's mapped uid when warden runs as root).
+/// `TIOCSTI`: push a byte into a terminal's input, as if typed there.
+pub const TIOCSTI: u64 = libc::TIOCSTI as u32 as u64;
+/// `TIOCLINUX`: the virtual console's requests, one of which (paste the selection) also pushes
+/// input into the terminal.
+pub const TIOCLINUX: u64 = libc::TIOCLINUX as u32 as u64;
+
+/// Calls refused for one argument value: requests that push input into a terminal the sandbox
+/// shares with its user (typed into the shell that started warden, they would run outside),
+/// and operations on a descriptor the program holds that change an inode's metadata or other
+/// processes' behaviour, which the kernel allows to the file's owner whatever the descriptor's
+/// access mode (a file the policy only lets it read, opened by the agent, is owned by the
+/// program's mapped uid when warden runs as root).
 pub const ARGUMENT_DENIALS: &[ArgumentDenial] = &[
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: TIOCSTI,
+        errno: libc::EPERM,
+        note: "TIOCSTI: terminal input injection",
+    },
+    ArgumentDenial {
+        nr: libc::SYS_ioctl,
+        arg: 1,
+        value: TIOCLINUX,
+        errno: libc::EPERM,
+        note: "TIOCLINUX: the console's paste is terminal input injection",
+    },
     ArgumentDenial {
         nr: libc::SYS_ioctl,
         arg: 1,
@@ -1095,7 +1116,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_remap_file_pages, X(ENOSYS), "deprecated"),
     e!(SYS_clone, G(Guard::Clone), "allowed without namespace flags"),
     e!(SYS_unshare, G(Guard::Unshare), "allowed without namespace flags"),
-    e!(SYS_ioctl, G(Guard::Ioctl), "TIOCSTI and TIOCLINUX refused (terminal injection); inode-flag, fs-verity and encryption-policy requests refused (ARGUMENT_DENIALS)"),
+    e!(SYS_ioctl, A, "TIOCSTI and TIOCLINUX (terminal injection), inode-flag, fs-verity and encryption-policy requests refused (ARGUMENT_DENIALS)"),
     e!(SYS_seccomp, G(Guard::Seccomp), "a program may add filters, but not a listener of its own"),
     e!(SYS_personality, G(Guard::Personality), "only the query and PER_LINUX"),
     e!(SYS_prctl, G(Guard::Prctl), "options that affect only the caller"),
