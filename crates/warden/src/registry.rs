@@ -324,20 +324,36 @@ fn remove_stale(dir: &Path) {
 }
 
 /// A registration: the file is written and kept up to date by a thread and removed on drop.
+/// The first write waits [`FIRST_WRITE`]: a run that ends sooner (most of a build's commands)
+/// never has an entry, and neither writes nor removes one.
 pub struct Registration {
     path: PathBuf,
-    /// Set when the registration ends; the thread writes only while holding the lock and
-    /// seeing it unset, so no write lands after the removal. The thread waits on the condition
-    /// between writes, and so ends as soon as it is set.
-    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    /// The thread writes only while holding the lock and seeing `stopped` unset, so no write
+    /// lands after the removal; it waits on the condition between writes, and so ends as soon
+    /// as `stopped` is set.
+    state: Arc<(std::sync::Mutex<State>, std::sync::Condvar)>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The registration has ended.
+    stopped: bool,
+    /// The entry has been written (so there is one to remove).
+    written: bool,
 }
 
 /// How often the entry's counters are written again.
 const REFRESH: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How long a run lives before its entry is first written. `warden ps` and `warden inspect`
+/// see a run this long after it starts; one that has ended by then never cost the registry a
+/// file (a write and a rename at its start, a removal at its end, where warden's exit waited
+/// for it).
+const FIRST_WRITE: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Registration {
-    /// Writes `entry` now and every [`REFRESH`] with fresh counters from `snapshot`, until
-    /// dropped.
+    /// Writes `entry` after [`FIRST_WRITE`] and every [`REFRESH`] then, with fresh counters
+    /// from `snapshot`, until dropped.
     pub fn start(
         dir: &Path,
         entry: Entry,
@@ -346,8 +362,11 @@ impl Registration {
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
         let path = dir.join(format!("{}.json", entry.id));
-        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let (p, s) = (path.clone(), Arc::clone(&stop));
+        let state = Arc::new((
+            std::sync::Mutex::new(State::default()),
+            std::sync::Condvar::new(),
+        ));
+        let (p, s) = (path.clone(), Arc::clone(&state));
         let dir = dir.to_path_buf();
         let write = move |entry: &mut Entry| {
             let (delegated, denied) = snapshot();
@@ -368,33 +387,47 @@ impl Registration {
             }
         };
         let mut entry = entry;
-        // All of it on the thread, the first write too: a run's start does not wait for the
-        // registry (`warden ps` sees the run a moment after it starts).
+        // All of it on the thread: a run's start does not wait for the registry.
         let _ = std::thread::Builder::new()
             .name("warden-registry".into())
             .spawn(move || {
-                remove_stale(&dir);
                 let (lock, changed) = &*s;
-                let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
-                while !*stopped {
+                let wait = |state, time| {
+                    changed
+                        .wait_timeout_while(state, time, |s: &mut State| !s.stopped)
+                        .map_or_else(|e| e.into_inner().0, |(g, _)| g)
+                };
+                let mut state = wait(lock.lock().unwrap_or_else(|e| e.into_inner()), FIRST_WRITE);
+                if state.stopped {
+                    return;
+                }
+                drop(state);
+                remove_stale(&dir);
+                state = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !state.stopped {
                     write(&mut entry);
-                    stopped = changed
-                        .wait_timeout(stopped, REFRESH)
-                        .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                    state.written = true;
+                    state = wait(state, REFRESH);
                 }
             });
-        Registration { path, stop }
+        Registration { path, state }
     }
 }
 
 impl Drop for Registration {
-    /// Removes the entry and wakes the thread, which ends on its own meanwhile (warden's
-    /// other teardown goes on beside it, and its exit has one thread fewer to end).
+    /// Removes the entry, if it was written, and wakes the thread, which ends on its own
+    /// meanwhile (warden's other teardown goes on beside it).
     fn drop(&mut self) {
-        let (lock, changed) = &*self.stop;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        let (lock, changed) = &*self.state;
+        let written = {
+            let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+            state.stopped = true;
+            state.written
+        };
         changed.notify_one();
-        let _ = std::fs::remove_file(&self.path);
+        if written {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -759,10 +792,48 @@ mod tests {
     }
 
     /// The entry is written by the thread, kept up to date, and gone with the registration;
-    /// nothing else is left in the directory, and the thread ends.
+    /// nothing else is left in the directory, and the thread ends. A registration that ends
+    /// before the first write never has a file.
     #[test]
     fn an_entry_lives_as_long_as_its_registration() {
         let dir = crate::testing::TempTree::new("registry");
+        let short = Entry {
+            id: format!("{}-00000000", std::process::id()),
+            command: vec!["true".into()],
+            ..Entry::default()
+        };
+        let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&asked);
+        let started = std::time::Instant::now();
+        let reg = Registration::start(&dir, short, Arc::default(), None, move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            (0, 0)
+        });
+        // Long enough for a thread that writes at once to have written, well before the first
+        // write is due.
+        std::thread::sleep(FIRST_WRITE / 4);
+        drop(reg);
+        if started.elapsed() < FIRST_WRITE {
+            assert_eq!(
+                asked.load(std::sync::atomic::Ordering::SeqCst),
+                0,
+                "written at once"
+            );
+        }
+        let deadline = std::time::Instant::now() + 20 * REFRESH;
+        while threads_named("warden-registry") > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the short one's thread goes on"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(3 * FIRST_WRITE);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "a short run wrote"
+        );
         let entry = Entry {
             id: format!("{}-00000001", std::process::id()),
             command: vec!["true".into()],
