@@ -1403,10 +1403,15 @@ fn inspect_shows_mode_and_rights(who: As) {
         if json {
             args.push("--json");
         }
-        // The registry is rewritten every half second: wait for the limit to show.
+        // The run is registered 20 ms after it starts and rewritten every half second: wait
+        // for it, and for the limit to show.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let o = run_warden(who, &dir, &args);
+            if !o.status.success() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                continue;
+            }
             common::assert_ok(&o);
             let text = stdout(&o);
             if text.contains("read,fstat") || std::time::Instant::now() > deadline {
