@@ -569,6 +569,24 @@ mod tests {
         }
     }
 
+    /// `Profile::sends_in_kernel` says what the program says: a `sendmsg` with no flags (the
+    /// one the program's process sends its listener with) is allowed in BPF exactly in the
+    /// profiles it names, and in the others the agent would have to perform it.
+    #[test]
+    fn sends_in_kernel_is_the_programs_verdict_on_sendmsg() {
+        let mut both = [false, false];
+        for profile in Profile::all() {
+            let prog = compile(profile).unwrap();
+            let args = [3, 0x7fff_0000, 0, 0, 0, 0];
+            let allowed = stacked(&prog, libc::SYS_sendmsg, args) == ALLOW;
+            assert_eq!(profile.sends_in_kernel(), allowed, "{profile:?}");
+            both[usize::from(allowed)] = true;
+        }
+        // Both kinds exist: UDP policies delegate sendmsg, the default sends in the kernel.
+        assert_eq!(both, [true, true]);
+        assert!(Profile::default().sends_in_kernel());
+    }
+
     #[test]
     fn terminal_injection_is_refused_in_every_profile() {
         let eperm = ERRNO | libc::EPERM as u32;

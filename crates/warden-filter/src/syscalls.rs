@@ -598,6 +598,16 @@ impl Profile {
     ];
 
     /// The class of `entry` under this profile.
+    /// Whether a `sendmsg` with no flags is the kernel's to perform in this profile (allowed
+    /// in BPF, not delegated): the program's process can then hand warden a descriptor with
+    /// `SCM_RIGHTS` once its filter is on, before any agent runs.
+    pub fn sends_in_kernel(&self) -> bool {
+        TABLE
+            .iter()
+            .find(|e| e.nr == libc::SYS_sendmsg)
+            .is_some_and(|e| matches!(self.class(e), Class::Direct | G(Guard::NoFastOpen(_))))
+    }
+
     pub fn class(&self, entry: &Entry) -> Class {
         if self.capability_mode && Self::CAPABILITY_CHECKED.contains(&entry.nr) {
             return D(F::CapabilityMode);

@@ -238,3 +238,43 @@ pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, target: i32) -> io::Result<OwnedFd> {
         rustix::process::PidfdGetfdFlags::empty(),
     )?)
 }
+
+/// Whether `fd` is a seccomp user-notification listener (what the kernel names it in
+/// `/proc/self/fd`: `anon_inode:seccomp notify`).
+pub fn is_listener(fd: BorrowedFd<'_>) -> bool {
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rustix::fs::readlink(link.as_str(), Vec::new())
+        .is_ok_and(|name| name.as_bytes() == b"anon_inode:seccomp notify")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// A listener is one; a memfd and a socket are not.
+    #[test]
+    fn a_listener_is_known_by_its_name() {
+        let memfd =
+            rustix::fs::memfd_create("not a listener", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        assert!(!is_listener(memfd.as_fd()));
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(!is_listener(a.as_fd()));
+        // A filter is the installing thread's alone (no TSYNC): a thread of its own, with its
+        // own no_new_privs, installs an allow-everything filter with a listener.
+        let known = std::thread::spawn(|| {
+            rustix::thread::set_no_new_privs(true).unwrap();
+            let allow = [crate::seccomp::Instruction {
+                code: (libc::BPF_RET | libc::BPF_K) as u16,
+                jt: 0,
+                jf: 0,
+                k: libc::SECCOMP_RET_ALLOW,
+            }];
+            let listener = crate::seccomp::install_with_listener(&allow).unwrap();
+            is_listener(listener.as_fd())
+        })
+        .join()
+        .unwrap();
+        assert!(known);
+    }
+}

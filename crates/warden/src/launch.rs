@@ -26,8 +26,8 @@ use crate::sys::seccomp::{self, Instruction};
 use crate::sys::signals::SignalFd;
 use crate::sys::usage::{Usage, USAGE_BYTES};
 use rustix::net::{
-    recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
-    SendFlags, SocketFlags, SocketType,
+    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 use rustix::process::Resource;
 use rustix::thread::CpuSet;
@@ -164,8 +164,9 @@ pub struct Launched {
     pub init_pidfd: OwnedFd,
     /// The listener for the program's notifications.
     pub listener: OwnedFd,
-    /// The root directory the program's first process sees, opened while it waited for
-    /// [`MSG_TAKEN`] (its pid named it then; once it runs, it may be gone before anybody asks).
+    /// The root directory the program's first process sees: opened through that process while
+    /// it waited for [`MSG_TAKEN`] (its pid named it then; once it runs, it may be gone before
+    /// anybody asks), or opened by that process and sent with its listener.
     program_root: OwnedFd,
     /// warden's end of the channel; [`Launched::wait`] reads the outcome from it.
     channel: OwnedFd,
@@ -260,6 +261,8 @@ const MSG_READY: u8 = b'R';
 const MSG_LISTENER: u8 = b'L';
 /// warden holds the listener: the program may exec (an exec the kernel decides would
 /// otherwise close the only copy, and every call the filter notifies would fail with ENOSYS).
+/// Only when warden took it with `pidfd_getfd`; a listener sent with its message
+/// (`SCM_RIGHTS`, with the root the program sees) is held by the message until warden reads it.
 const MSG_TAKEN: u8 = b'T';
 const MSG_FAILED: u8 = b'E';
 /// The program's status (4 bytes), then what the sandbox used ([`Usage::to_bytes`]).
@@ -304,6 +307,7 @@ pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
+    sends_in_kernel: bool,
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
@@ -360,6 +364,7 @@ pub fn launch(
                 envp: &envp,
                 landlock,
                 filter,
+                sends_in_kernel,
                 joins_cgroup: attach.is_some(),
                 marks: [0; SANDBOX_MARKS.len()],
             };
@@ -419,7 +424,7 @@ fn parent_side(
     let _ = send(channel.as_fd(), &[MSG_READY]);
     // No polling here: the program's process shares warden's CPU now (crate::placement), and
     // a warden spinning for the listener took that CPU from it.
-    let (msg, sender) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
+    let (msg, sender, passed) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
             for (name, at) in SANDBOX_MARKS.iter().zip(msg[5..].chunks_exact(8)) {
@@ -427,7 +432,14 @@ fn parent_side(
                 crate::timings::mark_at(name, at);
             }
             let fd = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-            Some(take_from_program(pid, sender, fd).map_err(|e| {
+            let taken = match <[OwnedFd; 2]>::try_from(passed) {
+                Ok([listener, root]) => received(listener, root),
+                Err(passed) if passed.is_empty() => take_from_program(pid, sender, fd),
+                Err(_) => Err(io::Error::other(
+                    "the listener's message came with other than its two descriptors",
+                )),
+            };
+            Some(taken.map_err(|e| {
                 kill(&pidfd);
                 LaunchError::Channel(e)
             })?)
@@ -435,10 +447,12 @@ fn parent_side(
         _ => None,
     };
     match (msg.first(), listener) {
-        (Some(&MSG_LISTENER), Some((listener, program_root))) => {
-            // The program waits for this before its exec. If it is gone, the wait below says
-            // how it ended.
-            let _ = send(channel.as_fd(), &[MSG_TAKEN]);
+        (Some(&MSG_LISTENER), Some((listener, program_root, taken))) => {
+            // A program whose listener warden took from it waits for this before its exec. If
+            // it is gone, the wait below says how it ended.
+            if taken {
+                let _ = send(channel.as_fd(), &[MSG_TAKEN]);
+            }
             crate::timings::mark("listener taken");
             Ok(Launched {
                 init_pid: pid,
@@ -468,10 +482,29 @@ fn parent_side(
     }
 }
 
+/// The listener and the root directory ([`Launched::program_root`]) the program's process
+/// sent with its message, once they are what they should be; the last word is false: the
+/// program does not wait for [`MSG_TAKEN`] (it may have run and ended by now).
+fn received(listener: OwnedFd, root: OwnedFd) -> io::Result<(OwnedFd, OwnedFd, bool)> {
+    if !crate::sys::unotify::is_listener(listener.as_fd()) {
+        return Err(io::Error::other(
+            "the descriptor sent as the listener is no seccomp listener",
+        ));
+    }
+    let st = rustix::fs::fstat(&root)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+        return Err(io::Error::other(
+            "the descriptor sent as the program's root is no directory",
+        ));
+    }
+    Ok((listener, root, false))
+}
+
 /// Duplicates descriptor `fd` of `sender`, which must be init's child (the program's process,
 /// waiting for [`MSG_TAKEN`] before its exec), and opens the root directory it sees: the
-/// listener and [`Launched::program_root`], both from the process just checked.
-fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, OwnedFd)> {
+/// listener and [`Launched::program_root`], both from the process just checked, and true: the
+/// program waits for [`MSG_TAKEN`].
+fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, OwnedFd, bool)> {
     let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     // With the pidfd held, the pid cannot be reused: check it names init's child.
@@ -489,7 +522,11 @@ fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, 
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
-    Ok((crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?, root))
+    Ok((
+        crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?,
+        root,
+        true,
+    ))
 }
 
 /// init's message that the program ended with wait status `status`, the sandbox having used
@@ -562,7 +599,7 @@ impl Launched {
                         continue;
                     }
                     match recv(self.channel.as_fd()) {
-                        Ok((msg, _)) => match decode_end(&msg) {
+                        Ok((msg, _, _)) => match decode_end(&msg) {
                             Some(end) => end,
                             None => continue,
                         },
@@ -639,6 +676,10 @@ struct Child<'a> {
     envp: &'a [*const libc::c_char],
     landlock: Prepared,
     filter: &'a [Instruction],
+    /// `filter` lets the kernel perform the program's `sendmsg` (no agent needed): the listener
+    /// goes to warden with its message, with the root the program sees
+    /// ([`send_with_descriptors`]).
+    sends_in_kernel: bool,
     /// warden moves init to a cgroup at "go": the program's process is forked after it.
     joins_cgroup: bool,
     /// The clock's readings at the end of each of [`SANDBOX_MARKS`] (0: not reached).
@@ -690,7 +731,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
     let early = early.then(|| fork_program(&channel));
     poll_briefly(channel.as_fd());
     match recv(channel.as_fd()) {
-        Ok((m, _)) if m.first() == Some(&MSG_GO) => {}
+        Ok((m, _, _)) if m.first() == Some(&MSG_GO) => {}
         _ => process::exit_now(1),
     }
     marks[GO] = crate::timings::now();
@@ -889,7 +930,7 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
     // The ruleset is complete once warden says so.
     poll_briefly(channel);
     match recv(channel) {
-        Ok((m, _)) if m.first() == Some(&MSG_READY) => {}
+        Ok((m, _, _)) if m.first() == Some(&MSG_READY) => {}
         _ => process::exit_now(125),
     }
     let mut landlock = child.landlock;
@@ -922,6 +963,22 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
         fail(channel, Stage::Seccomp, &e);
         process::exit_now(125);
     }
+    // The root this process sees, for the listener's message: opened before the filter, which
+    // may send opens to the agent.
+    let root = match child.sends_in_kernel.then(|| {
+        rustix::fs::open(
+            "/",
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+    }) {
+        None => None,
+        Some(Ok(root)) => Some(root),
+        Some(Err(e)) => {
+            fail(channel, Stage::Handoff, &e.into());
+            process::exit_now(125);
+        }
+    };
     let listener = match seccomp::install_with_listener(child.filter) {
         Ok(l) => l,
         Err(e) => {
@@ -929,10 +986,6 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
             process::exit_now(125);
         }
     };
-    // warden takes the listener with pidfd_getfd (a sendmsg could be delegated to the agent
-    // that this very listener is for); it stays open here until exec closes it, so the exec
-    // waits for warden's word that it has its own copy (in a view the exec is the kernel's
-    // alone, and may not wait for the agent).
     child.marks[FILTERS] = crate::timings::now();
     let mut msg = [0u8; LISTENER_LEN];
     msg[0] = MSG_LISTENER;
@@ -940,15 +993,29 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
     for (slot, at) in msg[5..].chunks_exact_mut(8).zip(child.marks) {
         slot.copy_from_slice(&at.to_ne_bytes());
     }
-    if let Err(e) = send(channel, &msg) {
-        fail(channel, Stage::Handoff, &e);
-        process::exit_now(125);
-    }
-    std::mem::forget(listener);
-    poll_briefly(channel);
-    match recv(channel) {
-        Ok((m, _)) if m.first() == Some(&MSG_TAKEN) => {}
-        _ => process::exit_now(125),
+    if let Some(root) = root {
+        // The kernel performs this sendmsg: the listener goes with the message, which holds it
+        // open until warden reads it, and the program need not wait for warden.
+        if let Err(e) = send_with_descriptors(channel, &msg, [listener.as_fd(), root.as_fd()]) {
+            fail(channel, Stage::Handoff, &e);
+            process::exit_now(125);
+        }
+        drop((listener, root));
+    } else {
+        // This sendmsg could be delegated to the agent that this very listener is for: warden
+        // takes the listener with pidfd_getfd instead. It stays open here until exec closes
+        // it, so the exec waits for warden's word that it has its own copy (in a view the exec
+        // is the kernel's alone, and may not wait for the agent).
+        if let Err(e) = send(channel, &msg) {
+            fail(channel, Stage::Handoff, &e);
+            process::exit_now(125);
+        }
+        std::mem::forget(listener);
+        poll_briefly(channel);
+        match recv(channel) {
+            Ok((m, _, _)) if m.first() == Some(&MSG_TAKEN) => {}
+            _ => process::exit_now(125),
+        }
     }
     if !view_sealed(view.as_fd()) {
         // init went without the word, and says why itself.
@@ -1043,6 +1110,29 @@ fn send(channel: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Sends `msg` with copies of `fds` (`SCM_RIGHTS`).
+fn send_with_descriptors(
+    channel: BorrowedFd<'_>,
+    msg: &[u8],
+    fds: [BorrowedFd<'_>; 2],
+) -> io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(io::Error::other("no room for the descriptor"));
+    }
+    let sent = sendmsg(
+        channel,
+        &[std::io::IoSlice::new(msg)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    if sent != msg.len() {
+        return Err(io::Error::other("the message went short"));
+    }
+    Ok(())
+}
+
 /// How long a step of the start polls for the other side's word before it sleeps.
 const POLL_NS: u64 = 400_000;
 
@@ -1070,10 +1160,11 @@ fn poll_briefly(fd: BorrowedFd<'_>) {
     }
 }
 
-/// Receives one message, and the sender's pid in warden's namespace when the kernel attached
-/// it (`SO_PASSCRED` on warden's end).
-fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>)> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1))];
+/// Receives one message, the sender's pid in warden's namespace when the kernel attached it
+/// (`SO_PASSCRED` on warden's end), and the descriptors sent with it (two at most: more are
+/// closed by the kernel, `MSG_CTRUNC`).
+fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>, Vec<OwnedFd>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1), ScmRights(2))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut buf = [0u8; 8 + DETAIL_MAX];
     let got = recvmsg(
@@ -1082,13 +1173,17 @@ fn recv(channel: BorrowedFd<'_>) -> io::Result<(Vec<u8>, Option<i32>)> {
         &mut control,
         RecvFlags::CMSG_CLOEXEC,
     )?;
-    let mut pid = None;
+    let (mut pid, mut passed) = (None, Vec::new());
     for message in control.drain() {
-        if let RecvAncillaryMessage::ScmCredentials(cred) = message {
-            pid = Some(cred.pid.as_raw_nonzero().get());
+        match message {
+            RecvAncillaryMessage::ScmCredentials(cred) => {
+                pid = Some(cred.pid.as_raw_nonzero().get());
+            }
+            RecvAncillaryMessage::ScmRights(fds) => passed.extend(fds),
+            _ => {}
         }
     }
-    Ok((buf[..got.bytes].to_vec(), pid))
+    Ok((buf[..got.bytes].to_vec(), pid, passed))
 }
 
 #[cfg(test)]

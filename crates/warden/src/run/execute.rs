@@ -98,6 +98,7 @@ pub fn execute(
         &command,
         ruleset,
         program_filter,
+        profile.sends_in_kernel(),
         attach
             .as_ref()
             .map(|a| a as &dyn Fn(i32) -> std::io::Result<()>),
