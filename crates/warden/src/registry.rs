@@ -796,19 +796,26 @@ mod tests {
     /// before the first write never has a file.
     #[test]
     fn an_entry_lives_as_long_as_its_registration() {
-        let dir = crate::testing::TempTree::new("registry");
-        let short = Entry {
-            id: format!("{}-00000000", std::process::id()),
+        // Entry `n` of this process, and a snapshot that counts its calls in `calls` (the
+        // count is the entry's `delegated`).
+        let entry = |n: u32| Entry {
+            id: format!("{}-{n:08x}", std::process::id()),
             command: vec!["true".into()],
             ..Entry::default()
         };
+        let counting = |calls: &Arc<std::sync::atomic::AtomicU64>| {
+            let calls = Arc::clone(calls);
+            move || {
+                (
+                    calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+                    0,
+                )
+            }
+        };
+        let dir = crate::testing::TempTree::new("registry");
         let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counted = Arc::clone(&asked);
         let started = std::time::Instant::now();
-        let reg = Registration::start(&dir, short, Arc::default(), None, move || {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            (0, 0)
-        });
+        let reg = Registration::start(&dir, entry(0), Arc::default(), None, counting(&asked));
         // Long enough for a thread that writes at once to have written, well before the first
         // write is due.
         std::thread::sleep(FIRST_WRITE / 4);
@@ -834,19 +841,8 @@ mod tests {
             0,
             "a short run wrote"
         );
-        let entry = Entry {
-            id: format!("{}-00000001", std::process::id()),
-            command: vec!["true".into()],
-            ..Entry::default()
-        };
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counted = Arc::clone(&calls);
-        let reg = Registration::start(&dir, entry, Arc::default(), None, move || {
-            (
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
-                0,
-            )
-        });
+        let reg = Registration::start(&dir, entry(1), Arc::default(), None, counting(&calls));
         let path = dir.join(format!("{}-00000001.json", std::process::id()));
         let deadline = std::time::Instant::now() + 20 * REFRESH;
         // Written, then written again with fresh counters.
