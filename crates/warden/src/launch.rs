@@ -425,6 +425,9 @@ fn parent_side(
     // No polling here: the program's process shares warden's CPU now (crate::placement), and
     // a warden spinning for the listener took that CPU from it.
     let (msg, sender, passed) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
+    // A listener that came without its descriptors is taken with pidfd_getfd, and the program
+    // waits for warden's word that it was.
+    let program_waits = passed.is_empty();
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
             for (name, at) in SANDBOX_MARKS.iter().zip(msg[5..].chunks_exact(8)) {
@@ -447,10 +450,10 @@ fn parent_side(
         _ => None,
     };
     match (msg.first(), listener) {
-        (Some(&MSG_LISTENER), Some((listener, program_root, taken))) => {
+        (Some(&MSG_LISTENER), Some((listener, program_root))) => {
             // A program whose listener warden took from it waits for this before its exec. If
             // it is gone, the wait below says how it ended.
-            if taken {
+            if program_waits {
                 let _ = send(channel.as_fd(), &[MSG_TAKEN]);
             }
             crate::timings::mark("listener taken");
@@ -483,9 +486,9 @@ fn parent_side(
 }
 
 /// The listener and the root directory ([`Launched::program_root`]) the program's process
-/// sent with its message, once they are what they should be; the last word is false: the
-/// program does not wait for [`MSG_TAKEN`] (it may have run and ended by now).
-fn received(listener: OwnedFd, root: OwnedFd) -> io::Result<(OwnedFd, OwnedFd, bool)> {
+/// sent with its message, once they are what they should be (the program does not wait for
+/// [`MSG_TAKEN`], and may have run and ended by now).
+fn received(listener: OwnedFd, root: OwnedFd) -> io::Result<(OwnedFd, OwnedFd)> {
     if !crate::sys::unotify::is_listener(listener.as_fd()) {
         return Err(io::Error::other(
             "the descriptor sent as the listener is no seccomp listener",
@@ -497,14 +500,13 @@ fn received(listener: OwnedFd, root: OwnedFd) -> io::Result<(OwnedFd, OwnedFd, b
             "the descriptor sent as the program's root is no directory",
         ));
     }
-    Ok((listener, root, false))
+    Ok((listener, root))
 }
 
 /// Duplicates descriptor `fd` of `sender`, which must be init's child (the program's process,
 /// waiting for [`MSG_TAKEN`] before its exec), and opens the root directory it sees: the
-/// listener and [`Launched::program_root`], both from the process just checked, and true: the
-/// program waits for [`MSG_TAKEN`].
-fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, OwnedFd, bool)> {
+/// listener and [`Launched::program_root`], both from the process just checked.
+fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, OwnedFd)> {
     let pid = rustix::process::Pid::from_raw(sender).ok_or_else(|| io::Error::other("no pid"))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     // With the pidfd held, the pid cannot be reused: check it names init's child.
@@ -522,11 +524,7 @@ fn take_from_program(init: i32, sender: i32, fd: RawFd) -> io::Result<(OwnedFd, 
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
-    Ok((
-        crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?,
-        root,
-        true,
-    ))
+    Ok((crate::sys::unotify::pidfd_getfd(pidfd.as_fd(), fd)?, root))
 }
 
 /// init's message that the program ended with wait status `status`, the sandbox having used
