@@ -1281,3 +1281,170 @@ fn a_filtered_tree_hides_what_the_host_makes_later_and_host_descriptors_reach_no
         filtered_tree(who, &["--fast-path=never"]);
     });
 }
+
+// ---- the agent honours the view: a map's mount point cannot be moved, replaced or removed ----
+
+/// Every route by which a program could move, replace or remove a read-only map's mount point
+/// (or reach the host's file it covers) through calls the agent performs: the agent acts on
+/// the view's mounts from warden's own mount namespace, where the kernel does not see them as
+/// mount points, so each of these reached the host before the agent checked (issue 35).
+/// Printed: one line per attempt, `ROUTE ok` or `ROUTE errno`.
+const MAP_ATTACKS: &str = r#"
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, EXCHANGE, NOREPLACE = -100, 2, 1
+def attempt(route, f):
+    try:
+        r = f()
+        if isinstance(r, int) and r < 0:
+            print(route, os.strerror(ctypes.get_errno()), flush=True)
+        else:
+            print(route, "ok", flush=True)
+    except OSError as e:
+        print(route, e.strerror, flush=True)
+def new(name, text="attacker\n"):
+    with open(name, "w") as f:
+        f.write(text)
+new("f.lock")
+attempt("rename-over-file", lambda: os.rename("f.lock", "a"))
+attempt("replace-over-file", lambda: os.replace("f.lock", "a"))
+attempt("rename-file-away", lambda: os.rename("a", "a.away"))
+attempt("unlink-file", lambda: os.unlink("a"))
+attempt("exchange-file", lambda: libc.renameat2(AT_FDCWD, b"f.lock", AT_FDCWD, b"a", EXCHANGE))
+attempt("exchange-file-rev", lambda: libc.renameat2(AT_FDCWD, b"a", AT_FDCWD, b"f.lock", EXCHANGE))
+os.mkdir("newdir")
+attempt("rename-dir-away", lambda: os.rename("sub", "sub.away"))
+attempt("rename-dir-over", lambda: os.rename("newdir", "sub"))
+attempt("exchange-dir", lambda: libc.renameat2(AT_FDCWD, b"newdir", AT_FDCWD, b"sub", EXCHANGE))
+attempt("rmdir-dir", lambda: os.rmdir("sub"))
+attempt("unlink-in-dir", lambda: os.unlink("sub/b"))
+attempt("rename-in-dir", lambda: os.rename("sub/b", "sub/b2"))
+attempt("rename-out-of-dir", lambda: os.rename("sub/b", "b.out"))
+os.symlink(".", "dot")
+attempt("rename-over-via-symlink", lambda: os.rename("f.lock", "dot/a"))
+attempt("unlink-via-proc-cwd", lambda: os.unlink("/proc/self/cwd/a"))
+here = os.open(".", os.O_PATH | os.O_DIRECTORY)
+attempt("renameat-via-dirfd", lambda: libc.renameat(here, b"f.lock", here, b"a"))
+attempt("unlinkat-via-dirfd", lambda: libc.unlinkat(here, b"a", 0))
+attempt("link-over-file", lambda: os.link("f.lock", "a"))
+attempt("write-file", lambda: new("a"))
+attempt("chmod-file", lambda: os.chmod("a", 0o777))
+attempt("truncate-file", lambda: os.truncate("a", 0))
+# A race: threads rename fresh files over the map while others try to move it away.
+hits = []
+def racer(i):
+    for n in range(200):
+        name = "race-%d-%d" % (i, n)
+        new(name)
+        for f in (lambda: os.rename(name, "a"), lambda: os.rename("a", name + ".x"),
+                  lambda: os.rename("sub", name + ".d")):
+            try:
+                f(); hits.append(name)
+            except OSError:
+                pass
+threads = [threading.Thread(target=racer, args=(i,)) for i in range(4)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print("race", "ok" if hits else "refused", flush=True)
+print("end", flush=True)
+"#;
+
+fn map_mount_points(who: As) {
+    let tree = map_tree("mountpoint", who);
+    let host = Fixture::s(&tree).to_owned();
+    let dir = tree.parent().unwrap();
+    let policy = dir.join("maps.policy");
+    common::write_file(
+        &policy,
+        format!("path-map {host}/a {host}/a ro\npath-map {host}/sub {host}/sub ro\n"),
+        0o644,
+    );
+    // What the maps show, and the inode of each, from outside.
+    let mapped = |t: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let mut s: Vec<String> = snapshot(t)
+            .into_iter()
+            .filter(|l| {
+                l.starts_with(&format!("{host}/a ")) || l.starts_with(&format!("{host}/sub"))
+            })
+            .collect();
+        for p in ["a", "sub", "sub/b"] {
+            let m = std::fs::symlink_metadata(t.join(p)).unwrap();
+            s.push(format!("{p} inode {} dev {}", m.ino(), m.dev()));
+        }
+        s
+    };
+    let before = mapped(&tree);
+    for view in ["auto", "off"] {
+        for agent in [false, true] {
+            // What the last run made beside the maps goes (from outside, as root).
+            for e in std::fs::read_dir(&tree).unwrap() {
+                let e = e.unwrap();
+                if !["a", "c", "keep", "sub"].contains(&e.file_name().to_str().unwrap()) {
+                    let p = e.path();
+                    if p.is_dir() && !p.is_symlink() {
+                        std::fs::remove_dir_all(&p).unwrap();
+                    } else {
+                        std::fs::remove_file(&p).unwrap();
+                    }
+                }
+            }
+            let mut cmd = common::warden_cmd(who);
+            cmd.current_dir(&tree);
+            if agent {
+                cmd.env("WARDEN_FAST_PATH", "never");
+            }
+            cmd.args([
+                "run",
+                "--view",
+                view,
+                "--here",
+                "--policy",
+                Fixture::s(&policy),
+                "--",
+                "/usr/bin/python3",
+                "-c",
+                MAP_ATTACKS,
+            ]);
+            let (o, _) = common::finish(cmd, common::RUN_DEADLINE);
+            let (out, err) = (stdout(&o), common::stderr(&o));
+            let what = format!("view {view}, all to the agent {agent}:\n{out}\n{err}");
+            assert!(out.contains("\nend\n") || out.starts_with("end"), "{what}");
+            for line in out.lines().filter(|l| *l != "end") {
+                assert!(
+                    !line.ends_with(" ok"),
+                    "an attack succeeded: {line}\n{what}"
+                );
+            }
+            // Each route got the kernel's own answer in the sandbox's namespace.
+            for route in [
+                "rename-over-file",
+                "unlink-file",
+                "rename-dir-away",
+                "rmdir-dir",
+            ] {
+                assert!(
+                    out.contains(&format!("{route} Device or resource busy")),
+                    "{route}: {what}"
+                );
+            }
+            assert_eq!(
+                mapped(&tree),
+                before,
+                "the host's mapped files changed: {what}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(tree.join("a")).unwrap(),
+                "alpha\n",
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent() {
+    each_user(
+        "a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent",
+        map_mount_points,
+    );
+}

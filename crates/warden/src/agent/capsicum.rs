@@ -676,6 +676,7 @@ fn unlink(c: &Client, s: &Session, call: Live<PathArgs>) -> Handled {
     need(c, &path, rights, Right::Unlink)?;
     let (p, name) = parent(c, &dir, &path)?;
     policy(c, s, &live, &child_path(&p, &name)?, Access::Unlink)?;
+    not_a_mount_point(c, &p, &name)?;
     rustix::fs::unlinkat(
         &p,
         &name,
@@ -684,6 +685,25 @@ fn unlink(c: &Client, s: &Session, call: Live<PathArgs>) -> Handled {
     .map_err(errno)?;
     c.allow_by(&live, &text(&path), "capability-mode:beneath");
     value(0)
+}
+
+/// `EBUSY` for a name that is a mount point of the sandbox's view, as the kernel answers in
+/// the sandbox's namespace but not in warden's, where the agent acts
+/// ([`crate::agent::resolve::mount_point`]).
+fn not_a_mount_point(c: &Client, p: &OwnedFd, name: &CString) -> Result<(), i32> {
+    if !c.resolver().in_view() {
+        return Ok(());
+    }
+    if crate::agent::resolve::mount_point(p.as_fd(), name)? {
+        return Err(c.refuse_by(
+            &name.to_string_lossy(),
+            "view:mount-point",
+            "a mount point of the sandbox's view (a path-map, the --here directory or a hidden \
+             path's cover) cannot be removed, replaced or moved",
+            libc::EBUSY,
+        ));
+    }
+    Ok(())
 }
 
 // ---- readlink, rename, link, symlink, chmod, utimensat -----------------------------------------
@@ -749,6 +769,8 @@ fn rename(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
         policy(c, s, &live, &to, Access::Unlink)?;
         policy(c, s, &live, &from, Access::Write)?;
     }
+    not_a_mount_point(c, &p1, &n1)?;
+    not_a_mount_point(c, &p2, &n2)?;
     rustix::fs::renameat_with(
         &p1,
         &n1,

@@ -516,9 +516,38 @@ pub fn unlink(c: &Client, call: Live<PathArgs>) -> Served {
         .as_deref()
         .ok_or_else(|| no_name(&a.path, removedir))?;
     c.allow(&call, &w.path, Access::Unlink)?;
+    not_a_mount_point(c, &w)?;
     let at = rustix::fs::AtFlags::from_bits_retain(a.bits);
     rustix::fs::unlinkat(&w.parent, name, at)?;
     Ok(Answer::Reply(Reply::Value(0)))
+}
+
+/// Refuses, with the kernel's `EBUSY`, to remove, replace or move `w` when it is a mount point
+/// of the sandbox's view (a `path-map`, `--here`'s directory, an overmount of a hidden path):
+/// the agent acts from warden's mount namespace, where the kernel would not refuse, and the
+/// call would reach the host's file beneath the mount ([`super::resolve::mount_point`]). On
+/// the host's tree the kernel refuses by itself.
+fn not_a_mount_point(c: &Client, w: &Walked) -> Result<(), Errno> {
+    let Some(name) = w.name.as_deref() else {
+        return Ok(());
+    };
+    if !c.resolver().in_view() || w.kind.is_none() {
+        return Ok(());
+    }
+    match super::resolve::mount_point(w.parent.as_fd(), name) {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(refused(
+            c,
+            &w.path,
+            &format!(
+                "{} is a mount point of the sandbox's view (a path-map, the --here directory \
+                 or a hidden path's cover): it cannot be removed, replaced or moved",
+                w.path
+            ),
+            Errno::BUSY,
+        )),
+        Err(e) => Err(Errno::from_raw_os_error(e)),
+    }
 }
 
 /// What the kernel answers an unlink or rmdir of a path that ends in `.`, `..` or `/` itself,
@@ -605,6 +634,8 @@ pub fn rename(c: &Client, call: Live<TwoPathArgs>) -> Served {
         c.allow(&call, &o.path, Access::Write)?;
     }
     let okind = existing(c, &o).typed()?;
+    not_a_mount_point(c, &o)?;
+    not_a_mount_point(c, &n)?;
     let odirp = okind == FileType::Directory;
     let why = widening(c, &o.path, &n.path, odirp).or_else(|| {
         exchange

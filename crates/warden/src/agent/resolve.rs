@@ -106,6 +106,36 @@ impl Walked {
     }
 }
 
+/// Whether `name` in `parent` is a mount point of the tree `parent` belongs to: the object the
+/// name reaches lies on another mount than `parent` itself (a name that is not there is none).
+///
+/// The agent acts on the sandbox's view through descriptors, from warden's own mount namespace,
+/// and the kernel's refusal to unlink, rmdir, rename or replace a mount point (`EBUSY`) looks
+/// at the *caller's* namespace: there the view's mounts are not mount points, and a call the
+/// kernel refuses the program would reach the host's file hidden beneath a read-only map or an
+/// overmount. So the agent asks the mount identity itself, and refuses as the kernel would in
+/// the sandbox. The answer cannot go stale between this check and the call: the program cannot
+/// mount, and no call the agent or the kernel performs moves a mount point's name.
+pub fn mount_point(parent: BorrowedFd<'_>, name: &std::ffi::CStr) -> Result<bool, i32> {
+    use rustix::fs::StatxFlags;
+    let mount = |fd: BorrowedFd<'_>, name: &std::ffi::CStr, flags: AtFlags| {
+        let st =
+            rustix::fs::statx(fd, name, flags, StatxFlags::MNT_ID).map_err(|e| e.raw_os_error())?;
+        // Every kernel warden runs on (5.14+) answers STATX_MNT_ID (5.8); one that does not
+        // cannot show the call safe.
+        if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
+            return Err(libc::EBUSY);
+        }
+        Ok(st.stx_mnt_id)
+    };
+    let here = mount(parent, c"", AtFlags::EMPTY_PATH)?;
+    match mount(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(there) => Ok(there != here),
+        Err(libc::ENOENT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Longest logical path the agent checks, as the kernel's `PATH_MAX` (with its NUL): a walk
 /// whose logical path grows past it fails with `ENAMETOOLONG`.
 pub const PATH_MAX: usize = 4096;
