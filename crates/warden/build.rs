@@ -35,6 +35,11 @@ fn main() {
     out.push_str("// The argument denials, stacked on the profile's program.\npub static ARGUMENT_DENIALS: &[Instruction] = &[\n");
     write_program(&mut out, &denials, "    ");
     out.push_str("];\n");
+    let wx = warden_filter::compile_wx_denials()
+        .unwrap_or_else(|e| panic!("compiling the --wx denials: {e}"));
+    out.push_str("// What --wx stacks on top: shmat with SHM_EXEC refused.\npub static WX_DENIALS: &[Instruction] = &[\n");
+    write_program(&mut out, &wx, "    ");
+    out.push_str("];\n");
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(std::path::Path::new(&dir).join("filters.rs"), out).expect("write filters.rs");
     println!("cargo:rerun-if-changed=build.rs");

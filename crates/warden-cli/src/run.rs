@@ -168,6 +168,13 @@ pub struct RunArgs {
     /// --stdout. Without it the sandbox has no controlling terminal and /dev/tty is ENXIO.
     #[arg(long, alias = "interactive", help_heading = "Environment")]
     tty: bool,
+    /// W^X: the program may execute only code mapped from files the policy calls executable.
+    /// No memory is ever writable and executable, none becomes executable after it is mapped
+    /// (PR_SET_MDWE, Linux 6.3), memfds are refused and SysV shared memory cannot be attached
+    /// executable. For programs that need no JIT (compilers, shells, contest submissions):
+    /// code they read from a file without an exec right cannot run by any route.
+    #[arg(long)]
+    wx: bool,
 
     /// Write a report of the run as isolate-style key:value lines to FILE.
     #[arg(long, alias = "meta", value_name = "FILE", help_heading = "Report")]
@@ -253,6 +260,7 @@ pub fn main(args: RunArgs) -> i32 {
         report: args.report,
         report_json: args.report_json,
         terminal: args.tty,
+        wx: args.wx,
         fast_path: match args.fast_path.as_deref() {
             Some("always") => FastPath::Always,
             Some("auto") => FastPath::Auto,

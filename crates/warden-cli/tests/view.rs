@@ -1448,3 +1448,102 @@ fn a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent() {
         map_mount_points,
     );
 }
+
+// ---- --wx: no code but what is mapped from an executable file ----
+
+/// The routes `tests/wx_attack.py` tries that reach executable memory without a file (the
+/// others map a file, which the view's `noexec` refuses).
+const MEMORY_ROUTES: [&str; 7] = [
+    "anon-rwx",
+    "anon-mprotect",
+    "pkey-mprotect",
+    "shared-alias",
+    "memfd",
+    "memfd-two-maps",
+    "shm-exec",
+];
+
+fn wx_routes(who: As) {
+    let fx = Fixture::new("wx", who);
+    let script = fx.dir.join("wx_attack.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wx_attack.py"),
+        &script,
+    )
+    .unwrap();
+    common::chmod(&script, 0o644);
+    let readable = fx.dir.join("readable-code");
+    let made = std::process::Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg("--make")
+        .arg(&readable)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    common::chmod(&readable, 0o644);
+    let dir = Fixture::s(&fx.dir);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--read", dir];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[
+            "--",
+            "/usr/bin/python3",
+            Fixture::s(&script),
+            Fixture::s(&readable),
+        ]);
+        let o = run_warden(who, common::workdir(), &args);
+        let (out, err) = (stdout(&o), common::stderr(&o));
+        assert!(out.contains("\nend\n"), "{extra:?}: {out}\n{err}");
+        (out, err)
+    };
+    let ran = |out: &str, route: &str| out.contains(&format!("EXECUTED {route}\n"));
+    // Without --wx, the routes are real: anonymous memory runs the code (JITs need it). In a
+    // view, code in a file without an exec right does not run, whoever maps it.
+    let (out, err) = run(&[]);
+    assert!(ran(&out, "anon-rwx") && ran(&out, "memfd"), "{out}\n{err}");
+    if common::view_on() {
+        for route in ["readable-file", "cwd-file", "dev-shm-file"] {
+            assert!(!ran(&out, route), "{route}: {out}\n{err}");
+        }
+    }
+    // With --wx, in a view: nothing runs but what the policy's exec rules name.
+    let (out, err) = run(&["--wx", "--view", "auto"]);
+    if common::view_on() {
+        assert!(!out.contains("EXECUTED"), "{out}\n{err}");
+    }
+    for route in MEMORY_ROUTES {
+        assert!(!ran(&out, route), "{route}: {out}\n{err}");
+        assert!(
+            out.contains(&format!("refused {route} ")),
+            "{route}: {out}\n{err}"
+        );
+    }
+    // On the host's tree the memory routes are closed as well (a readable file's mapping is
+    // the known limit of a run without a view: no mount says noexec).
+    let (out, err) = run(&["--wx", "--view", "off"]);
+    for route in MEMORY_ROUTES {
+        assert!(!ran(&out, route), "{route}: {out}\n{err}");
+    }
+    // Ordinary programs run as before under --wx.
+    let o = run_warden(
+        who,
+        common::workdir(),
+        &[
+            "run",
+            "--wx",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo hi | cat; python3 -c 'import json; print(json.dumps([1]))'",
+        ],
+    );
+    assert_eq!(stdout(&o), "hi\n[1]\n", "{}", common::stderr(&o));
+}
+
+#[test]
+fn wx_leaves_no_route_to_code_that_is_not_an_executable_file() {
+    each_user(
+        "wx_leaves_no_route_to_code_that_is_not_an_executable_file",
+        wx_routes,
+    );
+}

@@ -164,6 +164,25 @@ pub fn compile_argument_denials() -> Result<Vec<Instruction>, FilterError> {
     export(&ctx)
 }
 
+/// The third program, stacked only under `warden run --wx`: `shmat` with `SHM_EXEC` fails
+/// with `EPERM`. A SysV segment attached executable (read-only) and again writable is memory
+/// the program writes and runs, which `PR_SET_MDWE` alone does not see (two mappings, neither
+/// both). Everything else is allowed here; the table's program decides it.
+pub fn compile_wx_denials() -> Result<Vec<Instruction>, FilterError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).map_err(err("new"))?;
+    ctx.set_act_badarch(ScmpAction::Allow)
+        .map_err(err("badarch"))?;
+    ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
+    const SHM_EXEC: u64 = 0o100000;
+    ctx.add_rule_conditional(
+        ScmpAction::Errno(libc::EPERM),
+        ScmpSyscall::from(libc::SYS_shmat as i32),
+        &[bits(2, SHM_EXEC, SHM_EXEC)],
+    )
+    .map_err(err("shmat with SHM_EXEC"))?;
+    export(&ctx)
+}
+
 /// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.
 pub fn listing(profile: Profile) -> Result<String, FilterError> {
     let ctx = context(profile)?;

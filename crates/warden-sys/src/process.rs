@@ -139,6 +139,38 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// `prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN)`: from now on the caller and every process
+/// it starts (the setting is inherited across fork and execve and cannot be cleared) may not
+/// map memory writable and executable at once, nor make a mapping executable that was not
+/// (mprotect, pkey_mprotect). Executable code then comes only from file mappings, which the
+/// kernel allows only from mounts without `noexec`.
+pub fn refuse_exec_gain() -> io::Result<()> {
+    const PR_SET_MDWE: libc::c_int = 65;
+    const PR_MDWE_REFUSE_EXEC_GAIN: libc::c_ulong = 1;
+    // SAFETY: PR_SET_MDWE reads only its integer arguments and changes only the calling
+    // process's memory policy (no pointer is passed, no memory of ours is touched).
+    let r = unsafe {
+        libc::prctl(
+            PR_SET_MDWE,
+            PR_MDWE_REFUSE_EXEC_GAIN,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EINVAL) {
+        return Err(io::Error::other(
+            "--wx needs the kernel's memory-deny-write-execute (PR_SET_MDWE, Linux 6.3), \
+             which this kernel does not have; run without --wx",
+        ));
+    }
+    Err(e)
+}
+
 /// `unshare(CLONE_NEWNET)`: the caller (the sandbox's program process, before it runs
 /// anything) gets a network namespace of its own, owned by its user namespace, with only a
 /// loopback interface, still down ([`loopback_up`]).

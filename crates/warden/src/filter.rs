@@ -21,9 +21,25 @@ pub fn argument_denials() -> &'static [Instruction] {
     generated::ARGUMENT_DENIALS
 }
 
+/// The program `warden run --wx` stacks as well: `shmat(SHM_EXEC)` refused
+/// (`warden_filter::compile_wx_denials`).
+pub fn wx_denials() -> &'static [Instruction] {
+    generated::WX_DENIALS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_wx_denials_match_a_fresh_compile() {
+        let fresh = warden_filter::compile_wx_denials().unwrap();
+        let embedded = wx_denials();
+        assert_eq!(embedded.len(), fresh.len());
+        for (a, b) in embedded.iter().zip(&fresh) {
+            assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+        }
+    }
 
     #[test]
     fn embedded_argument_denials_match_a_fresh_compile() {

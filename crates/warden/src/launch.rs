@@ -63,6 +63,12 @@ pub struct Command {
     /// sandbox has no controlling terminal (it stays in warden's session), so `/dev/tty` (which would bypass
     /// `--stdout` and `--output-limit`) is `ENXIO` inside, as for any process without a terminal.
     pub keep_terminal: bool,
+    /// `--wx`: the program and everything it starts may execute only what is mapped from a
+    /// file on an exec mount. Set with `PR_SET_MDWE` (`PR_MDWE_REFUSE_EXEC_GAIN`, inherited
+    /// across fork and exec, never cleared) before the filters, and a stacked filter refuses
+    /// `shmat(SHM_EXEC)`; the agent refuses memfds ([`crate::agent::Confinement::wx`]), the
+    /// one object that could be mapped both executable and writable through two mappings.
+    pub deny_exec_memory: bool,
     /// The sandbox's own file system view, built by init in a fresh mount namespace before the
     /// program starts (`None`: the sandbox sees the host's tree, and the agent decides).
     pub view: Option<warden_policy::view::ViewPlan>,
@@ -94,6 +100,8 @@ pub enum Stage {
     Capabilities = 10,
     /// Making the sandbox's network namespace.
     Network = 11,
+    /// Refusing executable memory (`--wx`).
+    ExecMemory = 12,
 }
 
 impl Stage {
@@ -110,6 +118,7 @@ impl Stage {
             9 => Stage::View,
             10 => Stage::Capabilities,
             11 => Stage::Network,
+            12 => Stage::ExecMemory,
             _ => return None,
         })
     }
@@ -955,6 +964,14 @@ fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) 
         process::exit_now(125);
     }
     child.marks[PRIVILEGES] = crate::timings::now();
+    if child.cmd.deny_exec_memory {
+        if let Err(e) = crate::sys::process::refuse_exec_gain()
+            .and_then(|()| seccomp::install(crate::filter::wx_denials()))
+        {
+            fail(channel, Stage::ExecMemory, &e);
+            process::exit_now(125);
+        }
+    }
     // The argument denials first (a filter with no listener); the kernel runs both programs on
     // every call and the stricter verdict wins.
     if let Err(e) = seccomp::install(crate::filter::argument_denials()) {

@@ -1080,6 +1080,15 @@ pub fn memfd_create(c: &Client, call: Live<MemfdArgs>) -> Served {
     if a.name.len() > 249 {
         return Err(Errno::INVAL);
     }
+    if c.wx() {
+        return Err(refused(
+            c,
+            "memfd:",
+            "--wx: a memfd could be mapped executable and writable at once (two mappings); \
+             run without --wx if the program needs one",
+            Errno::ACCESS,
+        ));
+    }
     if a.flags & MFD_EXEC != 0 {
         return Err(refused(
             c,

@@ -110,6 +110,8 @@ pub struct Agent {
     exec_rules: crate::confine::landlock::ExecRules,
     /// Capability mode (`--capability-mode`): every call is [`capsicum`]'s.
     capsicum: Option<Arc<warden_capsicum::Session>>,
+    /// `--wx`: memfds are refused ([`Confinement::wx`]).
+    wx: bool,
     /// The rest of the first workers and the watchdog, started with the first request
     /// ([`Agent::start_rest`]).
     rest: std::sync::Once,
@@ -123,6 +125,9 @@ pub struct Confinement {
     pub exec_rules: crate::confine::landlock::ExecRules,
     /// Capability mode and what the sandbox holds in it (`None`: the policy decides).
     pub capsicum: Option<Arc<warden_capsicum::Session>>,
+    /// `--wx`: memfds are refused (a memfd mapped executable and, again, writable is memory
+    /// the program writes and runs; `launch::Command::deny_exec_memory` does the rest).
+    pub wx: bool,
 }
 
 impl Agent {
@@ -164,6 +169,7 @@ impl Agent {
             stand_ins: stand_in::Table::default(),
             exec_rules: confinement.exec_rules,
             capsicum: confinement.capsicum,
+            wx: confinement.wx,
             rest: std::sync::Once::new(),
         }))
     }
@@ -596,6 +602,11 @@ impl Client<'_> {
     /// The id map of the sandbox.
     pub fn id_map(&self) -> IdMap {
         self.agent.ids
+    }
+
+    /// Whether the run refuses executable memory (`--wx`).
+    pub fn wx(&self) -> bool {
+        self.agent.wx
     }
 
     /// What Landlock lets the sandbox execute.

@@ -121,6 +121,7 @@ pub fn execute(
         view_root: None,
         exec_rules,
         capsicum: cfg.capsicum.clone(),
+        wx: cfg.wx,
     };
     let served = Served {
         policy,

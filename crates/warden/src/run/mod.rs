@@ -66,6 +66,9 @@ pub struct RunConfig {
     /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
     /// terminal and `/dev/tty` is `ENXIO`.
     pub terminal: bool,
+    /// `--wx`: no memory the program can both write and execute, and none that gains the right
+    /// to execute after it is mapped (`launch::Command::deny_exec_memory`).
+    pub wx: bool,
     /// `--capability-mode`: the program runs in capability mode holding the objects recorded
     /// here (docs/design.md, section 9); `None`: the policy decides.
     pub capsicum: Option<std::sync::Arc<warden_capsicum::Session>>,

@@ -123,6 +123,7 @@ impl Plan {
             rlimits: Vec::new(),
             cpus,
             keep_terminal: cfg.terminal,
+            deny_exec_memory: cfg.wx,
             view,
         };
         Ok(Plan {
