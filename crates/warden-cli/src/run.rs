@@ -120,6 +120,13 @@ pub struct RunArgs {
     /// Processes and threads of the sandbox (policy: limit-processes).
     #[arg(long, value_name = "N", help_heading = "Limits", value_parser = limit(LimitKind::Processes))]
     processes: Option<LimitValue>,
+    /// The run's own disk: what the scratch directory, the tmpfs maps (/dev/shm too) and the
+    /// private copies' changes hold together, in a tmpfs of this size (policy: limit-disk;
+    /// default 1G). Past it, writes fail with ENOSPC ("No space left on device"). Its pages
+    /// are memory, counted in --mem. Needs the sandbox's own view; with --keep the scratch
+    /// directory (and the copies) stay on the host's disk, outside it.
+    #[arg(long, value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Disk))]
+    disk: Option<LimitValue>,
     /// Largest file the program may write (policy: limit-fsize).
     #[arg(long, value_name = "SIZE", help_heading = "Limits", value_parser = limit(LimitKind::Fsize))]
     fsize: Option<LimitValue>,
@@ -386,6 +393,7 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
         (LimitKind::OpenFiles, args.open_files),
         (LimitKind::Output, args.output_limit),
         (LimitKind::Sockets, args.sockets),
+        (LimitKind::Disk, args.disk),
     ] {
         if let Some(v) = value {
             flags.set(kind, v);

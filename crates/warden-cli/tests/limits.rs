@@ -2244,3 +2244,110 @@ both! {
     policy_limits: limits_from_a_policy_file,
         limits_from_a_policy_file_as_nobody;
 }
+
+// ---- the run's own disk (limit-disk) ----
+
+/// Fills the run's disk by every place it has (files of `--fsize` each in the scratch
+/// directory, `/dev/shm`, a private copy), then says how many bytes each place took: with
+/// `--disk 64M` they hold 64 MiB together, the rest is ENOSPC, and nothing of it reaches the
+/// host's disk.
+fn disk_budget(who: As) {
+    let tmp = common::fresh_dir(&format!("disk-tmp-{}", who_tag(who)));
+    common::chmod(&tmp, 0o1777);
+    let tree = common::fresh_dir(&format!("disk-tree-{}", who_tag(who)));
+    write_file(&tree.join("keep"), "host\n", 0o644);
+    if who == As::Nobody {
+        std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&tree)
+            .status()
+            .unwrap();
+    }
+    let policy = tmp.join("copy.policy");
+    write_file(
+        &policy,
+        format!(
+            "path-map {} /m copy\npath-allow read /m /m/*\npath-allow write /m/*\n",
+            tree.display()
+        ),
+        0o644,
+    );
+    let report = tmp.join("report.json");
+    // Each place: write 16 MiB files until one fails, and print the KiB it took.
+    let fill = "fill() { i=0; while [ $i -lt 64 ]; do \
+                  dd if=/dev/zero of=$1/f$i bs=1M count=16 2>/dev/null || break; i=$((i+1)); done; \
+                  echo $2 $(du -sk $1 | cut -f1); }; \
+                fill . scratch; fill /dev/shm shm; fill /m copy";
+    let run = |extra: &[&str], script: &str| {
+        let mut cmd = warden_cmd(who);
+        cmd.env("TMPDIR", &tmp)
+            .args(["run", "--fsize", "16M", "--disk", "64M"]);
+        cmd.args(extra);
+        cmd.arg("--report-json")
+            .arg(&report)
+            .args(["--", "/bin/sh", "-c", script]);
+        common::finish(cmd, DEADLINE).0
+    };
+    // Without a view there is no disk of the run's own: said, and no run.
+    let o = run(&["--view", "off"], "true");
+    assert_eq!(o.status.code(), Some(125), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("limit-disk"),
+        "{}",
+        common::stderr(&o)
+    );
+    // A private copy is a mount of the view: this run has one in every mode.
+    let o = run(&["--policy", policy.to_str().unwrap()], fill);
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    let kib = |place: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{place} ")))
+            .unwrap_or_else(|| panic!("no {place} line: {out}\n{err}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let total = kib("scratch") + kib("shm") + kib("copy");
+    // 64 MiB together (a directory's own blocks aside), the scratch first.
+    assert!(total <= 64 * 1024 + 64, "{total} KiB: {out}\n{err}");
+    assert!(kib("scratch") >= 48 * 1024, "{out}\n{err}");
+    // From outside: the report says the disk was full, and the host's trees hold nothing of it.
+    let text = std::fs::read_to_string(&report).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["disk-limit"], 64 * 1024, "{text}");
+    assert!(v["disk"].as_u64().unwrap() >= 60 * 1024, "{text}");
+    assert_eq!(
+        std::fs::read_dir(&tree).unwrap().count(),
+        1,
+        "the host's tree behind the copy changed"
+    );
+    let mut left = Vec::new();
+    let mut stack = vec![tmp.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.len() > 1 << 20 {
+                left.push(e.path());
+            }
+        }
+    }
+    assert!(left.is_empty(), "written to the host's disk: {left:?}");
+    // --keep keeps the scratch on the host's disk, and says that --disk does not bound it.
+    let o = run(&["--keep", "--policy", policy.to_str().unwrap()], "true");
+    assert!(
+        common::stderr(&o).contains("--disk does not bound"),
+        "{}",
+        common::stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn the_runs_own_disk_is_bounded_by_limit_disk_and_reported() {
+    common::each_user(
+        "the_runs_own_disk_is_bounded_by_limit_disk_and_reported",
+        disk_budget,
+    );
+}

@@ -96,7 +96,7 @@ pub mod view;
 pub use diag::{Diagnostic, Span};
 pub use limits::{
     parse_count, parse_limit, parse_seconds, parse_size, LimitKind, LimitValue, Limits, Unit,
-    DEFAULT_SOCKETS,
+    DEFAULT_DISK, DEFAULT_SOCKETS,
 };
 pub use net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 pub use pattern::PathPattern;

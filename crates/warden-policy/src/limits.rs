@@ -11,6 +11,7 @@
 //! limit-open-files  64       # descriptors per process
 //! limit-output      1M       # bytes on stdout and stderr together
 //! limit-sockets     256      # sockets in the host's network held at once (default 4096)
+//! limit-disk        512M     # the run's own disk: scratch, tmpfs maps, copies (default 1G)
 //! ```
 //!
 //! Values are plain functions of their text ([`parse_seconds`], [`parse_size`], [`parse_count`]),
@@ -42,6 +43,8 @@ pub enum LimitKind {
     Output,
     /// Sockets in the host's network the sandbox holds at once.
     Sockets,
+    /// The run's own disk (scratch, tmpfs maps, private copies' changes) in bytes.
+    Disk,
 }
 
 /// What a limit's value is measured in.
@@ -57,7 +60,7 @@ pub enum Unit {
 
 impl LimitKind {
     /// Every limit, in the order normalized policies list them.
-    pub const ALL: [LimitKind; 10] = [
+    pub const ALL: [LimitKind; 11] = [
         LimitKind::Time,
         LimitKind::WallTime,
         LimitKind::ExtraTime,
@@ -68,6 +71,7 @@ impl LimitKind {
         LimitKind::OpenFiles,
         LimitKind::Output,
         LimitKind::Sockets,
+        LimitKind::Disk,
     ];
 
     /// The policy keyword, such as `limit-mem`.
@@ -83,6 +87,7 @@ impl LimitKind {
             LimitKind::OpenFiles => "limit-open-files",
             LimitKind::Output => "limit-output",
             LimitKind::Sockets => "limit-sockets",
+            LimitKind::Disk => "limit-disk",
         }
     }
 
@@ -95,7 +100,11 @@ impl LimitKind {
     pub fn unit(self) -> Unit {
         match self {
             LimitKind::Time | LimitKind::WallTime | LimitKind::ExtraTime => Unit::Seconds,
-            LimitKind::Mem | LimitKind::Fsize | LimitKind::Stack | LimitKind::Output => Unit::Bytes,
+            LimitKind::Mem
+            | LimitKind::Fsize
+            | LimitKind::Stack
+            | LimitKind::Output
+            | LimitKind::Disk => Unit::Bytes,
             LimitKind::Processes | LimitKind::OpenFiles | LimitKind::Sockets => Unit::Count,
         }
     }
@@ -130,6 +139,7 @@ pub fn parse_limit(kind: LimitKind, text: &str) -> Result<LimitValue, String> {
                 | LimitKind::OpenFiles
                 | LimitKind::Stack
                 | LimitKind::Mem
+                | LimitKind::Disk
         )
     {
         return Err(format!(
@@ -223,7 +233,14 @@ pub struct Limits {
     pub output: Option<u64>,
     /// Sockets in the host's network held at once (the agent's default: [`DEFAULT_SOCKETS`]).
     pub sockets: Option<u64>,
+    /// The run's own disk, bytes (default [`DEFAULT_DISK`] where the run has a view).
+    pub disk: Option<u64>,
 }
+
+/// How much the run may keep on its own disk (one tmpfs holding the scratch directory, every
+/// `path-map tmpfs` and the private copies' changes) when its policy says nothing
+/// (`limit-disk`): room for a build, far from filling the host's memory or disk.
+pub const DEFAULT_DISK: u64 = 1 << 30;
 
 /// How many sockets in the host's network a sandbox may hold at once when its policy says
 /// nothing (`limit-sockets`): enough for a busy server, far from the 28,000 ephemeral ports a
@@ -245,6 +262,7 @@ impl Limits {
             (LimitKind::OpenFiles, LimitValue::Amount(n)) => self.open_files = Some(n),
             (LimitKind::Output, LimitValue::Amount(n)) => self.output = Some(n),
             (LimitKind::Sockets, LimitValue::Amount(n)) => self.sockets = Some(n),
+            (LimitKind::Disk, LimitValue::Amount(n)) => self.disk = Some(n),
             _ => {}
         }
     }
@@ -264,6 +282,7 @@ impl Limits {
             LimitKind::OpenFiles => a(self.open_files),
             LimitKind::Output => a(self.output),
             LimitKind::Sockets => a(self.sockets),
+            LimitKind::Disk => a(self.disk),
         }
     }
 

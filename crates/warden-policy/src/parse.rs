@@ -31,7 +31,7 @@ use crate::pattern::{quote, PathPattern};
 use crate::policy::{Access, IdRange, Policy};
 
 /// The directives a line may start with.
-pub(crate) const DIRECTIVES: [&str; 18] = [
+pub(crate) const DIRECTIVES: [&str; 20] = [
     "starting_uid",
     "starting_gid",
     "map-ids",
@@ -50,6 +50,8 @@ pub(crate) const DIRECTIVES: [&str; 18] = [
     "limit-stack",
     "limit-open-files",
     "limit-output",
+    "limit-sockets",
+    "limit-disk",
 ];
 
 /// The protocol words of `net-allow` (tcp, udp and unix-domain).

@@ -307,6 +307,30 @@ pub struct ViewPlan {
     /// `DIR/N/work` for [`Step::Copy`] `N`): a directory of the run's outside the view, set by
     /// the caller before the view is built (the planner has no run).
     pub copy_dir: Option<String>,
+    /// The run's own disk (`limit-disk`): one tmpfs holding the scratch directory, every
+    /// [`Step::Tmpfs`] and the private copies' changes, each mounted at its place from a
+    /// directory of its own, so that together they hold at most its size. `None`: each tmpfs
+    /// is its own (unbounded but by memory), and copies keep their changes in `copy_dir`.
+    pub disk: Option<Disk>,
+}
+
+/// The run's own disk ([`ViewPlan::disk`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Disk {
+    /// Bytes it holds at most (and one inode per 4 KiB of it).
+    pub size: u64,
+    /// The scratch directory, when the policy has it as a [`Step::Tmpfs`] there: the
+    /// program's own directory (mode 0700, owned by `owner`), not a shared 1777 one.
+    pub scratch: Option<String>,
+    /// The program's uid and gid as the view's builder sees them.
+    pub owner: (u32, u32),
+    /// Directories made in the scratch before the program starts (relative to it, parents
+    /// first): those of the `exec DIR/*` rules beneath it, which Landlock's execute right
+    /// needs to exist.
+    pub dirs: Vec<String>,
+    /// Private copies keep their changes on it too (otherwise in `copy_dir`, on the host's
+    /// disk, as `--keep` and `warden diff` need).
+    pub copies: bool,
 }
 
 impl ViewPlan {

@@ -29,6 +29,7 @@
 //! | `agent-workers` | requests the agent serves at once for the sandbox: fewer under a small `--mem` (see `agent::budget`) |
 //! | `agent-mem-bound` | KiB, the most the agent's state for the sandbox can take with that many (under `--mem`, no more than the limit) |
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
+//! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -165,6 +166,8 @@ pub struct Measured {
     pub sockets: Option<u64>,
     /// Where the run's private copies were kept (`--keep`; `warden diff` reads them).
     pub copies: Option<std::path::PathBuf>,
+    /// Bytes the run's own disk held at the end, and its size (`limit-disk`), with a view.
+    pub disk: Option<(u64, u64)>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -292,6 +295,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
+    if let Some((used, limit)) = m.disk {
+        put("disk", (used / 1024).into());
+        put("disk-limit", (limit / 1024).into());
+    }
     for &(family, n) in &m.agent.calls {
         put(&format!("delegated-{}", family.name()), n.into());
     }
@@ -373,6 +380,7 @@ mod tests {
                 cpu: Duration::from_micros(200),
             },
             copies: None,
+            disk: Some((10 << 20, 1 << 30)),
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
@@ -398,7 +406,8 @@ mod tests {
             "time:1.234\ntime-wall:1.500\nmax-rss:2048\ncsw-voluntary:3\ncsw-forced:4\n\
              exitcode:0\ncg-mem:4096\naccounting:cgroup-v1\ndelegated:13\n\
              denied:1\nagent-time:0.000250\nagent-cpu:0.000200\nagent-mem:3000\n\
-             agent-workers:21\nagent-mem-bound:20480\ndelegated-open:12\ndelegated-exec:1\n"
+             agent-workers:21\nagent-mem-bound:20480\ndisk:10240\ndisk-limit:1048576\n\
+             delegated-open:12\ndelegated-exec:1\n"
         );
         let json = json(&m, &Limits::default());
         assert_eq!(json["status"], "OK");

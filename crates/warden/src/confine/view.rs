@@ -33,7 +33,7 @@ use rustix::mount::{
 };
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use warden_policy::view::{Flags, Host, Keep, LayerEntry, Node, Step, ViewPlan};
+use warden_policy::view::{Disk, Flags, Host, Keep, LayerEntry, Node, Step, ViewPlan};
 
 use crate::sys::mount::set_attributes;
 use std::path::Path;
@@ -331,6 +331,14 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     };
     let mut has_dev = false;
     let mut held = Held::default();
+    let disk = plan
+        .disk
+        .as_ref()
+        .map(RunDisk::new)
+        .transpose()
+        .map_err(ViewError::at(
+            "creating the run's disk (a tmpfs of limit-disk's size)",
+        ))?;
     for step in steps {
         has_dev |= *step == Step::DevTmpfs;
         apply(
@@ -338,8 +346,13 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
             root.as_fd(),
             &masks,
             plan.copy_dir.as_deref(),
+            disk.as_ref(),
             &mut held,
         )?;
+    }
+    if let Some(disk) = disk {
+        // Its places hold it; the detached mount itself goes when the view is done with.
+        held.layers.push(disk.fs);
     }
     // On an empty tmpfs root, the host's tree goes to a directory of its own, so that the
     // view is the root at once and the tree is detached by `seal`, while the program sets
@@ -421,6 +434,7 @@ fn apply(
     root: BorrowedFd<'_>,
     masks: &Masks,
     copy_dir: Option<&str>,
+    disk: Option<&RunDisk>,
     held: &mut Held,
 ) -> Result<(), ViewError> {
     match step {
@@ -443,8 +457,11 @@ fn apply(
                 .map_err(ViewError::at(format!("mapping {from} at {path}")))
         }
         Step::Tmpfs { path, flags } => {
-            let fs = tmpfs("1777", bind_attributes(*flags))
-                .map_err(ViewError::at(format!("creating the tmpfs {path}")))?;
+            let fs = match disk {
+                Some(disk) => disk.place(path, bind_attributes(*flags)),
+                None => tmpfs("1777", bind_attributes(*flags)),
+            }
+            .map_err(ViewError::at(format!("creating the tmpfs {path}")))?;
             attach(root, relative(path), fs.as_fd(), true)
                 .map_err(ViewError::at(format!("mounting the tmpfs {path}")))
         }
@@ -454,10 +471,14 @@ fn apply(
             index,
             flags,
         } => {
-            let Some(dir) = copy_dir else {
-                return Err(ViewError::at(format!("copying {from}"))(io::Error::other(
-                    "no directory for the private copies",
-                )));
+            let dir = match (disk, copy_dir) {
+                (Some(disk), _) if disk.plan.copies => disk.copy_dir(),
+                (_, Some(dir)) => dir.to_owned(),
+                _ => {
+                    return Err(ViewError::at(format!("copying {from}"))(io::Error::other(
+                        "no directory for the private copies",
+                    )))
+                }
             };
             let fs = overlay(from, &format!("{dir}/{index}"), bind_attributes(*flags))
                 .map_err(ViewError::at(format!("making the private copy of {from}")))?;
@@ -499,6 +520,86 @@ fn apply(
             held.proc = proc(root, keep)?;
             Ok(())
         }
+    }
+}
+
+/// The run's own disk ([`Disk`]): one tmpfs of the limit's size, whose directories are mounted
+/// where the view has a tmpfs (the scratch directory, `path-map tmpfs`, `/dev/shm`) and hold
+/// the private copies' changes, so that together they hold at most its size. Made and filled
+/// before anything of the program runs: nothing races what is made in it.
+struct RunDisk {
+    fs: OwnedFd,
+    plan: Disk,
+    next: std::cell::Cell<usize>,
+}
+
+impl RunDisk {
+    fn new(plan: &Disk) -> io::Result<RunDisk> {
+        let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+        fsconfig_set_string(fs.as_fd(), "mode", "0711")?;
+        fsconfig_set_string(fs.as_fd(), "size", plan.size.to_string())?;
+        // Inodes cost memory too, and tmpfs counts none of it in `size`.
+        fsconfig_set_string(
+            fs.as_fd(),
+            "nr_inodes",
+            (plan.size / 4096).max(1024).to_string(),
+        )?;
+        fsconfig_create(fs.as_fd())?;
+        // Mounted nowhere itself: each place is a clone that adds its own flags (`ro`,
+        // `noexec`) to these, and a flag set here could not be taken away there.
+        let attrs = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+        Ok(RunDisk {
+            fs: fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?,
+            plan: plan.clone(),
+            next: std::cell::Cell::new(0),
+        })
+    }
+
+    /// A new directory of the disk for the tmpfs at `path`, detached and cloned with `attrs`:
+    /// the program's own (0700) for the scratch directory, with the exec rules' directories
+    /// made in it; shared (1777, as a tmpfs of its own would be) for any other.
+    fn place(&self, path: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        let name = format!("t{n}");
+        let scratch = self.plan.scratch.as_deref() == Some(path);
+        let mode = if scratch { 0o700 } else { 0o1777 };
+        rfs::mkdirat(&self.fs, name.as_str(), Mode::from_raw_mode(mode))?;
+        rfs::chmodat(
+            &self.fs,
+            name.as_str(),
+            Mode::from_raw_mode(mode),
+            rfs::AtFlags::empty(),
+        )?;
+        if scratch {
+            let (uid, gid) = self.plan.owner;
+            let own = |rel: &str| {
+                rfs::chownat(
+                    &self.fs,
+                    rel,
+                    Some(rustix::process::Uid::from_raw(uid)),
+                    Some(rustix::process::Gid::from_raw(gid)),
+                    rfs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+            };
+            own(&name)?;
+            for dir in &self.plan.dirs {
+                let rel = format!("{name}/{dir}");
+                rfs::mkdirat(&self.fs, rel.as_str(), Mode::from_raw_mode(0o755))?;
+                own(&rel)?;
+            }
+        }
+        let name = std::ffi::CString::new(name).expect("no NUL");
+        crate::sys::mount::clone_with_attributes(self.fs.as_fd(), &name, true, attrs)
+    }
+
+    /// Where the private copies keep their changes: a directory of the disk, by a path the
+    /// overlay can be given (the disk is mounted nowhere).
+    fn copy_dir(&self) -> String {
+        let dir = "copies";
+        // Made for an earlier copy if it fails; any other failure shows when the overlay is.
+        let _ = rfs::mkdirat(&self.fs, dir, Mode::from_raw_mode(0o755));
+        format!("/proc/self/fd/{}/{dir}", self.fs.as_raw_fd())
     }
 }
 

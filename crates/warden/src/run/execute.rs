@@ -131,6 +131,7 @@ pub fn execute(
     };
     let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
+    let disk = run_disk(&sandbox, &command);
     let registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
     crate::timings::mark("registered");
 
@@ -198,6 +199,10 @@ pub fn execute(
     measured.outcome = Some(outcome);
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent);
+    measured.disk = disk.and_then(|(fd, limit)| {
+        let st = rustix::fs::fstatvfs(&fd).ok()?;
+        Some((st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize, limit))
+    });
     crate::timings::mark("reaped, agent quiet");
     let status = match caught {
         Some(sig) => 128 + sig,
@@ -394,6 +399,27 @@ fn register(
             (s.total, s.denied)
         },
     ))
+}
+
+/// The run's own disk (`limit-disk`), for the report: a descriptor of the scratch directory in
+/// the view, which is one of the disk's places (so its file system's figures are the disk's),
+/// opened while the view lives, and the limit. `None` without one.
+fn run_disk(sandbox: &launch::Sandbox, command: &Command) -> Option<(OwnedFd, u64)> {
+    let disk = command.view.as_ref()?.disk.as_ref()?;
+    let rel = disk.scratch.as_deref()?.trim_start_matches('/');
+    let root = sandbox.program_root().ok()?;
+    let how = rustix::fs::ResolveFlags::BENEATH
+        | rustix::fs::ResolveFlags::NO_SYMLINKS
+        | rustix::fs::ResolveFlags::NO_MAGICLINKS;
+    let fd = rustix::fs::openat2(
+        &root,
+        rel,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+        how,
+    )
+    .ok()?;
+    Some((fd, disk.size))
 }
 
 /// Where the time limits read the sandbox's CPU time: its cgroup, or its processes in /proc.

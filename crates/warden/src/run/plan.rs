@@ -64,7 +64,44 @@ impl Plan {
         };
         // The host as the plans find it, asked once for both (the view's and the kernel's).
         let host = RememberedHost::default();
-        let view = view_for(cfg, &policy, hiding, &host)?;
+        // In a view the scratch directory is the run's own disk, not the host's: a tmpfs of
+        // limit-disk's size (with --keep it stays the host's directory, which outlives the run).
+        let mut policy = policy;
+        let on_disk = scratch
+            .and_then(Path::to_str)
+            .filter(|_| !cfg.keep && wants_view(cfg, &policy));
+        if let Some(at) = on_disk {
+            policy.add_map(warden_policy::map::PathMap {
+                source: warden_policy::map::MapSource::Tmpfs,
+                sandbox: at.to_owned(),
+                mode: warden_policy::map::MapMode::ReadWrite,
+                span: warden_policy::Span::new("$SCRATCH", 1, 1),
+            });
+        }
+        let mut view = view_for(cfg, &policy, hiding, &host)?;
+        if view.is_none() && limits.disk.is_some() {
+            return Err(failure(
+                EXIT_WARDEN,
+                "limit-disk (--disk) bounds the run's own disk, which only the sandbox's own view \
+                 has; this run has none (--view off, or a kernel without the new mount API): \
+                 remove --disk, or run with --view auto",
+            ));
+        }
+        if view.is_some() && cfg.keep && limits.disk.is_some() {
+            eprintln!(
+                "warden: --keep: the scratch directory and the private copies stay on the host's \
+                 disk, which --disk does not bound (it bounds the tmpfs maps and /dev/shm)"
+            );
+        }
+        if let Some(view) = &mut view {
+            view.disk = Some(warden_policy::view::Disk {
+                size: limits.disk.unwrap_or(warden_policy::DEFAULT_DISK),
+                scratch: on_disk.map(str::to_owned),
+                owner: (ids.inside_uid, ids.inside_gid),
+                dirs: on_disk.map_or_else(Vec::new, |at| exec_dirs(&policy, at)),
+                copies: !cfg.keep,
+            });
+        }
         let policy = if view.is_none() {
             without_view(cfg, policy)
         } else {
@@ -149,6 +186,50 @@ impl Plan {
 }
 
 /// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
+/// Whether [`view_for`] makes a view for `cfg` and `policy` (where it does not refuse).
+fn wants_view(cfg: &RunConfig, policy: &Policy) -> bool {
+    let maps = policy
+        .maps()
+        .iter()
+        .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
+    (cfg.view != ViewMode::Off || maps) && crate::confine::view::supported()
+}
+
+/// The directories of the `exec DIR/*` rules that lie in the scratch directory `scratch`,
+/// relative to it, each parent before what it holds: the run makes them before Landlock's
+/// ruleset is built, which gives the execute right only to what exists.
+fn exec_dirs(policy: &Policy, scratch: &str) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    for rule in policy.path_rules() {
+        if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
+            continue;
+        }
+        let Some(rest) = rule
+            .pattern
+            .literal()
+            .strip_suffix('/')
+            .and_then(|d| d.strip_prefix(scratch))
+            .and_then(|d| d.strip_prefix('/'))
+        else {
+            continue;
+        };
+        let mut at = String::new();
+        for part in rest.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            if part == ".." {
+                break;
+            }
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(part);
+            if !dirs.contains(&at) {
+                dirs.push(at.clone());
+            }
+        }
+    }
+    dirs
+}
+
 fn view_for(
     cfg: &RunConfig,
     policy: &Policy,
