@@ -24,8 +24,21 @@ pub struct InspectArgs {
     json: bool,
 }
 
+/// The running sandboxes the caller may see; says on stderr which of the caller's own registry
+/// directories were not believed (somebody else's, a link, or open to others), and why.
+fn running(cmd: &str) -> Vec<Entry> {
+    let listing = registry::list(&registry::readable_dirs());
+    for (path, why) in &listing.ignored {
+        eprintln!(
+            "warden {cmd}: ignored {}: {why} (its owner or root can remove it)",
+            escape(path.as_os_str().as_encoded_bytes())
+        );
+    }
+    listing.entries
+}
+
 pub fn ps(args: PsArgs) -> i32 {
-    let entries = registry::list(&registry::readable_dirs());
+    let entries = running("ps");
     if args.json {
         println!(
             "{}",
@@ -56,7 +69,7 @@ pub fn ps(args: PsArgs) -> i32 {
 }
 
 pub fn inspect(args: InspectArgs) -> i32 {
-    let entries = registry::list(&registry::readable_dirs());
+    let entries = running("inspect");
     let Some(entry) = find(&entries, &args.target) else {
         eprintln!(
             "warden inspect: no running sandbox of yours is {} (see `warden ps`; only root sees \
