@@ -30,8 +30,9 @@ fn running(cmd: &str) -> Vec<Entry> {
     let listing = registry::list(&registry::readable_dirs());
     for (path, why) in &listing.ignored {
         eprintln!(
-            "warden {cmd}: ignored {}: {why} (its owner or root can remove it)",
-            escape(path.as_os_str().as_encoded_bytes())
+            "warden {cmd}: ignored {}: {why}{}",
+            escape(path.as_os_str().as_encoded_bytes()),
+            why.remedy()
         );
     }
     listing.entries

@@ -258,6 +258,18 @@ pub enum Untrusted {
     Io(io::Error),
 }
 
+impl Untrusted {
+    /// What would make the directory usable, for a note after the reason (empty if nothing
+    /// simple would).
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            Untrusted::Owner(_) | Untrusted::NotDirectory => " (its owner or root can remove it)",
+            Untrusted::Mode(_) => " (`chmod 700` by its owner makes it private)",
+            Untrusted::Missing | Untrusted::Io(_) => "",
+        }
+    }
+}
+
 impl std::fmt::Display for Untrusted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -302,6 +314,11 @@ pub fn open_private_dir(path: &Path, uid: u32) -> Result<OwnedFd, Untrusted> {
     .map_err(|e| match e {
         Errno::NOENT => Untrusted::Missing,
         Errno::LOOP | Errno::NOTDIR => Untrusted::NotDirectory,
+        // Somebody else's, most likely: only to say whose.
+        Errno::ACCESS => match rustix::fs::lstat(path) {
+            Ok(st) if st.st_uid != uid => Untrusted::Owner(st.st_uid),
+            _ => Untrusted::Io(e.into()),
+        },
         e => Untrusted::Io(e.into()),
     })?;
     let st = rustix::fs::fstat(&fd).map_err(|e| Untrusted::Io(e.into()))?;
@@ -333,7 +350,7 @@ pub struct OwnDir {
     /// Where it is.
     pub path: PathBuf,
     /// The usual one ([`dir_for`]) and why it was not used, when it was not: somebody else made
-    /// it first, or made it a link, or it is open to others.
+    /// it first, or made it a link, or it is open to others (or it could not be made).
     pub passed_over: Option<(PathBuf, Untrusted)>,
 }
 
@@ -352,7 +369,6 @@ pub fn open_own(uid: u32) -> io::Result<OwnDir> {
                 passed_over: None,
             })
         }
-        Err(Untrusted::Io(e)) => return Err(e),
         Err(why) => why,
     };
     let tmp = std::env::temp_dir();
@@ -767,11 +783,11 @@ fn open_place(place: &Place, uid: u32) -> Option<OwnedFd> {
             if let Some((usual, why)) = &own.passed_over {
                 let shown = |p: &Path| escape(p.as_os_str().as_encoded_bytes()).into_owned();
                 eprintln!(
-                    "warden: {} is not yours to trust ({why}); `warden ps` finds this run in {} \
-                     instead (its owner or root can remove {})",
+                    "warden: not registering this run in {}: {why}{}; `warden ps` finds it in {} \
+                     instead",
                     shown(usual),
+                    why.remedy(),
                     shown(&own.path),
-                    shown(usual)
                 );
             }
             Some(own.fd)
