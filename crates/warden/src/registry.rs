@@ -224,13 +224,17 @@ impl Grants {
 /// [`MAX_GRANT_BYTES`]) to about a quarter of it; an entry that would be larger anyway (very long
 /// rules or command lines) is written with fewer of them ([`serialize`]).
 pub const MAX_ENTRY_BYTES: usize = 4 << 20;
-/// The most names looked at in one registry directory.
+/// The most names looked at in one user's registry directories, all together.
 const MAX_NAMES: usize = 4096;
-/// The most bytes of entries read from one registry directory: whatever a user puts in theirs,
-/// `warden ps` reads a bounded amount of it.
-const MAX_DIR_BYTES: usize = 64 << 20;
-/// The most names looked at in `$TMPDIR` for registry directories.
-const MAX_TMP_NAMES: usize = 65536;
+/// The most bytes of entries read from one user's registry directories, all together: whatever
+/// a user puts in theirs, `warden ps` reads a bounded amount of it, and spends only that user's
+/// share (nobody can make a directory that counts as another user's).
+const MAX_USER_BYTES: usize = 64 << 20;
+/// The most registry directories read of one user (a user has one, two with `$XDG_RUNTIME_DIR`,
+/// and one more when another user made theirs first).
+const MAX_USER_DIRS: usize = 16;
+/// The most names looked at in `$TMPDIR` or `/run/user` for registry directories.
+const MAX_TMP_NAMES: usize = 1 << 20;
 
 /// A registry directory, and the user its name says it is of (`/run/warden` is root's,
 /// `/run/user/UID/warden` and `$TMPDIR/warden-run-UID[.SUFFIX]` are UID's). Its entries are
@@ -466,12 +470,19 @@ pub struct Listing {
 /// from a private directory its user owns ([`open_private_dir`]), as a regular file they own,
 /// of at most [`MAX_ENTRY_BYTES`], that names them, and whose warden is that very process, run
 /// by them ([`running`]). Nothing in a directory can make this block or read without bound:
-/// links, FIFOs and devices are never opened for reading, and each directory gives at most
-/// [`MAX_NAMES`] names and [`MAX_DIR_BYTES`] bytes.
+/// links, FIFOs and devices are never opened for reading, and each user's directories give at
+/// most [`MAX_USER_DIRS`] directories, [`MAX_NAMES`] names and [`MAX_USER_BYTES`] bytes.
 pub fn list(dirs: &[Source]) -> Listing {
+    /// What is left to read of one user's directories.
+    struct Left {
+        dirs: usize,
+        names: usize,
+        bytes: usize,
+    }
     let me = rustix::process::geteuid().as_raw();
     let mut out = Listing::default();
     let mut seen = std::collections::HashSet::new();
+    let mut left: HashMap<u32, Left> = HashMap::new();
     for src in dirs {
         let fd = match open_private_dir(&src.path, src.uid) {
             Ok(fd) => fd,
@@ -489,12 +500,19 @@ pub fn list(dirs: &[Source]) -> Listing {
         if !seen.insert((st.st_dev, st.st_ino)) {
             continue;
         }
-        let mut budget = MAX_DIR_BYTES;
-        for name in names(&fd) {
-            if !is_entry_name(&name) {
-                continue;
-            }
-            if let Some(entry) = read_entry(fd.as_fd(), &name, src.uid, &mut budget) {
+        let left = left.entry(src.uid).or_insert(Left {
+            dirs: MAX_USER_DIRS,
+            names: MAX_NAMES,
+            bytes: MAX_USER_BYTES,
+        });
+        if left.dirs == 0 {
+            continue;
+        }
+        left.dirs -= 1;
+        let names = names(&fd, left.names);
+        left.names -= names.len();
+        for name in names.iter().filter(|n| is_entry_name(n)) {
+            if let Some(entry) = read_entry(fd.as_fd(), name, src.uid, &mut left.bytes) {
                 if running(&entry, src.uid) && init_is_its_child(&entry) {
                     out.entries.push(entry);
                 }
@@ -505,12 +523,12 @@ pub fn list(dirs: &[Source]) -> Listing {
     out
 }
 
-/// The first [`MAX_NAMES`] names in the directory `dir`.
-fn names(dir: &OwnedFd) -> Vec<std::ffi::CString> {
+/// The first `max` names in the directory `dir`.
+fn names(dir: &OwnedFd, max: usize) -> Vec<std::ffi::CString> {
     let Ok(d) = rustix::fs::Dir::read_from(dir) else {
         return Vec::new();
     };
-    d.take(MAX_NAMES)
+    d.take(max)
         .map_while(Result::ok)
         .map(|e| e.file_name().to_owned())
         .collect()
@@ -714,7 +732,7 @@ fn write_entry(dir: &OwnedFd, id: &str, text: &[u8]) -> io::Result<()> {
 /// Removes from `uid`'s directory `dir` the entries of wardens that are gone (killed with
 /// SIGKILL, they could not clean up), and their temporary files.
 fn remove_stale(dir: &OwnedFd, uid: u32) {
-    for name in names(dir) {
+    for name in names(dir, MAX_NAMES) {
         let b = name.to_bytes();
         let stale = if is_entry_name(&name) {
             let mut budget = usize::MAX;
@@ -1320,6 +1338,171 @@ mod tests {
         std::thread::sleep(2 * REFRESH);
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), written);
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn proc_stat_is_read_past_any_name() {
+        let tail: String = (4..=30).map(|n| format!(" {n}")).collect();
+        // A name with spaces and parentheses of its own.
+        let stat = format!("42 (a) b) (c ) S{tail}\n");
+        assert_eq!(parse_stat(&stat), Some((4, 22)));
+        assert_eq!(parse_stat("42 (x) S 1 2"), None);
+        let me = facts(std::process::id()).unwrap();
+        assert_eq!(me.euid, rustix::process::geteuid().as_raw());
+        assert!(me.start > 0);
+    }
+
+    #[test]
+    fn registry_directory_names_say_whose() {
+        assert_eq!(tmp_dir_uid("warden-run-1000"), Some(1000));
+        assert_eq!(tmp_dir_uid("warden-run-1000.5d07d6ef"), Some(1000));
+        for not in [
+            "warden-run-",
+            "warden-run-+1",
+            "warden-run-1x",
+            "warden-run-.1",
+            "x-1",
+        ] {
+            assert_eq!(tmp_dir_uid(not), None, "{not}");
+        }
+    }
+
+    /// A child that lives until dropped, for an entry's init.
+    struct Child(std::process::Child);
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// An entry for this process, as its registration would write it, with `init` for init.
+    fn own_entry(init: &Child) -> Entry {
+        Entry {
+            id: format!("{}-00000001", std::process::id()),
+            warden_pid: std::process::id(),
+            warden_start: facts(std::process::id()).unwrap().start,
+            init_pid: init.0.id(),
+            uid: rustix::process::geteuid().as_raw(),
+            command: vec!["true".into()],
+            ..Entry::default()
+        }
+    }
+
+    fn sleeper() -> Child {
+        Child(
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    /// Running is this very process, of this user, with its init as a child: not a pid alone.
+    #[test]
+    fn an_entry_runs_only_as_its_own_process() {
+        let init = sleeper();
+        let e = own_entry(&init);
+        let uid = e.uid;
+        assert!(running(&e, uid) && init_is_its_child(&e));
+        assert!(!running(&e, uid + 1), "another user's process");
+        let other = |f: &dyn Fn(&mut Entry)| {
+            let mut e = own_entry(&init);
+            f(&mut e);
+            e
+        };
+        assert!(
+            !running(&other(&|e| e.warden_start += 1), uid),
+            "a reused pid"
+        );
+        assert!(
+            !running(&other(&|e| e.warden_start = 0), uid),
+            "no start time"
+        );
+        assert!(
+            !init_is_its_child(&other(&|e| e.init_pid = 1)),
+            "init elsewhere"
+        );
+        let mut dead = sleeper();
+        let gone = other(&|e| e.warden_pid = dead.0.id());
+        let _ = dead.0.kill();
+        let _ = dead.0.wait();
+        assert!(!running(&gone, uid), "a pid that is gone");
+    }
+
+    /// In a registry directory, only a regular file of its owner's, small enough, is read; a
+    /// FIFO, a link and an oversized file are passed over at once; a directory open to others is
+    /// not read at all.
+    #[test]
+    fn only_regular_small_files_of_the_owner_are_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = crate::testing::TempTree::new("registry-odd");
+        std::fs::set_permissions(&*dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let init = sleeper();
+        let e = own_entry(&init);
+        std::fs::write(
+            dir.join(format!("{}.json", e.id)),
+            serde_json::to_vec(&e).unwrap(),
+        )
+        .unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("1-fifo.json"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("1-zero.json")).unwrap();
+        std::fs::File::create(dir.join("1-big.json"))
+            .unwrap()
+            .set_len(MAX_ENTRY_BYTES as u64 + 1)
+            .unwrap();
+        let src = [Source {
+            path: dir.to_path_buf(),
+            uid: e.uid,
+        }];
+        let started = std::time::Instant::now();
+        let l = list(&src);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(l.entries.len(), 1, "{l:?}");
+        assert_eq!(l.entries[0].id, e.id);
+        assert!(l.ignored.is_empty());
+        // Another user's name on it: not believed.
+        let theirs = [Source {
+            path: dir.to_path_buf(),
+            uid: e.uid + 1,
+        }];
+        assert!(list(&theirs).entries.is_empty());
+        std::fs::set_permissions(&*dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let l = list(&src);
+        assert!(l.entries.is_empty());
+        assert!(
+            matches!(l.ignored[..], [(_, Untrusted::Mode(0o755))]),
+            "{l:?}"
+        );
+        std::fs::remove_dir_all(&*dir).unwrap();
+    }
+
+    /// An entry too large to be read back is written smaller, descriptors first.
+    #[test]
+    fn entries_are_written_within_the_bound() {
+        let grant = |i: u64| Grant {
+            dev: 1,
+            ino: i,
+            path: format!("/{}", "p".repeat(1000)),
+            rule: "p:1:1".into(),
+        };
+        let mut e = Entry {
+            command: vec!["cmd".into(), "arg".into()],
+            grants: (0..8192).map(grant).collect(),
+            ..Entry::default()
+        };
+        let text = serialize(&mut e).unwrap();
+        assert!(text.len() <= MAX_ENTRY_BYTES, "{}", text.len());
+        assert!(!e.grants.is_empty() && e.grants.len() < 8192);
+        assert_eq!(e.command, ["cmd", "arg"]);
     }
 
     #[test]
