@@ -28,12 +28,17 @@ pub struct InspectArgs {
 /// directories were not believed (somebody else's, a link, or open to others), and why.
 fn running(cmd: &str) -> Vec<Entry> {
     let listing = registry::list(&registry::readable_dirs());
-    for (path, why) in &listing.ignored {
+    // A few, whatever another user made: anyone may make a `warden-run-UID.*` in /tmp.
+    const SHOWN: usize = 3;
+    for (path, why) in listing.ignored.iter().take(SHOWN) {
         eprintln!(
             "warden {cmd}: ignored {}: {why}{}",
             escape(path.as_os_str().as_encoded_bytes()),
             why.remedy()
         );
+    }
+    if let Some(more) = listing.ignored.len().checked_sub(SHOWN).filter(|&n| n > 0) {
+        eprintln!("warden {cmd}: ignored {more} more directories like these");
     }
     listing.entries
 }

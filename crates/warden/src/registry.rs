@@ -1432,8 +1432,8 @@ mod tests {
     }
 
     /// In a registry directory, only a regular file of its owner's, small enough, is read; a
-    /// FIFO, a link and an oversized file are passed over at once; a directory open to others is
-    /// not read at all.
+    /// FIFO, a link and an oversized file are passed over at once; a directory open to others,
+    /// or reached through a link, is not read at all.
     #[test]
     fn only_regular_small_files_of_the_owner_are_read() {
         use std::os::unix::fs::PermissionsExt;
@@ -1475,6 +1475,21 @@ mod tests {
             uid: e.uid + 1,
         }];
         assert!(list(&theirs).entries.is_empty());
+        // A link to it: not followed.
+        let link = dir.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&*dir, &link).unwrap();
+        let linked = [Source {
+            path: link.clone(),
+            uid: e.uid,
+        }];
+        let l = list(&linked);
+        std::fs::remove_file(&link).unwrap();
+        assert!(l.entries.is_empty());
+        assert!(
+            matches!(l.ignored[..], [(_, Untrusted::NotDirectory)]),
+            "{l:?}"
+        );
         std::fs::set_permissions(&*dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let l = list(&src);
         assert!(l.entries.is_empty());
