@@ -24,8 +24,27 @@ pub struct InspectArgs {
     json: bool,
 }
 
+/// The running sandboxes the caller may see; says on stderr which of the caller's own registry
+/// directories were not believed (somebody else's, a link, or open to others), and why.
+fn running(cmd: &str) -> Vec<Entry> {
+    let listing = registry::list(&registry::readable_dirs());
+    // A few, whatever another user made: anyone may make a `warden-run-UID.*` in /tmp.
+    const SHOWN: usize = 3;
+    for (path, why) in listing.ignored.iter().take(SHOWN) {
+        eprintln!(
+            "warden {cmd}: ignored {}: {why}{}",
+            escape(path.as_os_str().as_encoded_bytes()),
+            why.remedy()
+        );
+    }
+    if let Some(more) = listing.ignored.len().checked_sub(SHOWN).filter(|&n| n > 0) {
+        eprintln!("warden {cmd}: ignored {more} more directories like these");
+    }
+    listing.entries
+}
+
 pub fn ps(args: PsArgs) -> i32 {
-    let entries = registry::list(&registry::readable_dirs());
+    let entries = running("ps");
     if args.json {
         println!(
             "{}",
@@ -56,7 +75,7 @@ pub fn ps(args: PsArgs) -> i32 {
 }
 
 pub fn inspect(args: InspectArgs) -> i32 {
-    let entries = registry::list(&registry::readable_dirs());
+    let entries = running("inspect");
     let Some(entry) = find(&entries, &args.target) else {
         eprintln!(
             "warden inspect: no running sandbox of yours is {} (see `warden ps`; only root sees \

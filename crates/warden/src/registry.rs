@@ -1,19 +1,29 @@
 //! The registry of running sandboxes, for `warden ps` and `warden inspect`.
 //!
 //! Each `warden run` keeps one JSON file, `ID.json`, in its user's registry directory, rewrites
-//! it every second with its counters and the descriptors its agent handed out (device, inode,
+//! it twice a second with its counters and the descriptors its agent handed out (device, inode,
 //! path and granting rule), and removes it when it ends. The directory is private to its user
-//! (mode 0700, checked to be theirs), so a user lists only their own sandboxes; root lists every
-//! user's. `/proc` does the rest: which processes are in the sandbox (its PID namespace) and what
-//! each holds, readable only by whoever may trace them.
+//! (mode 0700, checked through its descriptor to be theirs), so a user lists only their own
+//! sandboxes; root lists every user's. `/proc` does the rest: which processes are in the sandbox
+//! (its PID namespace) and what each holds, readable only by whoever may trace them.
+//!
+//! What a user writes in their directory is theirs to say, and is shown as theirs, nothing more:
+//! an entry counts only from a directory and a file owned by the user it names, and only while
+//! the process it names is its warden (the same pid, start time and user) with its init as a
+//! child. So nobody can list a sandbox as another user's, stand in for another user's sandbox,
+//! or revive a dead one with a reused pid; and what a reader opens is a regular file, bounded.
 
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io;
+use std::ffi::CStr;
+use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use warden_policy::escape::escape;
 
 /// Most descriptors remembered per sandbox (half are forgotten past this).
 pub const MAX_GRANTS: usize = 8192;
@@ -30,6 +40,10 @@ pub struct Entry {
     pub id: String,
     /// warden's pid.
     pub warden_pid: u32,
+    /// When warden started, in clock ticks after boot (field 22 of `/proc/PID/stat`): with the
+    /// pid, which process warden is (a pid is reused; a pid and its start time are not).
+    #[serde(default)]
+    pub warden_start: u64,
     /// The sandbox's init, in warden's PID namespace.
     pub init_pid: u32,
     /// The user who ran warden.
@@ -206,7 +220,75 @@ impl Grants {
     }
 }
 
-/// The registry directory of user `uid` (not created).
+/// The largest entry written or read. A run's descriptors are bounded ([`MAX_GRANTS`],
+/// [`MAX_GRANT_BYTES`]) to about a quarter of it; an entry that would be larger anyway (very long
+/// rules or command lines) is written with fewer of them ([`serialize`]).
+pub const MAX_ENTRY_BYTES: usize = 4 << 20;
+/// The most names looked at in one user's registry directories, all together.
+const MAX_NAMES: usize = 4096;
+/// The most bytes of entries read from one user's registry directories, all together: whatever
+/// a user puts in theirs, `warden ps` reads a bounded amount of it, and spends only that user's
+/// share (nobody can make a directory that counts as another user's).
+const MAX_USER_BYTES: usize = 64 << 20;
+/// The most registry directories read of one user (a user has one, two with `$XDG_RUNTIME_DIR`,
+/// and one more when another user made theirs first).
+const MAX_USER_DIRS: usize = 16;
+/// The most names looked at in `$TMPDIR` or `/run/user` for registry directories.
+const MAX_TMP_NAMES: usize = 1 << 20;
+
+/// A registry directory, and the user its name says it is of (`/run/warden` is root's,
+/// `/run/user/UID/warden` and `$TMPDIR/warden-run-UID[.SUFFIX]` are UID's). Its entries are
+/// believed only when that user owns it and them ([`list`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Source {
+    /// Where it is.
+    pub path: PathBuf,
+    /// The user it claims to be of.
+    pub uid: u32,
+}
+
+/// Why a registry directory is not believed (or not used).
+#[derive(Debug)]
+pub enum Untrusted {
+    /// It does not exist.
+    Missing,
+    /// It is a symbolic link, or not a directory.
+    NotDirectory,
+    /// Another user owns it.
+    Owner(u32),
+    /// Its group or others have access: it is not private.
+    Mode(u32),
+    /// It could not be opened or examined.
+    Io(io::Error),
+}
+
+impl Untrusted {
+    /// What would make the directory usable, for a note after the reason (empty if nothing
+    /// simple would).
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            Untrusted::Owner(_) | Untrusted::NotDirectory => " (its owner or root can remove it)",
+            Untrusted::Mode(_) => " (`chmod 700` by its owner makes it private)",
+            Untrusted::Missing | Untrusted::Io(_) => "",
+        }
+    }
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Untrusted::Missing => write!(f, "it does not exist"),
+            Untrusted::NotDirectory => write!(f, "it is a symbolic link or not a directory"),
+            Untrusted::Owner(uid) => write!(f, "it belongs to uid {uid}"),
+            Untrusted::Mode(mode) => write!(f, "its mode is {mode:04o}, not 0700"),
+            Untrusted::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The registry directory a run of user `uid` uses (not created): root's `/run/warden`; a
+/// user's `$XDG_RUNTIME_DIR/warden` when that directory is theirs, else `$TMPDIR/warden-run-UID`
+/// (unless somebody else made that first: [`open_own`]).
 pub fn dir_for(uid: u32) -> PathBuf {
     if uid == 0 {
         return PathBuf::from("/run/warden");
@@ -223,46 +305,150 @@ fn owned_by(p: &Path, uid: u32) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == uid && m.is_dir())
 }
 
-/// The caller's registry directory, created if needed; refused if somebody else owns it or can
-/// enter it (a directory planted in /tmp by another user).
-pub fn own_dir() -> io::Result<PathBuf> {
-    let uid = rustix::process::geteuid().as_raw();
-    let dir = dir_for(uid);
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
+/// Opens `path` as a registry directory of `uid`: the directory itself (a symbolic link is not
+/// followed), owned by `uid`, with no access for group or others (an ACL that gives any shows in
+/// the group bits). Everything done in it goes through the descriptor.
+pub fn open_private_dir(path: &Path, uid: u32) -> Result<OwnedFd, Untrusted> {
+    use rustix::io::Errno;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::NOENT => Untrusted::Missing,
+        Errno::LOOP | Errno::NOTDIR => Untrusted::NotDirectory,
+        // Somebody else's, most likely: only to say whose.
+        Errno::ACCESS => match rustix::fs::lstat(path) {
+            Ok(st) if st.st_uid != uid => Untrusted::Owner(st.st_uid),
+            _ => Untrusted::Io(e.into()),
+        },
+        e => Untrusted::Io(e.into()),
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| Untrusted::Io(e.into()))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        return Err(Untrusted::NotDirectory);
     }
-    let m = std::fs::symlink_metadata(&dir)?;
-    if !m.is_dir() || m.uid() != uid || m.permissions().mode() & 0o077 != 0 {
-        return Err(io::Error::other(format!(
-            "{} is not a private directory of uid {uid}",
-            dir.display()
-        )));
+    if st.st_uid != uid {
+        return Err(Untrusted::Owner(st.st_uid));
     }
-    Ok(dir)
+    if st.st_mode & 0o077 != 0 {
+        return Err(Untrusted::Mode(st.st_mode & 0o7777));
+    }
+    Ok(fd)
 }
 
-/// Every registry directory the caller may read: their own; for root, everyone's.
-pub fn readable_dirs() -> Vec<PathBuf> {
+/// [`open_private_dir`], made first (mode 0700) if it does not exist.
+fn make_private_dir(path: &Path, uid: u32) -> Result<OwnedFd, Untrusted> {
+    match rustix::fs::mkdir(path, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => return Err(Untrusted::Io(e.into())),
+    }
+    open_private_dir(path, uid)
+}
+
+/// The caller's registry directory, open.
+pub struct OwnDir {
+    /// The directory.
+    pub fd: OwnedFd,
+    /// Where it is.
+    pub path: PathBuf,
+    /// The usual one ([`dir_for`]) and why it was not used, when it was not: somebody else made
+    /// it first, or made it a link, or it is open to others (or it could not be made).
+    pub passed_over: Option<(PathBuf, Untrusted)>,
+}
+
+/// The registry directory of the caller (user `uid`), made if need be: [`dir_for`], when it is
+/// a private directory of theirs; when it is not (another user made `/tmp/warden-run-UID`
+/// first, to hide the caller's runs or show their own as the caller's), a private
+/// `$TMPDIR/warden-run-UID.XXXXXXXX` of theirs, an earlier one or a new one, which readers find
+/// as they find the usual one and believe for the same reason: `uid` owns it.
+pub fn open_own(uid: u32) -> io::Result<OwnDir> {
+    let usual = dir_for(uid);
+    let why = match make_private_dir(&usual, uid) {
+        Ok(fd) => {
+            return Ok(OwnDir {
+                fd,
+                path: usual,
+                passed_over: None,
+            })
+        }
+        Err(why) => why,
+    };
+    let tmp = std::env::temp_dir();
+    let prefix = format!("warden-run-{uid}.");
+    let earlier = std::fs::read_dir(&tmp).into_iter().flatten().flatten();
+    let found = earlier.take(MAX_TMP_NAMES).find_map(|e| {
+        let path = e.path();
+        let ours = e.file_name().to_str()?.starts_with(&prefix);
+        ours.then(|| open_private_dir(&path, uid).ok().map(|fd| (fd, path)))?
+    });
+    let made = || {
+        (0..16).find_map(|_| {
+            let path = tmp.join(format!("{prefix}{:08x}", crate::unique::rand32()));
+            match rustix::fs::mkdir(&path, Mode::from_raw_mode(0o700)) {
+                Ok(()) => open_private_dir(&path, uid).ok().map(|fd| (fd, path)),
+                Err(_) => None,
+            }
+        })
+    };
+    let (fd, path) = found.or_else(made).ok_or_else(|| {
+        io::Error::other(format!(
+            "{} is not a private directory of uid {uid} ({why}), and no other could be made",
+            usual.display()
+        ))
+    })?;
+    Ok(OwnDir {
+        fd,
+        path,
+        passed_over: Some((usual, why)),
+    })
+}
+
+/// The uid a registry directory's name in `$TMPDIR` says it is of: `warden-run-UID` or
+/// `warden-run-UID.SUFFIX`.
+fn tmp_dir_uid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("warden-run-")?;
+    let digits = rest.split_once('.').map_or(rest, |(d, _)| d);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Every registry directory the caller may read: their own (the usual one, and any their runs
+/// fell back to), and, for root, everyone's.
+pub fn readable_dirs() -> Vec<Source> {
     let uid = rustix::process::geteuid().as_raw();
-    let mut dirs = vec![dir_for(uid)];
+    let mut dirs = vec![Source {
+        path: dir_for(uid),
+        uid,
+    }];
     if uid == 0 {
-        let globs = [
-            (PathBuf::from("/run/user"), None),
-            (std::env::temp_dir(), Some("warden-run-")),
-        ];
-        for (parent, prefix) in globs {
-            let Ok(entries) = std::fs::read_dir(&parent) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                match prefix {
-                    Some(p) if name.starts_with(p) => dirs.push(e.path()),
-                    None => dirs.push(e.path().join("warden")),
-                    _ => {}
-                }
+        let users = std::fs::read_dir("/run/user")
+            .into_iter()
+            .flatten()
+            .flatten();
+        for e in users.take(MAX_TMP_NAMES) {
+            if let Some(n) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+                dirs.push(Source {
+                    path: e.path().join("warden"),
+                    uid: n,
+                });
+            }
+        }
+    }
+    let tmp = std::fs::read_dir(std::env::temp_dir())
+        .into_iter()
+        .flatten()
+        .flatten();
+    for e in tmp.take(MAX_TMP_NAMES) {
+        if let Some(n) = e.file_name().to_str().and_then(tmp_dir_uid) {
+            if uid == 0 || n == uid {
+                dirs.push(Source {
+                    path: e.path(),
+                    uid: n,
+                });
             }
         }
     }
@@ -271,63 +457,319 @@ pub fn readable_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// The sandboxes registered in `dirs` whose warden is still running.
-pub fn list(dirs: &[PathBuf]) -> Vec<Entry> {
-    let mut out = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            if path.extension().and_then(|x| x.to_str()) != Some("json") {
+/// What [`list`] found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The sandboxes running, oldest first.
+    pub entries: Vec<Entry>,
+    /// The caller's own registry directories that were not believed, and why.
+    pub ignored: Vec<(PathBuf, Untrusted)>,
+}
+
+/// The sandboxes registered in `dirs` whose warden is still running. An entry is believed only
+/// from a private directory its user owns ([`open_private_dir`]), as a regular file they own,
+/// of at most [`MAX_ENTRY_BYTES`], that names them, and whose warden is that very process, run
+/// by them ([`running`]). Nothing in a directory can make this block or read without bound:
+/// links, FIFOs and devices are never opened for reading, and each user's directories give at
+/// most [`MAX_USER_DIRS`] directories, [`MAX_NAMES`] names and [`MAX_USER_BYTES`] bytes.
+pub fn list(dirs: &[Source]) -> Listing {
+    /// What is left to read of one user's directories.
+    struct Left {
+        dirs: usize,
+        names: usize,
+        bytes: usize,
+    }
+    let me = rustix::process::geteuid().as_raw();
+    let mut out = Listing::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut left: HashMap<u32, Left> = HashMap::new();
+    for src in dirs {
+        let fd = match open_private_dir(&src.path, src.uid) {
+            Ok(fd) => fd,
+            Err(Untrusted::Missing) => continue,
+            Err(why) => {
+                if src.uid == me {
+                    out.ignored.push((src.path.clone(), why));
+                }
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
-                continue;
-            };
-            if alive(entry.warden_pid) {
-                out.push(entry);
+        };
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            continue;
+        };
+        if !seen.insert((st.st_dev, st.st_ino)) {
+            continue;
+        }
+        let left = left.entry(src.uid).or_insert(Left {
+            dirs: MAX_USER_DIRS,
+            names: MAX_NAMES,
+            bytes: MAX_USER_BYTES,
+        });
+        if left.dirs == 0 {
+            continue;
+        }
+        left.dirs -= 1;
+        let names = names(&fd, left.names);
+        left.names -= names.len();
+        for name in names.iter().filter(|n| is_entry_name(n)) {
+            if let Some(entry) = read_entry(fd.as_fd(), name, src.uid, &mut left.bytes) {
+                if running(&entry, src.uid) && init_is_its_child(&entry) {
+                    out.entries.push(entry);
+                }
             }
         }
     }
-    out.sort_by(|a, b| a.started.total_cmp(&b.started));
+    out.entries.sort_by(|a, b| a.started.total_cmp(&b.started));
     out
 }
 
-/// Whether `pid` is still a warden (a dead warden's file may outlive it, and its pid be reused).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "warden")
+/// The first `max` names in the directory `dir`.
+fn names(dir: &OwnedFd, max: usize) -> Vec<std::ffi::CString> {
+    let Ok(d) = rustix::fs::Dir::read_from(dir) else {
+        return Vec::new();
+    };
+    d.take(max)
+        .map_while(Result::ok)
+        .map(|e| e.file_name().to_owned())
+        .collect()
 }
 
-/// Removes the files of wardens that are gone (killed with SIGKILL, they could not clean up).
-fn remove_stale(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// Whether `name` is an entry's (`ID.json`; temporary files start with a dot).
+fn is_entry_name(name: &CStr) -> bool {
+    let b = name.to_bytes();
+    b.ends_with(b".json") && !b.starts_with(b".")
+}
+
+/// The contents of `name` in the directory `dir`, when it is a regular file (not a link, FIFO
+/// or device, which are not even opened for reading) owned by `uid`, of at most `max` bytes.
+fn read_regular(dir: BorrowedFd<'_>, name: &CStr, uid: u32, max: usize) -> Option<Vec<u8>> {
+    let path = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&path).ok()?;
+    let size = usize::try_from(st.st_size).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+        || st.st_uid != uid
+        || size > max
+    {
+        return None;
+    }
+    // Opened for reading as the file just examined (its descriptor), not by its name again.
+    let file = rustix::fs::open(
+        format!("/proc/self/fd/{}", path.as_raw_fd()),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut bytes = Vec::with_capacity(size);
+    std::fs::File::from(file)
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() <= max).then_some(bytes)
+}
+
+/// The entry in the file `name` of `uid`'s directory `dir`, read within `budget` (which it
+/// spends): well-formed, named after its id, whose id begins with its warden's pid, and which
+/// names `uid` as its user.
+fn read_entry(dir: BorrowedFd<'_>, name: &CStr, uid: u32, budget: &mut usize) -> Option<Entry> {
+    let bytes = read_regular(dir, name, uid, MAX_ENTRY_BYTES.min(*budget))?;
+    *budget -= bytes.len();
+    let entry: Entry = serde_json::from_slice(&bytes).ok()?;
+    let id = name.to_str().ok()?.strip_suffix(".json")?;
+    let pid = entry.id.split_once('-').map(|(p, _)| p);
+    (id == entry.id && pid == Some(&*entry.warden_pid.to_string()) && entry.uid == uid)
+        .then_some(entry)
+}
+
+/// What `/proc/PID` says of a process.
+#[derive(Debug, PartialEq, Eq)]
+struct Facts {
+    /// Its parent.
+    ppid: u32,
+    /// When it started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
+    start: u64,
+    /// Its effective uid.
+    euid: u32,
+}
+
+/// [`Facts`] of `pid`, from one open `/proc/PID`.
+fn facts(pid: u32) -> Option<Facts> {
+    let dir = rustix::fs::open(
+        format!("/proc/{pid}"),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let read = |name: &str| {
+        let fd =
+            rustix::fs::openat(&dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        let mut text = String::new();
+        std::fs::File::from(fd)
+            .take(64 * 1024)
+            .read_to_string(&mut text)
+            .ok()?;
+        Some(text)
     };
-    for e in entries.flatten() {
-        let path = e.path();
-        let pid = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .and_then(|s| s.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if !alive(pid) {
-                let _ = std::fs::remove_file(&path);
-            }
+    let (ppid, start) = parse_stat(&read("stat")?)?;
+    let status = read("status")?;
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|u| u.parse().ok())?;
+    Some(Facts { ppid, start, euid })
+}
+
+/// The parent and start time in `/proc/PID/stat` (fields 4 and 22; the name before them, in
+/// parentheses, may hold spaces and parentheses of its own).
+fn parse_stat(stat: &str) -> Option<(u32, u64)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// Whether `entry`'s warden is running as user `uid`: its pid is a process of `uid`'s that
+/// started when the entry says. A pid reused since is another start time; a process that only
+/// calls itself `warden` has its own; one of another user's is not `uid`'s. The process is held
+/// by a pidfd while `/proc` is read, and is still running after: so what was read is its.
+fn running(entry: &Entry, uid: u32) -> bool {
+    let Some(pid) = i32::try_from(entry.warden_pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    if entry.warden_start == 0 {
+        return false;
+    }
+    let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+        return false;
+    };
+    let Some(f) = facts(entry.warden_pid) else {
+        return false;
+    };
+    if f.start != entry.warden_start || f.euid != uid {
+        return false;
+    }
+    // A pidfd is readable once its process has ended.
+    let mut poll = [rustix::event::PollFd::new(
+        &pidfd,
+        rustix::event::PollFlags::IN,
+    )];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    rustix::event::poll(&mut poll, Some(&zero)) == Ok(0)
+}
+
+/// Whether `entry`'s init is a child of its warden (a running warden's children keep their
+/// pids): an entry cannot point into somebody else's sandbox.
+fn init_is_its_child(entry: &Entry) -> bool {
+    facts(entry.init_pid).is_some_and(|f| f.ppid == entry.warden_pid)
+}
+
+/// `entry` as the registry keeps it: at most [`MAX_ENTRY_BYTES`], which readers take. What
+/// would not fit goes, least needed first: descriptors, then rights, then the command's
+/// last arguments.
+fn serialize(entry: &mut Entry) -> Option<Vec<u8>> {
+    loop {
+        let text = serde_json::to_vec(entry).ok()?;
+        if text.len() <= MAX_ENTRY_BYTES {
+            return Some(text);
+        }
+        let capsicum = entry.capsicum.as_mut();
+        if !entry.grants.is_empty() {
+            entry.grants.truncate(entry.grants.len() / 2);
+        } else if let Some(c) =
+            capsicum.filter(|c| !c.rights.is_empty() || !c.descriptions.is_empty())
+        {
+            c.rights.truncate(c.rights.len() / 2);
+            c.descriptions.truncate(c.descriptions.len() / 2);
+        } else if entry.command.len() > 1 {
+            entry.command.truncate(entry.command.len() / 2);
+            entry.command.push("...".into());
+        } else {
+            return None;
         }
     }
+}
+
+/// Writes `text` as `id`'s entry in `dir`, whole or not at all: into a new temporary file,
+/// renamed over the entry, so a reader sees the old entry or the new one.
+fn write_entry(dir: &OwnedFd, id: &str, text: &[u8]) -> io::Result<()> {
+    let tmp = format!(".{id}.tmp");
+    let create = || {
+        rustix::fs::openat(
+            dir,
+            &*tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+    };
+    let fd = match create() {
+        Err(rustix::io::Errno::EXIST) => {
+            // Left by a warden that had this pid and was killed.
+            let _ = rustix::fs::unlinkat(dir, &*tmp, AtFlags::empty());
+            create()?
+        }
+        r => r?,
+    };
+    let written = std::fs::File::from(fd)
+        .write_all(text)
+        .and_then(|()| Ok(rustix::fs::renameat(dir, &*tmp, dir, format!("{id}.json"))?));
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(dir, &*tmp, AtFlags::empty());
+    }
+    written
+}
+
+/// Removes from `uid`'s directory `dir` the entries of wardens that are gone (killed with
+/// SIGKILL, they could not clean up), and their temporary files.
+fn remove_stale(dir: &OwnedFd, uid: u32) {
+    for name in names(dir, MAX_NAMES) {
+        let b = name.to_bytes();
+        let stale = if is_entry_name(&name) {
+            let mut budget = usize::MAX;
+            read_entry(dir.as_fd(), &name, uid, &mut budget).is_none_or(|e| !running(&e, uid))
+        } else if b.starts_with(b".") && b.ends_with(b".tmp") {
+            let pid = std::str::from_utf8(&b[1..])
+                .ok()
+                .and_then(|s| s.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+                .and_then(rustix::process::Pid::from_raw);
+            pid.is_some_and(|p| {
+                rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH)
+            })
+        } else {
+            false
+        };
+        if stale {
+            let _ = rustix::fs::unlinkat(dir, &*name, AtFlags::empty());
+        }
+    }
+}
+
+/// Where a [`Registration`] keeps its entry.
+pub enum Place {
+    /// The caller's registry directory ([`open_own`]); when it falls back from the usual one,
+    /// it says so on stderr.
+    Own,
+    /// This private directory of the caller's.
+    Dir(PathBuf),
 }
 
 /// A registration: the file is written and kept up to date by a thread and removed on drop.
 /// The first write waits [`FIRST_WRITE`]: a run that ends sooner (most of a build's commands)
-/// never has an entry, and neither writes nor removes one.
+/// never has an entry, and neither writes nor removes one. Finding and opening the directory
+/// is the thread's too.
 pub struct Registration {
-    path: PathBuf,
+    id: String,
     /// The thread writes only while holding the lock and seeing `stopped` unset, so no write
     /// lands after the removal; it waits on the condition between writes, and so ends as soon
     /// as `stopped` is set.
@@ -338,8 +780,8 @@ pub struct Registration {
 struct State {
     /// The registration has ended.
     stopped: bool,
-    /// The entry has been written (so there is one to remove).
-    written: bool,
+    /// The directory, once the entry has been written in it (so there is one to remove).
+    written: Option<Arc<OwnedFd>>,
 }
 
 /// How often the entry's counters are written again.
@@ -351,40 +793,52 @@ const REFRESH: std::time::Duration = std::time::Duration::from_millis(500);
 /// for it).
 const FIRST_WRITE: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// The directory `place` names, open.
+fn open_place(place: &Place, uid: u32) -> Option<OwnedFd> {
+    match place {
+        Place::Own => {
+            let own = open_own(uid).ok()?;
+            if let Some((usual, why)) = &own.passed_over {
+                let shown = |p: &Path| escape(p.as_os_str().as_encoded_bytes()).into_owned();
+                eprintln!(
+                    "warden: not registering this run in {}: {why}{}; `warden ps` finds it in {} \
+                     instead",
+                    shown(usual),
+                    why.remedy(),
+                    shown(&own.path),
+                );
+            }
+            Some(own.fd)
+        }
+        Place::Dir(p) => open_private_dir(p, uid).ok(),
+    }
+}
+
 impl Registration {
-    /// Writes `entry` after [`FIRST_WRITE`] and every [`REFRESH`] then, with fresh counters
-    /// from `snapshot`, until dropped.
+    /// Writes `entry` in `place` after [`FIRST_WRITE`] and every [`REFRESH`] then, with fresh
+    /// counters from `snapshot`, until dropped.
     pub fn start(
-        dir: &Path,
+        place: Place,
         entry: Entry,
         grants: Arc<Grants>,
         capsicum: Option<Arc<warden_capsicum::Session>>,
         snapshot: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Registration {
-        let path = dir.join(format!("{}.json", entry.id));
+        let id = entry.id.clone();
         let state = Arc::new((
             std::sync::Mutex::new(State::default()),
             std::sync::Condvar::new(),
         ));
-        let (p, s) = (path.clone(), Arc::clone(&state));
-        let dir = dir.to_path_buf();
-        let write = move |entry: &mut Entry| {
+        let s = Arc::clone(&state);
+        let write = move |dir: &OwnedFd, entry: &mut Entry| {
             let (delegated, denied) = snapshot();
             entry.delegated = delegated;
             entry.denied = denied;
             entry.grants = grants.list();
             entry.capsicum = capsicum.as_deref().map(Capsicum::of);
-            if let Ok(text) = serde_json::to_vec(entry) {
-                let tmp = p.with_extension("tmp");
-                // Under the lock: whatever is left of a failed write goes before the removal
-                // can look.
-                if std::fs::write(&tmp, text)
-                    .and_then(|()| std::fs::rename(&tmp, &p))
-                    .is_err()
-                {
-                    let _ = std::fs::remove_file(&tmp);
-                }
-            }
+            // Under the lock: whatever is left of a failed write goes before the removal can
+            // look.
+            serialize(entry).is_some_and(|text| write_entry(dir, &entry.id, &text).is_ok())
         };
         let mut entry = entry;
         // All of it on the thread: a run's start does not wait for the registry.
@@ -397,20 +851,29 @@ impl Registration {
                         .wait_timeout_while(state, time, |s: &mut State| !s.stopped)
                         .map_or_else(|e| e.into_inner().0, |(g, _)| g)
                 };
-                let mut state = wait(lock.lock().unwrap_or_else(|e| e.into_inner()), FIRST_WRITE);
+                let state = wait(lock.lock().unwrap_or_else(|e| e.into_inner()), FIRST_WRITE);
                 if state.stopped {
                     return;
                 }
                 drop(state);
-                remove_stale(&dir);
-                state = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let uid = rustix::process::geteuid().as_raw();
+                let Some(dir) = open_place(&place, uid).map(Arc::new) else {
+                    return;
+                };
+                let Some(me) = facts(std::process::id()) else {
+                    return;
+                };
+                entry.warden_start = me.start;
+                remove_stale(&dir, uid);
+                let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
                 while !state.stopped {
-                    write(&mut entry);
-                    state.written = true;
+                    if write(&dir, &mut entry) && state.written.is_none() {
+                        state.written = Some(Arc::clone(&dir));
+                    }
                     state = wait(state, REFRESH);
                 }
             });
-        Registration { path, state }
+        Registration { id, state }
     }
 }
 
@@ -422,11 +885,11 @@ impl Drop for Registration {
         let written = {
             let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
             state.stopped = true;
-            state.written
+            state.written.take()
         };
         changed.notify_one();
-        if written {
-            let _ = std::fs::remove_file(&self.path);
+        if let Some(dir) = written {
+            let _ = rustix::fs::unlinkat(&*dir, format!("{}.json", self.id), AtFlags::empty());
         }
     }
 }
@@ -813,9 +1276,12 @@ mod tests {
             }
         };
         let dir = crate::testing::TempTree::new("registry");
+        std::fs::set_permissions(&*dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+        let place = || Place::Dir(dir.to_path_buf());
         let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let started = std::time::Instant::now();
-        let reg = Registration::start(&dir, entry(0), Arc::default(), None, counting(&asked));
+        let reg = Registration::start(place(), entry(0), Arc::default(), None, counting(&asked));
         // Long enough for a thread that writes at once to have written, well before the first
         // write is due.
         std::thread::sleep(FIRST_WRITE / 4);
@@ -842,7 +1308,7 @@ mod tests {
             "a short run wrote"
         );
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let reg = Registration::start(&dir, entry(1), Arc::default(), None, counting(&calls));
+        let reg = Registration::start(place(), entry(1), Arc::default(), None, counting(&calls));
         let path = dir.join(format!("{}-00000001.json", std::process::id()));
         let deadline = std::time::Instant::now() + 20 * REFRESH;
         // Written, then written again with fresh counters.
@@ -872,6 +1338,186 @@ mod tests {
         std::thread::sleep(2 * REFRESH);
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), written);
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn proc_stat_is_read_past_any_name() {
+        let tail: String = (4..=30).map(|n| format!(" {n}")).collect();
+        // A name with spaces and parentheses of its own.
+        let stat = format!("42 (a) b) (c ) S{tail}\n");
+        assert_eq!(parse_stat(&stat), Some((4, 22)));
+        assert_eq!(parse_stat("42 (x) S 1 2"), None);
+        let me = facts(std::process::id()).unwrap();
+        assert_eq!(me.euid, rustix::process::geteuid().as_raw());
+        assert!(me.start > 0);
+    }
+
+    #[test]
+    fn registry_directory_names_say_whose() {
+        assert_eq!(tmp_dir_uid("warden-run-1000"), Some(1000));
+        assert_eq!(tmp_dir_uid("warden-run-1000.5d07d6ef"), Some(1000));
+        for not in [
+            "warden-run-",
+            "warden-run-+1",
+            "warden-run-1x",
+            "warden-run-.1",
+            "x-1",
+        ] {
+            assert_eq!(tmp_dir_uid(not), None, "{not}");
+        }
+    }
+
+    /// A child that lives until dropped, for an entry's init.
+    struct Child(std::process::Child);
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// An entry for this process, as its registration would write it, with `init` for init.
+    fn own_entry(init: &Child) -> Entry {
+        Entry {
+            id: format!("{}-00000001", std::process::id()),
+            warden_pid: std::process::id(),
+            warden_start: facts(std::process::id()).unwrap().start,
+            init_pid: init.0.id(),
+            uid: rustix::process::geteuid().as_raw(),
+            command: vec!["true".into()],
+            ..Entry::default()
+        }
+    }
+
+    fn sleeper() -> Child {
+        Child(
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    /// Running is this very process, of this user, with its init as a child: not a pid alone.
+    #[test]
+    fn an_entry_runs_only_as_its_own_process() {
+        let init = sleeper();
+        let e = own_entry(&init);
+        let uid = e.uid;
+        assert!(running(&e, uid) && init_is_its_child(&e));
+        assert!(!running(&e, uid + 1), "another user's process");
+        let other = |f: &dyn Fn(&mut Entry)| {
+            let mut e = own_entry(&init);
+            f(&mut e);
+            e
+        };
+        assert!(
+            !running(&other(&|e| e.warden_start += 1), uid),
+            "a reused pid"
+        );
+        assert!(
+            !running(&other(&|e| e.warden_start = 0), uid),
+            "no start time"
+        );
+        assert!(
+            !init_is_its_child(&other(&|e| e.init_pid = 1)),
+            "init elsewhere"
+        );
+        let mut dead = sleeper();
+        let gone = other(&|e| e.warden_pid = dead.0.id());
+        let _ = dead.0.kill();
+        let _ = dead.0.wait();
+        assert!(!running(&gone, uid), "a pid that is gone");
+    }
+
+    /// In a registry directory, only a regular file of its owner's, small enough, is read; a
+    /// FIFO, a link and an oversized file are passed over at once; a directory open to others,
+    /// or reached through a link, is not read at all.
+    #[test]
+    fn only_regular_small_files_of_the_owner_are_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = crate::testing::TempTree::new("registry-odd");
+        std::fs::set_permissions(&*dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let init = sleeper();
+        let e = own_entry(&init);
+        std::fs::write(
+            dir.join(format!("{}.json", e.id)),
+            serde_json::to_vec(&e).unwrap(),
+        )
+        .unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("1-fifo.json"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("1-zero.json")).unwrap();
+        std::fs::File::create(dir.join("1-big.json"))
+            .unwrap()
+            .set_len(MAX_ENTRY_BYTES as u64 + 1)
+            .unwrap();
+        let src = [Source {
+            path: dir.to_path_buf(),
+            uid: e.uid,
+        }];
+        let started = std::time::Instant::now();
+        let l = list(&src);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(l.entries.len(), 1, "{l:?}");
+        assert_eq!(l.entries[0].id, e.id);
+        assert!(l.ignored.is_empty());
+        // Another user's name on it: not believed.
+        let theirs = [Source {
+            path: dir.to_path_buf(),
+            uid: e.uid + 1,
+        }];
+        assert!(list(&theirs).entries.is_empty());
+        // A link to it: not followed.
+        let link = dir.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&*dir, &link).unwrap();
+        let linked = [Source {
+            path: link.clone(),
+            uid: e.uid,
+        }];
+        let l = list(&linked);
+        std::fs::remove_file(&link).unwrap();
+        assert!(l.entries.is_empty());
+        assert!(
+            matches!(l.ignored[..], [(_, Untrusted::NotDirectory)]),
+            "{l:?}"
+        );
+        std::fs::set_permissions(&*dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let l = list(&src);
+        assert!(l.entries.is_empty());
+        assert!(
+            matches!(l.ignored[..], [(_, Untrusted::Mode(0o755))]),
+            "{l:?}"
+        );
+        std::fs::remove_dir_all(&*dir).unwrap();
+    }
+
+    /// An entry too large to be read back is written smaller, descriptors first.
+    #[test]
+    fn entries_are_written_within_the_bound() {
+        let grant = |i: u64| Grant {
+            dev: 1,
+            ino: i,
+            path: format!("/{}", "p".repeat(1000)),
+            rule: "p:1:1".into(),
+        };
+        let mut e = Entry {
+            command: vec!["cmd".into(), "arg".into()],
+            grants: (0..8192).map(grant).collect(),
+            ..Entry::default()
+        };
+        let text = serialize(&mut e).unwrap();
+        assert!(text.len() <= MAX_ENTRY_BYTES, "{}", text.len());
+        assert!(!e.grants.is_empty() && e.grants.len() < 8192);
+        assert_eq!(e.command, ["cmd", "arg"]);
     }
 
     #[test]

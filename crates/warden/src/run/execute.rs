@@ -361,7 +361,8 @@ fn become_starting_ids(command: &Command) -> Result<(), Failure> {
 }
 
 /// Enters the run in the registry, where `warden ps` and `warden inspect` find it; without a
-/// registry directory they just do not see it. The entry goes when the value is dropped.
+/// registry directory they just do not see it. The entry goes when the value is dropped. The
+/// directory is found, made and checked on the registration's thread, not here.
 fn register(
     cfg: &RunConfig,
     sandbox: &Launched,
@@ -371,12 +372,13 @@ fn register(
     network: &str,
     mode: &str,
 ) -> Option<crate::registry::Registration> {
-    let dir = crate::registry::own_dir().ok()?;
     let entry = crate::registry::Entry {
         id,
         warden_pid: std::process::id(),
         init_pid: sandbox.init_pid as u32,
-        uid: rustix::process::getuid().as_raw(),
+        // The user who owns the registry directory and the entry (warden's files are made with
+        // its effective uid), which readers check.
+        uid: rustix::process::geteuid().as_raw(),
         command: std::iter::once(cfg.program.clone())
             .chain(cfg.args.iter().cloned())
             .collect(),
@@ -390,7 +392,7 @@ fn register(
     };
     let a = Arc::clone(agent);
     Some(crate::registry::Registration::start(
-        &dir,
+        crate::registry::Place::Own,
         entry,
         Arc::clone(&agent.grants),
         cfg.capsicum.clone(),
