@@ -172,7 +172,10 @@ pub struct RunArgs {
     pass_fd: Vec<i32>,
     /// Let the program keep warden's controlling terminal (an interactive run): it can open
     /// /dev/tty, and what it writes there is not counted by --output-limit nor redirected by
-    /// --stdout. Without it the sandbox has no controlling terminal and /dev/tty is ENXIO.
+    /// --stdout. Without it the sandbox has no controlling terminal, /dev/tty is ENXIO, and a
+    /// standard stream that is a terminal reaches the program as a pipe warden relays (it can
+    /// neither read the terminal through its output nor change its modes or size). Either way
+    /// warden puts the terminal's modes and size back as it found them when the run ends.
     #[arg(long, alias = "interactive", help_heading = "Environment")]
     tty: bool,
     /// W^X: the program may execute only code mapped from files the policy calls executable.

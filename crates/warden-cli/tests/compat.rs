@@ -716,6 +716,88 @@ fn the_nginx_profile_checks_its_configuration() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Finding 8: `--profile nginx` gives nginx a pid file of the run's own, never the host's
+/// /run/nginx.pid, which root outside reads and signals the pid in, or writes through. As root
+/// (the profile maps ids), a program under the profile writes the pid file, then replaces it
+/// with a symlink to /etc/passwd; from outside, the host's pid file (a sentinel put there for
+/// the test, the host's own put back after) is the same file with the same contents. In a
+/// view the program's writes succeed in its private /run, which does not show the host's
+/// file; with `--view off` the private /run cannot be made, and /run is closed instead.
+#[test]
+fn the_nginx_profile_keeps_the_hosts_pid_file() {
+    use std::os::unix::fs::MetadataExt;
+    let test = "the_nginx_profile_keeps_the_hosts_pid_file";
+    if !common::require_root(test) {
+        return;
+    }
+    /// Puts the host's /run/nginx.pid back as it was (or removes the sentinel), even when an
+    /// assertion fails.
+    struct Restore(Option<Vec<u8>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let pid = Path::new("/run/nginx.pid");
+            let _ = std::fs::remove_file(pid);
+            if let Some(old) = &self.0 {
+                let _ = std::fs::write(pid, old);
+            }
+        }
+    }
+    let pid = Path::new("/run/nginx.pid");
+    let _restore = Restore(std::fs::read(pid).ok());
+    let _ = std::fs::remove_file(pid);
+    std::fs::write(pid, "sentinel 4242\n").unwrap();
+    let before = std::fs::symlink_metadata(pid).unwrap();
+    let d = common::fresh_dir("compat-nginx-pid");
+    let script = "cat /run/nginx.pid 2>/dev/null && echo saw-the-hosts; \
+                  echo 1 > /run/nginx.pid && cat /run/nginx.pid; \
+                  rm -f /run/nginx.pid; ln -s /etc/passwd /run/nginx.pid && echo linked; true";
+    for view in ["on", "off"] {
+        let o = common::run_warden(
+            As::Me,
+            &d,
+            &[
+                "run",
+                "--view",
+                view,
+                "--profile",
+                "nginx",
+                "--",
+                "/bin/sh",
+                "-c",
+                script,
+            ],
+        );
+        common::assert_ok(&o);
+        let after = std::fs::symlink_metadata(pid).unwrap();
+        assert!(after.file_type().is_file(), "--view {view}: replaced");
+        assert_eq!(
+            (after.dev(), after.ino()),
+            (before.dev(), before.ino()),
+            "--view {view}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(pid).unwrap(),
+            "sentinel 4242\n",
+            "--view {view}"
+        );
+        let out = common::stdout(&o);
+        assert!(!out.contains("saw-the-hosts"), "--view {view}: {out}");
+        if view == "on" {
+            // The sandbox's own /run takes both writes.
+            assert_eq!(out, "1\nlinked\n", "{}", common::stderr(&o));
+        } else {
+            // No private /run without a view: closed, not the host's.
+            assert_eq!(out, "", "{}", common::stderr(&o));
+            assert!(
+                common::stderr(&o).contains("Permission denied"),
+                "{}",
+                common::stderr(&o)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// nginx and curl through `learn --verify` (as root, with `map-ids` from the base policy, which
 /// the learning run keeps): the learned policy serves the file again, and names the port both
 /// ways and no UDP peer.

@@ -1089,6 +1089,144 @@ fn tiocsti_personality_control() {
     );
 }
 
+/// What the program under test tries on the terminal it may be given as fd 0, 1 and 2 (Python,
+/// so that each attempt is one call): reads through stdout and stderr, a line from stdin, echo
+/// off, a new window size, job control on its own group; then it prints what each gave, and
+/// last stops the terminal's output (`tcflow TCOOFF`).
+const TERMINAL_PROBE: &str = r#"
+import os, sys, termios, fcntl, struct, signal
+res = []
+def attempt(name, f):
+    try:
+        v = f(); res.append(f"{name}=" + ("ok" if v is None else repr(v)))
+    except (OSError, termios.error) as e:
+        res.append(f"{name}=errno{e.args[0]}")
+def peek(fd):
+    os.set_blocking(fd, False)
+    return os.read(fd, 100)
+def echo_off(fd):
+    a = termios.tcgetattr(fd); a[3] &= ~termios.ECHO; termios.tcsetattr(fd, termios.TCSANOW, a)
+def size(fd):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 11, 13, 0, 0))
+if sys.argv[1] == "stdin":
+    attempt("line0", lambda: sys.stdin.readline())
+for fd in (0, 1, 2):
+    if fd > 0:
+        attempt(f"read{fd}", lambda: peek(fd))
+    attempt(f"echo{fd}", lambda: echo_off(fd))
+    attempt(f"size{fd}", lambda: size(fd))
+signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+attempt("tstp", lambda: os.kill(0, signal.SIGTSTP))
+print(" ".join(res), flush=True)
+for fd in (0, 1, 2):
+    try:
+        termios.tcflow(fd, termios.TCOOFF)
+    except (OSError, termios.error):
+        pass
+"#;
+
+/// Finding 11: the user's terminal. Without `--tty`, a program whose stdout and stderr (and,
+/// in one run, stdin) would be the terminal gets pipes warden relays: it cannot read the
+/// keystrokes waiting in the terminal through fd 1 or 2 (EBADF on a pipe's write end), nor
+/// change the terminal's modes or size through any of them (ENOTTY), while what it prints
+/// still arrives, and a line typed at the terminal still reaches its stdin. With `--tty` it
+/// holds the terminal itself and may change it all, and warden puts the modes and size back
+/// when it ends, and starts the output it stopped. Checked from outside, on a real
+/// pseudo-terminal: the keystrokes still waiting, the modes and size as they were before,
+/// and the terminal passing output after the run. With and without a view, as both users.
+fn terminal(who: As) {
+    use rustix::termios::{tcgetattr, tcgetwinsize, tcsetwinsize, Winsize};
+    use std::io::Write;
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("relay", &["--view", "on"], false),
+        ("relay", &["--view", "off"], false),
+        ("stdin", &[], true),
+        ("tty", &["--tty"], false),
+    ];
+    for &(case, flags, stdin_too) in cases {
+        let what = format!("{} {case} {flags:?}", who_tag(who));
+        let (mut master, slave) = openpty();
+        let window = Winsize {
+            ws_row: 40,
+            ws_col: 100,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        tcsetwinsize(&slave, window).unwrap();
+        let modes = format!("{:?}", tcgetattr(&slave).unwrap());
+        master.write_all(b"SECRET\n").unwrap();
+        let mut cmd = common::warden_cmd(who);
+        cmd.arg("run")
+            .args(flags)
+            .args(["--", "/usr/bin/python3", "-c", TERMINAL_PROBE, case])
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave.try_clone().unwrap()));
+        if stdin_too {
+            cmd.stdin(Stdio::from(slave.try_clone().unwrap()));
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        let (status, timed_out) = common::wait_deadline(&mut child, Duration::from_secs(60));
+        rustix::fs::fcntl_setfl(&master, rustix::fs::OFlags::NONBLOCK).unwrap();
+        let out = String::from_utf8_lossy(&drain(&mut master)).into_owned();
+        assert!(!timed_out && status.success(), "{what}: {status:?}\n{out}");
+        // From outside: the terminal is as it was, and passes output.
+        assert_eq!(format!("{:?}", tcgetattr(&slave).unwrap()), modes, "{what}");
+        assert_eq!(tcgetwinsize(&slave).unwrap(), window, "{what}");
+        let mut s = &slave;
+        s.write_all(b"AFTER\n").unwrap();
+        assert!(
+            String::from_utf8_lossy(&drain(&mut master)).contains("AFTER"),
+            "{what}: the terminal's output stays stopped"
+        );
+        if case == "tty" {
+            // It held the terminal: every change was made, and undone above.
+            assert!(out.contains("echo1=ok size1=ok"), "{what}: {out}");
+            continue;
+        }
+        // No descriptor of the terminal: nothing read from it, nothing changed through it.
+        let mut expect = String::new();
+        if stdin_too {
+            expect.push_str("line0='SECRET\\n' ");
+        }
+        expect.push_str(
+            "echo0=errno25 size0=errno25 read1=errno9 echo1=errno25 size1=errno25 \
+             read2=errno9 echo2=errno25 size2=errno25 tstp=ok",
+        );
+        assert!(out.contains(&expect), "{what}: {out}");
+        if !stdin_too {
+            assert_eq!(pending_input(&slave), "SECRET\n", "{what}: keystrokes read");
+        }
+    }
+}
+
+/// What reaches a terminal's master (non-blocking): a pseudo-terminal passes what is written
+/// to its slave on through a kernel worker, so it is read until nothing more comes for 300 ms.
+fn drain(master: &mut std::fs::File) -> Vec<u8> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut quiet = std::time::Instant::now();
+    while quiet.elapsed() < Duration::from_millis(300) {
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                got.extend_from_slice(&buf[..n]);
+                quiet = std::time::Instant::now();
+            }
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    got
+}
+
+#[test]
+fn the_terminal_is_neither_read_nor_changed_without_tty() {
+    each_user(
+        "the_terminal_is_neither_read_nor_changed_without_tty",
+        terminal,
+    );
+}
+
 // ---- 13: moving across the boundary, creating and truncating outside ------------------------------------
 
 fn rename_args(fx: &Fixture, marker: &Path) -> Vec<String> {

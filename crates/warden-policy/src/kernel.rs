@@ -136,7 +136,7 @@ fn plan(policy: &Policy, find: &dyn Fn(&str) -> Found, view: bool) -> KernelPlan
                 None => deny_plan(policy, lit, r.pattern.is_prefix()),
                 Some(Access::Unlink) => Enforcer::Agent,
                 Some(_) if view && in_views_own(lit, r.pattern.is_prefix()) => Enforcer::Kernel,
-                Some(_) if view && in_private_tmpfs(policy, lit) => in_tmpfs(&r.pattern),
+                Some(_) if view && in_private_tmpfs(policy, lit) => in_tmpfs(policy, &r.pattern),
                 Some(access) if view => match find(lit) {
                     _ if r.pattern.is_prefix() => {
                         absent_is_narrower(allow_plan(judged, access, &r.pattern, find), lit)
@@ -185,15 +185,28 @@ fn in_private_tmpfs(policy: &Policy, lit: &str) -> bool {
     })
 }
 
-/// Who enforces a rule inside a private tmpfs: the kernel, except for a name prefix, which
-/// Landlock cannot name.
-fn in_tmpfs(pattern: &crate::PathPattern) -> Enforcer {
+/// Who enforces a rule inside a private tmpfs: the kernel for a rule on a map's own root (`D`,
+/// `D/*`), which exists when the run starts. Not for a name prefix, which Landlock cannot name,
+/// nor for a name beneath the root: the tmpfs starts empty, so there is nothing to attach a
+/// Landlock rule to, and the kernel would refuse, for the whole run, what the agent allows once
+/// the run makes the file (`path-allow write D/app.pid` could never be created).
+fn in_tmpfs(policy: &Policy, pattern: &crate::PathPattern) -> Enforcer {
+    let lit = pattern.literal().trim_end_matches('/');
     if pattern.is_prefix() && !pattern.literal().ends_with('/') {
         Enforcer::Blocks(format!(
             "`{pattern}` matches names by how they start, which Landlock cannot name"
         ))
-    } else {
+    } else if policy
+        .maps()
+        .iter()
+        .any(|m| m.sandbox.trim_end_matches('/') == lit)
+    {
         Enforcer::Kernel
+    } else {
+        Enforcer::Blocks(format!(
+            "`{pattern}` names a place inside a private tmpfs, which starts empty: Landlock \
+             can name only the map's own directory (`D` or `D/*`), not what the run makes in it"
+        ))
     }
 }
 
@@ -460,6 +473,19 @@ mod tests {
         // A name prefix inside one stays a blocker.
         assert_eq!(reasons(&p).len(), 1, "{:?}", reasons(&p));
         assert!(reasons(&p)[0].contains("made*"), "{:?}", reasons(&p));
+        // So does a name beneath a map's root: the tmpfs starts empty, and Landlock cannot
+        // name a file the run has yet to make (the kernel would refuse it for the whole run).
+        let policy = Policy::parse(
+            "t",
+            "path-map tmpfs /run
+path-allow read /run
+path-allow write /run/app.pid /run/d/*",
+        )
+        .expect("parses");
+        let p = kernel_plan_in_view(&policy, &find);
+        assert_eq!(p.rules[0].enforcer, Enforcer::Kernel);
+        assert_eq!(reasons(&p).len(), 2, "{:?}", reasons(&p));
+        assert!(reasons(&p)[0].contains("/run/app.pid"), "{:?}", reasons(&p));
     }
 
     #[test]

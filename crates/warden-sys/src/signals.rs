@@ -23,6 +23,13 @@ pub fn block(signals: &[Signal]) {
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &s, std::ptr::null_mut()) };
 }
 
+/// Unblocks `signals` in the calling thread.
+pub fn unblock(signals: &[Signal]) {
+    let s = set(signals);
+    // SAFETY: as in `block`, removing the set from the mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &s, std::ptr::null_mut()) };
+}
+
 /// Unblocks every signal in the calling thread (the program starts with an empty mask).
 pub fn unblock_all() {
     // SAFETY: as in `block`, with an empty set replacing the mask.

@@ -3,7 +3,8 @@
 //!
 //! At the limit warden writes exactly the bytes that fit, kills the sandbox, and reads the pipes
 //! dry (discarding) until every writer is gone. Without `--output-limit` the program writes to
-//! its destinations directly and nothing here runs.
+//! its destinations directly, except to a terminal, where the same copier runs without a
+//! budget (`crate::run::terminal`: the program holds no descriptor of the user's terminal).
 
 use super::Stoppable;
 use super::{KillReason, Verdicts};
@@ -75,12 +76,12 @@ impl Capture {
         Ok((Capture { read_end }, program_end))
     }
 
-    /// Starts copying into `dest` under `budget`. The thread ends when every writer has closed
-    /// the pipe (the sandbox is gone); join it before reporting.
+    /// Starts copying into `dest` under `budget` (everything, without one). The thread ends
+    /// when every writer has closed the pipe (the sandbox is gone); join it before reporting.
     pub fn start(
         self,
         mut dest: File,
-        budget: Arc<Budget>,
+        budget: Option<Arc<Budget>>,
         launched: Arc<dyn Stoppable>,
         verdicts: Arc<Verdicts>,
     ) -> io::Result<JoinHandle<()>> {
@@ -101,6 +102,10 @@ impl Capture {
                     if over {
                         continue;
                     }
+                    let Some(budget) = &budget else {
+                        let _ = dest.write_all(&buf[..n]);
+                        continue;
+                    };
                     let fits = budget.take(n as u64) as usize;
                     // A destination that fails (a closed pipe) only loses the output, as it
                     // would for the program writing there itself.

@@ -9,6 +9,7 @@ mod execute;
 mod plan;
 mod scratch;
 mod stdio;
+mod terminal;
 
 pub use plan::Plan;
 
@@ -64,7 +65,8 @@ pub struct RunConfig {
     pub view: ViewMode,
     /// Keep warden's controlling terminal in the sandbox (`--tty`): `/dev/tty` then reaches the
     /// terminal, uncounted by the output limit. Otherwise the sandbox has no controlling
-    /// terminal and `/dev/tty` is `ENXIO`.
+    /// terminal, `/dev/tty` is `ENXIO`, and a standard descriptor that would be a terminal is
+    /// a pipe warden relays (`terminal`).
     pub terminal: bool,
     /// `--wx`: no memory the program can both write and execute, and none that gains the right
     /// to execute after it is mapped (`launch::Command::deny_exec_memory`).
@@ -175,6 +177,8 @@ pub struct Session {
     reports: Reports,
     measured: Measured,
     exiting: Option<crate::launch::Exiting>,
+    /// warden's terminal as the run found it, put back when it ends.
+    terminal: Option<terminal::Saved>,
 }
 
 /// What [`Session::decide`] made ready for [`Session::execute`]: the plan, the program's
@@ -226,6 +230,7 @@ impl Session {
             reports,
             measured: Measured::default(),
             exiting: None,
+            terminal: terminal::Saved::take(),
         })
     }
 
@@ -302,6 +307,9 @@ impl Session {
     /// Ends the run whose outcome is `result`: the scratch directory removed (or kept, and
     /// said so), the reports written (with the failure, if the run failed).
     pub fn close(mut self, result: Result<i32, Failure>) -> Result<Finished, Failure> {
+        if let Some(t) = &self.terminal {
+            t.restore();
+        }
         if let Some(s) = self.scratch.take() {
             if self.cfg.keep {
                 eprintln!("warden: kept the scratch directory {}", s.path.display());

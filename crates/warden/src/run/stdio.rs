@@ -1,11 +1,14 @@
 //! The program's descriptors 0, 1 and 2: the files `--stdin`, `--stdout` and `--stderr` name
-//! (opened by warden, outside the policy), and the pipes through which `--output-limit`
-//! counts what it writes.
+//! (opened by warden, outside the policy), the pipes through which `--output-limit` counts
+//! what it writes, and the pipes that stand for a terminal unless `--tty` is given
+//! ([`super::terminal`]).
 
+use super::terminal::{self, InputRelay};
 use super::{failure, Failure, RunConfig, EXIT_WARDEN};
 use crate::limits::output::{Budget, Capture};
 use crate::limits::{Stoppable, Verdicts};
-use std::os::fd::OwnedFd;
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 /// Whether the program starts with a descriptor of a directory (its stdio or a `--pass-fd`):
@@ -24,10 +27,12 @@ pub fn inherits_a_directory(stdio: &[Option<OwnedFd>; 3], pass_fds: &[i32]) -> b
     })
 }
 
-/// The program's stdout and stderr when `--output-limit` routes them through warden.
+/// The program's stdout and stderr when `--output-limit` or a terminal routes them through
+/// warden, and its stdin when that is a terminal.
 pub struct Captures {
     pipes: Vec<(Capture, std::fs::File)>,
     budget: Option<Arc<Budget>>,
+    input: Option<InputRelay>,
 }
 
 impl Captures {
@@ -37,16 +42,18 @@ impl Captures {
         launched: &Arc<dyn Stoppable>,
         verdicts: &Arc<Verdicts>,
     ) -> Result<Vec<std::thread::JoinHandle<()>>, Failure> {
-        let Some(budget) = &self.budget else {
-            return Ok(Vec::new());
-        };
+        if let Some(input) = self.input.take() {
+            input
+                .start()
+                .map_err(|e| failure(EXIT_WARDEN, format!("cannot relay the terminal: {e}")))?;
+        }
         std::mem::take(&mut self.pipes)
             .into_iter()
             .map(|(capture, dest)| {
                 capture
                     .start(
                         dest,
-                        Arc::clone(budget),
+                        self.budget.clone(),
                         Arc::clone(launched),
                         Arc::clone(verdicts),
                     )
@@ -65,12 +72,14 @@ impl Captures {
 }
 
 /// Opens `--stdin`, `--stdout` and `--stderr` (as warden, outside the policy), and with an
-/// output limit puts pipes between the program and its stdout and stderr.
+/// output limit puts pipes between the program and its stdout and stderr. Without `--tty`, a
+/// standard descriptor that would be a terminal becomes a pipe warden relays
+/// ([`super::terminal`]).
 pub fn open(
     cfg: &RunConfig,
     output_limit: Option<u64>,
 ) -> Result<([Option<OwnedFd>; 3], Captures), Failure> {
-    use std::fs::{File, OpenOptions};
+    use std::fs::OpenOptions;
     let cannot = |what: &str, p: &std::path::Path, e: std::io::Error| {
         failure(
             EXIT_WARDEN,
@@ -101,9 +110,45 @@ pub fn open(
     let mut captures = Captures {
         pipes: Vec::new(),
         budget: output_limit.map(Budget::new),
+        input: None,
     };
-    if captures.budget.is_some() {
-        for (i, slot) in files.iter_mut().enumerate().skip(1) {
+    // Which of the program's descriptors would be a terminal (warden's own, or a file named).
+    let tty: [bool; 3] = std::array::from_fn(|i| {
+        !cfg.terminal
+            && match &files[i] {
+                Some(f) => terminal::is_terminal(f.as_fd()),
+                None => terminal::is_terminal(own(i)),
+            }
+    });
+    if tty[0] {
+        let term = match files[0].take() {
+            Some(f) => f,
+            None => dup_own(0)?,
+        };
+        let (relay, program_end) = InputRelay::new(term).map_err(relay_failed)?;
+        files[0] = Some(File::from(program_end));
+        captures.input = Some(relay);
+    }
+    if captures.budget.is_some() || tty[1] || tty[2] {
+        // One pipe for both when both are the same terminal: what the program writes to the
+        // two reaches it in the order it was written.
+        let shared = captures.budget.is_none()
+            && tty[1]
+            && tty[2]
+            && terminal::same_terminal(
+                files[1].as_ref().map_or(own(1), |f| f.as_fd()),
+                files[2].as_ref().map_or(own(2), |f| f.as_fd()),
+            );
+        for i in 1..3 {
+            if captures.budget.is_none() && !tty[i] {
+                continue;
+            }
+            if i == 2 && shared {
+                let out = files[1].as_ref().map(File::try_clone).transpose();
+                files[2] = out.map_err(relay_failed)?;
+                continue;
+            }
+            let slot = &mut files[i];
             let dest = match slot.take() {
                 Some(f) => f,
                 None => {
@@ -124,4 +169,27 @@ pub fn open(
         }
     }
     Ok((files.map(|f| f.map(OwnedFd::from)), captures))
+}
+
+/// warden's own descriptor `i` (0, 1 or 2).
+fn own(i: usize) -> BorrowedFd<'static> {
+    match i {
+        0 => rustix::stdio::stdin(),
+        1 => rustix::stdio::stdout(),
+        _ => rustix::stdio::stderr(),
+    }
+}
+
+/// A copy of warden's own descriptor `i`, for a relay.
+fn dup_own(i: usize) -> Result<File, Failure> {
+    rustix::io::fcntl_dupfd_cloexec(own(i), 3)
+        .map(File::from)
+        .map_err(|e| relay_failed(e.into()))
+}
+
+fn relay_failed(e: std::io::Error) -> Failure {
+    failure(
+        EXIT_WARDEN,
+        format!("cannot put a pipe between the program and the terminal: {e}"),
+    )
 }
