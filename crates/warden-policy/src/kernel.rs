@@ -186,13 +186,17 @@ fn in_private_tmpfs(policy: &Policy, lit: &str) -> bool {
 }
 
 /// Who enforces a rule inside a private tmpfs: the kernel for a rule on a map's own root (`D`,
-/// `D/*`), which exists when the run starts. Not for a name prefix, which Landlock cannot name,
-/// nor for a name beneath the root: the tmpfs starts empty, so there is nothing to attach a
-/// Landlock rule to, and the kernel would refuse, for the whole run, what the agent allows once
-/// the run makes the file (`path-allow write D/app.pid` could never be created).
+/// `D/*`), which exists when the run starts, and for a tree beneath it (`D/sub/*`), whose
+/// directory the view makes in the tmpfs before the program starts ([`made_in_tmpfs`]). Not
+/// for a name prefix, which Landlock cannot name, nor for a single name beneath the root: the
+/// tmpfs starts empty, so there is nothing to attach a Landlock rule to, and the kernel would
+/// refuse, for the whole run, what the agent allows once the run makes the file (`path-allow
+/// write D/app.pid` could never be created).
 fn in_tmpfs(policy: &Policy, pattern: &crate::PathPattern) -> Enforcer {
     let lit = pattern.literal().trim_end_matches('/');
-    if pattern.is_prefix() && !pattern.literal().ends_with('/') {
+    if pattern.is_prefix() && pattern.literal().ends_with('/') {
+        Enforcer::Kernel
+    } else if pattern.is_prefix() {
         Enforcer::Blocks(format!(
             "`{pattern}` matches names by how they start, which Landlock cannot name"
         ))
@@ -208,6 +212,41 @@ fn in_tmpfs(policy: &Policy, pattern: &crate::PathPattern) -> Enforcer {
              can name only the map's own directory (`D` or `D/*`), not what the run makes in it"
         ))
     }
+}
+
+/// The directories a view makes inside its private tmpfs places before the program starts,
+/// parents first: `D` of every `D/*` rule (a grant, not a deny) beneath a `path-map tmpfs`,
+/// with those between. Landlock's rule for `D/*` needs `D` to exist; the program could make it
+/// itself under the same rule, so making it grants nothing the rule does not.
+pub fn made_in_tmpfs(policy: &Policy) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    for rule in policy.path_rules() {
+        if rule.access.is_none() || !rule.pattern.is_prefix() {
+            continue;
+        }
+        let Some(dir) = rule.pattern.literal().strip_suffix('/') else {
+            continue;
+        };
+        let Some(map) = policy.maps().iter().find(|m| {
+            m.source == crate::map::MapSource::Tmpfs
+                && dir != m.sandbox.trim_end_matches('/')
+                && crate::map::at_or_beneath(dir, &m.sandbox)
+        }) else {
+            continue;
+        };
+        let mut at = map.sandbox.trim_end_matches('/').to_owned();
+        for part in dir[at.len()..].split('/').filter(|p| !p.is_empty()) {
+            if part == "." || part == ".." {
+                break;
+            }
+            at.push('/');
+            at.push_str(part);
+            if !dirs.contains(&at) {
+                dirs.push(at.clone());
+            }
+        }
+    }
+    dirs
 }
 
 fn in_views_own(lit: &str, prefix: bool) -> bool {
@@ -484,8 +523,10 @@ path-allow write /run/app.pid /run/d/*",
         .expect("parses");
         let p = kernel_plan_in_view(&policy, &find);
         assert_eq!(p.rules[0].enforcer, Enforcer::Kernel);
-        assert_eq!(reasons(&p).len(), 2, "{:?}", reasons(&p));
+        // A tree beneath the root is the kernel's: the view makes its directory first.
+        assert_eq!(reasons(&p).len(), 1, "{:?}", reasons(&p));
         assert!(reasons(&p)[0].contains("/run/app.pid"), "{:?}", reasons(&p));
+        assert_eq!(made_in_tmpfs(&policy), ["/run/d"]);
     }
 
     #[test]

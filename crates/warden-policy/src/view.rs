@@ -321,12 +321,13 @@ pub struct Disk {
     pub size: u64,
     /// The scratch directory, when the policy has it as a [`Step::Tmpfs`] there: the
     /// program's own directory (mode 0700, owned by `owner`), not a shared 1777 one.
+    /// (Without a disk, the tmpfs places are made the same way, each a tmpfs of its own.)
     pub scratch: Option<String>,
     /// The program's uid and gid as the view's builder sees them.
     pub owner: (u32, u32),
-    /// Directories made in the scratch before the program starts (relative to it, parents
-    /// first): those of the `exec DIR/*` rules beneath it, which Landlock's execute right
-    /// needs to exist.
+    /// Directories made in the tmpfs places before the program starts (absolute, parents
+    /// first, owned by `owner`): `D` of every `D/*` rule beneath one
+    /// (`crate::kernel::made_in_tmpfs`), which Landlock's rule needs to exist.
     pub dirs: Vec<String>,
     /// Private copies keep their changes on it too (otherwise in `copy_dir`, on the host's
     /// disk, as `--keep` and `warden diff` need).

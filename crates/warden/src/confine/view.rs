@@ -571,20 +571,25 @@ impl RunDisk {
             Mode::from_raw_mode(mode),
             rfs::AtFlags::empty(),
         )?;
+        let (uid, gid) = self.plan.owner;
+        let own = |rel: &str| {
+            rfs::chownat(
+                &self.fs,
+                rel,
+                Some(rustix::process::Uid::from_raw(uid)),
+                Some(rustix::process::Gid::from_raw(gid)),
+                rfs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+        };
         if scratch {
-            let (uid, gid) = self.plan.owner;
-            let own = |rel: &str| {
-                rfs::chownat(
-                    &self.fs,
-                    rel,
-                    Some(rustix::process::Uid::from_raw(uid)),
-                    Some(rustix::process::Gid::from_raw(gid)),
-                    rfs::AtFlags::SYMLINK_NOFOLLOW,
-                )
-            };
             own(&name)?;
-            for dir in &self.plan.dirs {
-                let rel = format!("{name}/{dir}");
+        }
+        // The directories of the rules' trees beneath this place, as the program would make
+        // them (0755, its own).
+        let beneath = format!("{}/", path.trim_end_matches('/'));
+        for dir in &self.plan.dirs {
+            if let Some(rest) = dir.strip_prefix(&beneath) {
+                let rel = format!("{name}/{rest}");
                 rfs::mkdirat(&self.fs, rel.as_str(), Mode::from_raw_mode(0o755))?;
                 own(&rel)?;
             }

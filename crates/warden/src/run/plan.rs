@@ -98,7 +98,7 @@ impl Plan {
                 size: limits.disk.unwrap_or(warden_policy::DEFAULT_DISK),
                 scratch: on_disk.map(str::to_owned),
                 owner: (ids.inside_uid, ids.inside_gid),
-                dirs: on_disk.map_or_else(Vec::new, |at| exec_dirs(&policy, at)),
+                dirs: warden_policy::kernel::made_in_tmpfs(&policy),
                 copies: !cfg.keep,
             });
         }
@@ -193,41 +193,6 @@ fn wants_view(cfg: &RunConfig, policy: &Policy) -> bool {
         .iter()
         .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
     (cfg.view != ViewMode::Off || maps) && crate::confine::view::supported()
-}
-
-/// The directories of the `exec DIR/*` rules that lie in the scratch directory `scratch`,
-/// relative to it, each parent before what it holds: the run makes them before Landlock's
-/// ruleset is built, which gives the execute right only to what exists.
-fn exec_dirs(policy: &Policy, scratch: &str) -> Vec<String> {
-    let mut dirs: Vec<String> = Vec::new();
-    for rule in policy.path_rules() {
-        if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
-            continue;
-        }
-        let Some(rest) = rule
-            .pattern
-            .literal()
-            .strip_suffix('/')
-            .and_then(|d| d.strip_prefix(scratch))
-            .and_then(|d| d.strip_prefix('/'))
-        else {
-            continue;
-        };
-        let mut at = String::new();
-        for part in rest.split('/').filter(|p| !p.is_empty() && *p != ".") {
-            if part == ".." {
-                break;
-            }
-            if !at.is_empty() {
-                at.push('/');
-            }
-            at.push_str(part);
-            if !dirs.contains(&at) {
-                dirs.push(at.clone());
-            }
-        }
-    }
-    dirs
 }
 
 fn view_for(
