@@ -540,7 +540,7 @@ fn no_name(path: &[u8], removedir: bool) -> Errno {
 /// at `from` (for a directory, everything beneath it too), naming each right gained and the
 /// rule that grants it at the new path; `None` when it would not. A move or link may not give
 /// an object rights it did not have.
-fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
+pub(super) fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
     let p = c.policy();
     // Each right in `now` but not in `then`, with the rule that grants it (`rule_for`).
     let gained = |now: AccessSet, then: AccessSet, rule_for: &dyn Fn(Access) -> Option<RuleId>| {
