@@ -29,6 +29,7 @@
 //! | `agent-workers` | requests the agent serves at once for the sandbox: fewer under a small `--mem` (see `agent::budget`) |
 //! | `agent-mem-bound` | KiB, the most the agent's state for the sandbox can take with that many (under `--mem`, no more than the limit) |
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
+//! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -165,6 +166,8 @@ pub struct Measured {
     pub sockets: Option<u64>,
     /// Where the run's private copies were kept (`--keep`; `warden diff` reads them).
     pub copies: Option<std::path::PathBuf>,
+    /// With `--log`: the decisions not written to it because it reached its bound.
+    pub log_dropped: Option<u64>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -289,6 +292,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(n) = m.sockets {
         put("sockets", n.into());
     }
+    if let Some(n) = m.log_dropped {
+        put("log-dropped", n.into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -373,6 +379,7 @@ mod tests {
                 cpu: Duration::from_micros(200),
             },
             copies: None,
+            log_dropped: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
