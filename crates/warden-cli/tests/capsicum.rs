@@ -1777,6 +1777,44 @@ fn a_directory_capability_keeps_the_policys_denials() {
     });
 }
 
+/// Under `--capability-mode` a directory beneath which a `path-deny` rule holds does not move:
+/// what it holds would leave the rule's reach (`EXDEV`, as for a rename that widens). One
+/// beneath which none holds moves. Checked from outside.
+#[test]
+fn a_directory_under_a_denial_does_not_move_out_of_it() {
+    each_user(
+        "a_directory_under_a_denial_does_not_move_out_of_it",
+        |who| {
+            let (base, cap) = tree("move-deny", who);
+            if who == As::Nobody {
+                let st = std::process::Command::new("chown")
+                    .args(["-R", "65534:65534"])
+                    .arg(&cap)
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+            let policy = base.join("deny.policy");
+            common::write_file(
+                &policy,
+                format!("path-deny {}/sub/*\n", cap.display()),
+                0o644,
+            );
+            let (l, err) = probe(
+                who,
+                &cap,
+                "read,lookup,create,unlink",
+                &["--policy", policy.to_str().unwrap()],
+                &["rename-dir-sub", "rename-dir-a"],
+            );
+            expect(&l, "rename-dir-sub", "errno=18", &err);
+            expect(&l, "rename-dir-a", "ok", &err);
+            assert!(cap.join("sub/g").exists() && !cap.join("sub-moved").exists());
+            assert!(cap.join("a-moved/b").exists() && !cap.join("a").exists());
+        },
+    );
+}
+
 // ---- scrubbed sandbox start (libcapsicum's lch_start): warden_capsicum::sandbox ----------------
 
 /// A host (this test binary, run as `who` outside any sandbox) starts a sandbox (this test

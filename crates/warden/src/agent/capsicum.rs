@@ -738,10 +738,14 @@ fn no_gain(
 /// Why linking or moving the object at `from` (a directory when `dir`) to `to` would give it
 /// rights the policy does not give it at `from`, as without capability mode (`fs::widening`);
 /// under `--capability-mode`, where the `--fd` trees are the grant, a `path-deny` rule that
-/// refuses an access at `from` and none at `to`.
+/// refuses an access at `from` and none at `to`, or, for a directory, one that may hold
+/// beneath `from` (what it holds would leave the rule's reach).
 fn policy_widening(c: &Client, s: &Session, from: &str, to: &str, dir: bool) -> Option<String> {
     match s.entry {
         Entry::Program => super::fs::widening(c, from, to, dir),
+        Entry::Warden if dir && c.policy().denies_some_beneath(from) => Some(format!(
+            "a path-deny rule holds beneath {from}, and what the directory holds would leave it"
+        )),
         Entry::Warden => {
             let freed: Vec<&str> = Access::ALL
                 .into_iter()
