@@ -125,6 +125,8 @@ static void attempt(const char *a) {
     } else if (!strcmp(a, "rename-out")) result(a, renameat(d, "f", d, "../stolen"), NULL);
     else if (!strcmp(a, "rename-from-out")) result(a, renameat(d, "../secret", d, "got"), NULL);
     else if (!strcmp(a, "rename-cwd")) result(a, rename("f", "g"), NULL);
+    else if (!strcmp(a, "rename-dir-sub")) result(a, renameat(d, "sub", d, "sub-moved"), NULL);
+    else if (!strcmp(a, "rename-dir-a")) result(a, renameat(d, "a", d, "a-moved"), NULL);
     else if (!strcmp(a, "link-in")) result(a, linkat(d, "f", d, "f-link", 0), NULL);
     else if (!strcmp(a, "link-out")) result(a, linkat(d, "../secret", d, "got2", 0), NULL);
     else if (!strcmp(a, "link-follow")) result(a, linkat(d, "esc", d, "got3", AT_SYMLINK_FOLLOW), NULL);

@@ -25,11 +25,13 @@ pub enum Right {
     Fstat,
     /// Lookups relative to the descriptor (`openat`, `fstatat`, ... with it as `dirfd`).
     Lookup,
-    /// Creating names beneath it (`O_CREAT`, the target of `renameat` and `linkat`, `symlinkat`).
+    /// Creating names beneath it (`O_CREAT`, the target of `renameat` and `linkat`, `symlinkat`;
+    /// both ends of a `RENAME_EXCHANGE`).
     Create,
     /// Creating directories beneath it (`mkdirat`).
     Mkdir,
-    /// Removing names beneath it (`unlinkat`, the source of `renameat`).
+    /// Removing names beneath it (`unlinkat`, the source of `renameat`, its target when it
+    /// replaces a name there; both ends of a `RENAME_EXCHANGE`).
     Unlink,
     /// mmap.
     Mmap,
@@ -181,6 +183,29 @@ impl Rights {
     /// Whether every right of `self` is in `other`.
     pub fn within(self, other: Rights) -> bool {
         self.0 & !other.0 == 0
+    }
+
+    /// The rights that concern the names in a directory rather than an object found there:
+    /// looking names up, making them (create, mkdir, mknod) and removing them (unlink).
+    pub fn entries() -> Rights {
+        Rights::of(&[
+            Right::Lookup,
+            Right::Create,
+            Right::Mkdir,
+            Right::Unlink,
+            Right::Mknod,
+        ])
+    }
+
+    /// The rights an object gains when it is linked or moved from beneath a directory
+    /// capability holding `self` to beneath one holding `to`: through `to` it would be opened
+    /// with `to`'s rights ([`Rights::open_through`]), so every right of `to` that `self` lacks,
+    /// but the [entry rights](Rights::entries). Those add nothing to what the object already
+    /// is: a file has no names, and of a moved directory's names, lookup is needed on both
+    /// sides and unlink on the source (so neither is gained), and making new names beneath it
+    /// is what `to` grants beneath itself anyway, never a right over an object it held.
+    pub fn gained_by_moving_to(self, to: Rights) -> Rights {
+        Rights(to.0 & !self.0 & !Rights::entries().0)
     }
 
     /// The set as the bits of the program-side API (`CAP_READ` is bit 0, in the order of
@@ -343,6 +368,34 @@ mod tests {
         assert_eq!(Rights::from_bits(Rights::all().bits()), Some(Rights::all()));
         assert_eq!(Rights::from_bits(1 << 18), None);
         assert_eq!(Rights::from_bits(1 << 40), None);
+    }
+
+    #[test]
+    fn a_move_gains_the_object_rights_the_source_lacks() {
+        let p = |s| Rights::parse(s).unwrap();
+        // Out of a lookup-only capability into a writable one: read and write gained.
+        assert_eq!(
+            p("lookup").gained_by_moving_to(p("lookup,create,read,write")),
+            p("read,write")
+        );
+        // Into a drop box (create only), or between equals: nothing.
+        assert_eq!(
+            p("lookup,read,write,unlink").gained_by_moving_to(p("lookup,create")),
+            Rights::NONE
+        );
+        assert_eq!(
+            Rights::all().gained_by_moving_to(Rights::all()),
+            Rights::NONE
+        );
+        // The entry rights are not the object's.
+        assert_eq!(
+            p("lookup,unlink,read").gained_by_moving_to(p("lookup,create,mkdir,mknod,read")),
+            Rights::NONE
+        );
+        assert_eq!(
+            p("lookup,unlink").gained_by_moving_to(p("lookup,create,fchmod,fexecve")),
+            p("fchmod,fexecve")
+        );
     }
 
     #[test]

@@ -291,7 +291,12 @@ fn verify(
         .map_err(|e| format!("cannot write {}: {e}", map.display()))?;
         verify.arg("--policy").arg(&map);
     }
-    verify.arg("--log").arg(&log2).arg("--");
+    // Every denial must be seen: a bound far above a run's usual log (--log-max), and a log
+    // that reached it fails the verification.
+    verify
+        .arg("--log")
+        .arg(&log2)
+        .args(["--log-max", "256M", "--"]);
     verify.args(&args.command);
     let status = verify
         .status()
@@ -310,6 +315,13 @@ fn verify(
             !o.allowed && (!probe || exists(&o.target))
         })
         .collect();
+    let dropped = dropped_from_log(&log2);
+    if dropped > 0 {
+        eprintln!(
+            "warden learn: verify: the decision log reached its bound; {dropped} decisions were \
+             not checked"
+        );
+    }
     for d in &denied {
         eprintln!(
             "warden learn: verify: {}(\"{}\") is denied under the learned policy",
@@ -323,7 +335,7 @@ fn verify(
              {code} while learning"
         );
     }
-    if denied.is_empty() && code2 == code {
+    if denied.is_empty() && code2 == code && dropped == 0 {
         eprintln!(
             "warden learn: verify: the same command runs under the learned policy with no denial"
         );
@@ -437,6 +449,18 @@ fn link_target(path: &str) -> Option<String> {
 
 fn exists(path: &str) -> bool {
     std::fs::symlink_metadata(path).is_ok()
+}
+
+/// How many decisions a decision log says it dropped (its last line, when it reached its
+/// bound).
+fn dropped_from_log(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["decision"] == "dropped")
+        .and_then(|v| v["dropped"].as_u64())
+        .unwrap_or(0)
 }
 
 fn read_log(path: &Path) -> Result<Observations, String> {

@@ -46,6 +46,11 @@ pub struct RunArgs {
     /// Write every delegated decision (allowed and denied) as JSON lines to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// The most the run writes to --log (a size such as 512K or 16M; default 4M), so that a
+    /// program cannot fill the disk by failing calls: past it, decisions are counted and not
+    /// written, and the log's last line and the run report (`log-dropped`) say how many.
+    #[arg(long = "log-max", value_name = "SIZE", requires = "log", value_parser = log_size)]
+    log_max: Option<u64>,
     /// Who decides the calls that name paths. Unset (the default): `auto` in the sandbox's own
     /// view, `never` on the host's tree. `never`: the agent, every one of them (every decision
     /// checked, logged and explained). `auto`: the kernel when it can enforce every path rule
@@ -254,6 +259,7 @@ pub fn main(args: RunArgs) -> i32 {
         keep: args.keep,
         verbose: args.verbose,
         log: args.log,
+        log_max: args.log_max,
         stdio: [args.stdin, args.stdout, args.stderr],
         env: EnvConfig {
             clear: args.env_clear,
@@ -435,6 +441,15 @@ fn own_terminals() -> Vec<String> {
 /// A clap parser for one limit flag, accepting what the policy keyword accepts.
 fn limit(kind: LimitKind) -> impl Fn(&str) -> Result<LimitValue, String> + Clone {
     move |text| parse_limit(kind, text)
+}
+
+/// `--log-max`: a size that holds at least the log's last line.
+fn log_size(text: &str) -> Result<u64, String> {
+    let n = warden_policy::parse_size(text)?;
+    if n < 4096 {
+        return Err(format!("`{text}` is too small a log; give 4K or more"));
+    }
+    Ok(n)
 }
 
 /// `NAME=VALUE` or `NAME`.

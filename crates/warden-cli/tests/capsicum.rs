@@ -1124,6 +1124,296 @@ fn entering_capability_mode_gains_nothing_the_policy_refuses() {
     );
 }
 
+/// `base/{ro/f, rw/secret, w/{decoy,pay,victim,rvictim,a,b}, box/existing, box2/existing2,
+/// race/}` for tests/c/cap_move.c, the user's own (as a program's files would be: the kernel's
+/// protected_hardlinks then lets the user link them, and what is left to refuse is warden's).
+fn move_tree(name: &str, who: As) -> PathBuf {
+    let base = common::fresh_dir(&format!("capsicum-{name}-{}", common::who_tag(who)));
+    for d in ["ro", "m/rw", "m/w", "m/box", "m/box2", "m/race"] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("ro/f", "ro-original\n"),
+        ("m/rw/secret", "secret\n"),
+        ("m/w/decoy", "decoy\n"),
+        ("m/w/pay", "payload\n"),
+        ("m/w/victim", "victim\n"),
+        ("m/w/rvictim", "rvictim\n"),
+        ("m/w/a", "a\n"),
+        ("m/w/b", "b\n"),
+        ("m/box/existing", "boxed\n"),
+        ("m/box2/existing2", "boxed2\n"),
+    ] {
+        common::write_file(&base.join(f), text, 0o644);
+    }
+    if who == As::Nobody {
+        let status = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&base)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    base
+}
+
+/// Issue 35, findings 2 and 3: after cap_enter, a hard link or a rename between directory
+/// capabilities gives the object no right its source did not have (neither the capability's
+/// rights nor the policy's), an exchange is two moves, an overwrite an unlink (also when the
+/// destination appears while warden checks), and moves within the rights still work. Checked
+/// from outside.
+fn moves_between_capabilities(who: As) {
+    let base = move_tree("move", who);
+    let prog = with_library("cap_move");
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let b = |d: &str| base.join(d).to_str().unwrap().to_owned();
+    let m = b("m");
+    let base_s = base.to_str().unwrap();
+    let mut args = vec!["run", "-v", "--capsicum", "--exec", &bin, "--read", base_s];
+    args.extend(["--write", m.as_str(), "--unlink", m.as_str()]);
+    let rounds = "1000";
+    args.extend(["--", prog.to_str().unwrap(), base_s, rounds]);
+    let o = run_warden(who, &base, &args);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let l: HashMap<String, String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    for name in [
+        "limit-lookup",
+        "limit-box",
+        "limit-box2",
+        "limit-race",
+        "enter",
+    ] {
+        expect(&l, name, "ok 0", &err);
+    }
+    // Refused, whatever the errno (the kernel's own EXDEV between mounts of a view would do),
+    // and checked from outside below.
+    let refused = |name: &str| {
+        let got = l.get(name).map(String::as_str).unwrap_or("<no line>");
+        assert!(
+            got.starts_with("errno="),
+            "{name}: got {got:?}, want a refusal\nwarden said:\n{err}"
+        );
+    };
+    refused("before-link-ro");
+    // The policy's rights: ro/ is read-only, w/ writable.
+    refused("link-ro");
+    expect(&l, "write-ro-link", "errno=2", &err);
+    // The capabilities' rights: a lookup-only capability linked into a writable one.
+    expect(&l, "link-lookup", EACCES, &err);
+    expect(&l, "write-secret-link", "errno=2", &err);
+    // Out of a create-only box by exchange: no unlink there.
+    expect(&l, "exchange-box", EACCES, &err);
+    // Out of a box with unlink but no read or write, by exchange or rename: it would gain them.
+    expect(&l, "exchange-box2", EACCES, &err);
+    expect(&l, "rename-box2-out", EACCES, &err);
+    expect(&l, "write-pulled", "errno=2", &err);
+    // Over a file in the box: an unlink there, which the box does not grant.
+    expect(&l, "overwrite-box", EACCES, &err);
+    expect(&l, "noreplace-box", "errno=17", &err);
+    // A whiteout is a device node left behind; an exchange cannot also not replace.
+    expect(&l, "whiteout", "errno=22", &err);
+    expect(&l, "exchange-noreplace", "errno=22", &err);
+    // Within the rights: all of it works.
+    for name in [
+        "drop",
+        "link-in",
+        "link-into-box",
+        "rename-in",
+        "exchange-in",
+        "overwrite-in",
+        "noreplace-in",
+        "into-box2",
+        "box2-within",
+    ] {
+        expect(&l, name, "ok 0", &err);
+    }
+    // From outside: nothing refused happened, everything allowed did.
+    let read = |p: &str| std::fs::read_to_string(base.join(p)).ok();
+    let gone = |p: &str| std::fs::symlink_metadata(base.join(p)).is_err();
+    assert_eq!(read("ro/f").as_deref(), Some("ro-original\n"), "{err}");
+    assert_eq!(read("m/rw/secret").as_deref(), Some("secret\n"), "{err}");
+    assert_eq!(read("m/box/existing").as_deref(), Some("boxed\n"), "{err}");
+    assert_eq!(
+        read("m/box2/existing2").as_deref(),
+        Some("boxed2\n"),
+        "{err}"
+    );
+    for p in [
+        "m/w/ro-before",
+        "m/w/ro-link",
+        "m/w/secret-link",
+        "m/w/pulled",
+        "m/w/wo",
+        "m/w/a",
+        "m/w/b",
+        "m/w/c",
+    ] {
+        assert!(gone(p), "{p} exists\n{err}");
+    }
+    assert_eq!(read("m/box/dropped").as_deref(), Some("payload\n"));
+    assert_eq!(read("m/w/decoy").as_deref(), Some("a\n"));
+    assert_eq!(read("m/w/moved").as_deref(), Some("decoy\n"));
+    assert_eq!(read("m/box2/c2").as_deref(), Some("decoy\n"));
+    let ino =
+        |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(base.join(p)).unwrap());
+    assert_eq!(ino("m/box/victim-link"), ino("m/w/victim"));
+    // The race: race/ has no unlink, so in every round exactly one of the rename and the link
+    // made t-K, and no rename replaced a link.
+    let race = l.get("race").cloned().unwrap_or_default();
+    let field = |k: &str| -> usize {
+        race.split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in race line {race:?}\n{err}"))
+    };
+    let n: usize = rounds.parse().unwrap();
+    let (a, bn) = (field("a"), field("b"));
+    assert_eq!(field("rounds"), n);
+    assert_eq!(
+        field("both"),
+        0,
+        "a rename replaced a name in race/: {race}\n{err}"
+    );
+    assert_eq!(a + bn, n, "{race}\n{err}");
+    assert_eq!(
+        (field("a-other"), field("b-other")),
+        (0, 0),
+        "{race}\n{err}"
+    );
+    let victim = std::fs::metadata(base.join("m/w/rvictim")).unwrap();
+    let linked = (0..n)
+        .filter(|k| {
+            std::fs::symlink_metadata(base.join(format!("m/race/t-{k}"))).is_ok_and(|m| {
+                std::os::unix::fs::MetadataExt::ino(&m)
+                    == std::os::unix::fs::MetadataExt::ino(&victim)
+            })
+        })
+        .count();
+    let moved = (0..n).filter(|k| gone(&format!("m/w/pay-{k}"))).count();
+    assert_eq!(linked, bn, "{race}");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::nlink(&victim) as usize,
+        1 + bn,
+        "{race}"
+    );
+    assert_eq!(moved, a, "{race}");
+}
+
+#[test]
+fn links_and_renames_between_capabilities_never_widen() {
+    each_user(
+        "links_and_renames_between_capabilities_never_widen",
+        moves_between_capabilities,
+    );
+}
+
+/// [`moves_between_capabilities`] in a private copy of the tree (`path-map ... copy`): one
+/// mount holds both the read-only and the writable directories, so only warden stands between
+/// a hard link and a read-only file (the kernel's EXDEV between a view's mounts does not). The
+/// copy, as `warden diff` shows it, and the host's tree are checked from outside.
+fn moves_in_a_private_copy(who: As) {
+    let base = move_tree("move-copy", who);
+    let tag = common::who_tag(who);
+    let prog = with_library("cap_move");
+    let bin = prog.parent().unwrap().to_str().unwrap().to_owned();
+    let policy = base.with_extension("policy");
+    common::write_file(
+        &policy,
+        format!(
+            "path-map {} /work copy\npath-allow read /work /work/*\n\
+             path-allow write /work/m /work/m/*\npath-allow unlink /work/m/*\n",
+            base.display()
+        ),
+        0o644,
+    );
+    let tmp = common::fresh_dir(&format!("capsicum-move-tmp-{tag}"));
+    common::chmod(&tmp, 0o1777);
+    let mut cmd = common::warden_cmd(who);
+    cmd.env("TMPDIR", &tmp).args([
+        "run",
+        "-v",
+        "--view",
+        "on",
+        "--keep",
+        "--capsicum",
+        "--exec",
+        &bin,
+        "--policy",
+        policy.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        "/work",
+        "100",
+    ]);
+    let o = common::finish(cmd, common::RUN_DEADLINE).0;
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{}\n{err}", stdout(&o));
+    let l: HashMap<String, String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    expect(&l, "enter", "ok 0", &err);
+    expect(&l, "before-link-ro", EACCES, &err);
+    expect(&l, "link-ro", EACCES, &err);
+    expect(&l, "write-ro-link", "errno=2", &err);
+    expect(&l, "link-lookup", EACCES, &err);
+    expect(&l, "exchange-box", EACCES, &err);
+    expect(&l, "rename-box2-out", EACCES, &err);
+    expect(&l, "overwrite-box", EACCES, &err);
+    expect(&l, "link-into-box", "ok 0", &err);
+    let name = err
+        .split("`warden diff ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no copy named:\n{err}"))
+        .to_owned();
+    let mut cmd = common::warden_cmd(who);
+    cmd.env("TMPDIR", &tmp).args(["diff", &name]);
+    let d = common::finish(cmd, common::RUN_DEADLINE).0;
+    common::assert_ok(&d);
+    let diff = stdout(&d);
+    // What the run changed in its copy: nothing read-only, nothing out of a box.
+    for line in diff.lines() {
+        let path = line.get(2..).unwrap_or_default();
+        assert!(
+            !path.starts_with("/work/ro")
+                && !matches!(
+                    path,
+                    "/work/m/w/ro-link"
+                        | "/work/m/w/secret-link"
+                        | "/work/m/w/pulled"
+                        | "/work/m/rw/secret"
+                        | "/work/m/box/existing"
+                        | "/work/m/box2/existing2"
+                ),
+            "{line}\n{diff}\n{err}"
+        );
+    }
+    assert!(diff.contains("A /work/m/box/dropped"), "{diff}\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(base.join("ro/f")).unwrap(),
+        "ro-original\n"
+    );
+    assert!(
+        !base.join("m/box/dropped").exists(),
+        "the copy reached the host"
+    );
+}
+
+#[test]
+fn links_and_renames_in_a_private_copy_never_widen() {
+    each_user(
+        "links_and_renames_in_a_private_copy_never_widen",
+        moves_in_a_private_copy,
+    );
+}
+
 #[test]
 fn without_capsicum_the_program_side_says_enosys() {
     // Under warden without --capsicum (and outside it, see warden-capsicum's unit tests) no
@@ -1485,6 +1775,44 @@ fn a_directory_capability_keeps_the_policys_denials() {
         expect(&l, "etc-shadow", EACCES, &err);
         expect(&l, "etc-passwd", "ok", &err);
     });
+}
+
+/// Under `--capability-mode` a directory beneath which a `path-deny` rule holds does not move:
+/// what it holds would leave the rule's reach (`EXDEV`, as for a rename that widens). One
+/// beneath which none holds moves. Checked from outside.
+#[test]
+fn a_directory_under_a_denial_does_not_move_out_of_it() {
+    each_user(
+        "a_directory_under_a_denial_does_not_move_out_of_it",
+        |who| {
+            let (base, cap) = tree("move-deny", who);
+            if who == As::Nobody {
+                let st = std::process::Command::new("chown")
+                    .args(["-R", "65534:65534"])
+                    .arg(&cap)
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+            let policy = base.join("deny.policy");
+            common::write_file(
+                &policy,
+                format!("path-deny {}/sub/*\n", cap.display()),
+                0o644,
+            );
+            let (l, err) = probe(
+                who,
+                &cap,
+                "read,lookup,create,unlink",
+                &["--policy", policy.to_str().unwrap()],
+                &["rename-dir-sub", "rename-dir-a"],
+            );
+            expect(&l, "rename-dir-sub", "errno=18", &err);
+            expect(&l, "rename-dir-a", "ok", &err);
+            assert!(cap.join("sub/g").exists() && !cap.join("sub-moved").exists());
+            assert!(cap.join("a-moved/b").exists() && !cap.join("a").exists());
+        },
+    );
 }
 
 // ---- scrubbed sandbox start (libcapsicum's lch_start): warden_capsicum::sandbox ----------------

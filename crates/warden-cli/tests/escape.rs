@@ -2377,3 +2377,70 @@ fn no_landlock(who: As) {
 fn without_landlock_warden_refuses_to_run() {
     each_user("without_landlock_warden_refuses_to_run", no_landlock);
 }
+
+// ---- a rename racing a name made at its destination ----------------------------------------------
+
+/// Issue 35 (finding 3, outside capability mode): `m/d` may be written but nothing there
+/// removed, and a rename replaces (removes) whatever is at its destination. One thread renames
+/// `m/s/pay-K` to `m/d/t-K` while another creates `m/d/t-K`; the name is there or not as the
+/// kernel finds it at the rename, never as a lookup before it found it. Checked from outside:
+/// in every round exactly one of them made `t-K`, and no "victim" was replaced.
+fn overwrite_race(who: As) {
+    let base = common::fresh_dir(&format!("escape-overwrite-{}", who_tag(who)));
+    let (s, d) = (base.join("m/s"), base.join("m/d"));
+    for p in [&base.join("m"), &s, &d] {
+        std::fs::create_dir_all(p).unwrap();
+        common::chmod(p, 0o777);
+    }
+    let (prog, bin) = program("escape_overwrite");
+    let str_of = |p: &Path| p.to_str().unwrap().to_owned();
+    let (m, s_s, d_s) = (str_of(&base.join("m")), str_of(&s), str_of(&d));
+    let rounds = 1000;
+    let n = rounds.to_string();
+    let o = common::run_warden(
+        who,
+        &base,
+        &[
+            "run", "--exec", &bin, "--read", &bin, "--write", &m, "--unlink", &s_s, "--", &prog,
+            &s_s, &d_s, &n,
+        ],
+    );
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    let race = out
+        .lines()
+        .find(|l| l.starts_with("race "))
+        .unwrap_or_default();
+    let field = |k: &str| -> usize {
+        race.split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {race:?}\n{out}\n{err}"))
+    };
+    let (a, b) = (field("a"), field("b"));
+    assert_eq!(field("both"), 0, "a rename replaced a name: {race}\n{err}");
+    assert_eq!(
+        (field("a-other"), field("b-other")),
+        (0, 0),
+        "{race}\n{err}"
+    );
+    assert_eq!(a + b, rounds, "{race}\n{err}");
+    let victims = (0..rounds)
+        .filter(|k| {
+            std::fs::read_to_string(d.join(format!("t-{k}"))).is_ok_and(|t| t == "victim\n")
+        })
+        .count();
+    let renamed = (0..rounds)
+        .filter(|k| !s.join(format!("pay-{k}")).exists())
+        .count();
+    assert_eq!(victims, b, "{race}");
+    assert_eq!(renamed, a, "{race}");
+}
+
+#[test]
+fn a_rename_never_replaces_a_name_made_meanwhile_without_unlink() {
+    each_user(
+        "a_rename_never_replaces_a_name_made_meanwhile_without_unlink",
+        overwrite_race,
+    );
+}

@@ -1137,6 +1137,94 @@ fn write_flag_grants_and_its_absence_denies() {
     assert!(!out.exists());
 }
 
+/// Issue 35, finding 9: `--log` grows at the program's pace no more. 100,000 denied opens
+/// (as root, with the default bound; as nobody 20,000 with `--log-max 64K`, for time): the file
+/// stays within the bound, its last line says how many decisions were dropped, and the run
+/// report says the same. Everything before the bound was written, one line per decision.
+fn log_bound(who: As) {
+    let d = data_dir("log-bound", who, &[("secret", "secret\n")]);
+    common::chmod(&d, 0o777);
+    let (prog, bin) = common::program("log_flood");
+    // A file that is there, which the policy does not name.
+    let secret = d.join("secret");
+    let flood = s(&secret);
+    let (n, max, bound): (u64, _, u64) = match who {
+        As::Me => (100_000, None, 4 << 20),
+        As::Nobody => (20_000, Some("64K"), 64 << 10),
+    };
+    let count = n.to_string();
+    let tag = max.unwrap_or("default");
+    let log = d.join(format!("flood-{tag}.jsonl"));
+    let report = d.join(format!("report-{tag}.meta"));
+    let mut args = vec!["--log", s(&log), "--report", s(&report)];
+    if let Some(m) = max {
+        args.extend(["--log-max", m]);
+    }
+    args.extend(["--exec", &bin, "--read", &bin, "--", &prog, flood, &count]);
+    let o = run(who, &args);
+    common::assert_ok(&o);
+    assert_eq!(
+        common::stdout(&o),
+        format!("denied={n} other=0\n"),
+        "{}",
+        common::stderr(&o)
+    );
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(
+        size <= bound,
+        "{tag}: the log holds {size} bytes, bound {bound}"
+    );
+    let text = read(&log);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let last = lines.last().unwrap();
+    assert_eq!(last["decision"], "dropped", "{tag}: {last}");
+    assert_eq!(last["bound"], bound, "{last}");
+    let dropped = last["dropped"].as_u64().unwrap();
+    let written = lines
+        .iter()
+        .filter(|l| l["target"] == flood && l["decision"] == "deny")
+        .count() as u64;
+    // Every decision of the flood is either written or counted (the program's own start
+    // and exit add a few of their own to the count).
+    assert!(
+        written + dropped >= n && written + dropped < n + 100,
+        "{tag}: {written} written, {dropped} dropped of {n}"
+    );
+    assert!(written > 0 && dropped > 0, "{tag}: {written}, {dropped}");
+    assert_eq!(
+        common::report_field(&report, "log-dropped").as_deref(),
+        Some(dropped.to_string().as_str()),
+        "{}",
+        read(&report)
+    );
+    // A log too small for its last line is refused before the run.
+    let o = run(
+        who,
+        &[
+            "--log",
+            s(&d.join("tiny")),
+            "--log-max",
+            "100",
+            "--",
+            "true",
+        ],
+    );
+    assert!(!o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("too small a log"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn the_log_is_bounded_and_counts_what_it_dropped() {
+    common::each_user("the_log_is_bounded_and_counts_what_it_dropped", log_bound);
+}
+
 #[test]
 fn log_file_holds_json_lines_with_allow_and_deny() {
     let d = data_dir("log", As::Me, &[("ok.txt", "ok\n")]);

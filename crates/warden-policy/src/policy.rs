@@ -558,6 +558,14 @@ impl Policy {
         uniform.then_some(all)
     }
 
+    /// Whether some `path-deny` rule can match a path strictly beneath `dir`:
+    /// what a directory moved away from `dir` would carry out of its reach.
+    pub fn denies_some_beneath(&self, dir: &str) -> bool {
+        self.path_rules
+            .iter()
+            .any(|r| r.access.is_none() && r.pattern.matches_some_beneath(dir))
+    }
+
     /// The first rule that grants `access` to every path strictly beneath
     /// `dir` (what [`Policy::subtree_rights`] found it by), for explanations.
     pub fn subtree_rule(&self, dir: &str, access: Access) -> Option<RuleId> {

@@ -30,6 +30,7 @@
 //! | `agent-mem-bound` | KiB, the most the agent's state for the sandbox can take with that many (under `--mem`, no more than the limit) |
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
+//! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -168,6 +169,8 @@ pub struct Measured {
     pub copies: Option<std::path::PathBuf>,
     /// Bytes the run's own disk held at the end, and its size (`limit-disk`), with a view.
     pub disk: Option<(u64, u64)>,
+    /// With `--log`: the decisions not written to it because it reached its bound.
+    pub log_dropped: Option<u64>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -292,6 +295,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(n) = m.sockets {
         put("sockets", n.into());
     }
+    if let Some(n) = m.log_dropped {
+        put("log-dropped", n.into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -381,6 +387,7 @@ mod tests {
             },
             copies: None,
             disk: Some((10 << 20, 1 << 30)),
+            log_dropped: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,

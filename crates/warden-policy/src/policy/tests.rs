@@ -184,6 +184,18 @@ fn new_entry_rights() {
 }
 
 #[test]
+fn denies_some_beneath() {
+    let p = parse("path-allow read /srv/*\npath-deny /srv/db/* /etc/shadow");
+    assert!(p.denies_some_beneath("/srv"));
+    assert!(p.denies_some_beneath("/srv/db"));
+    assert!(p.denies_some_beneath("/etc"));
+    assert!(!p.denies_some_beneath("/srv/www"));
+    // The denied path itself is not beneath itself.
+    assert!(!p.denies_some_beneath("/etc/shadow"));
+    assert!(!p.denies_some_beneath("/home"));
+}
+
+#[test]
 fn subtree_rights() {
     let p = parse(
         "path-allow read /usr /usr/*\npath-allow exec /usr/bin/*\n\

@@ -730,55 +730,163 @@ fn readlink(c: &Client, s: &Session, call: Live<ReadlinkArgs>) -> Handled {
     value(n as i64)
 }
 
-/// A name in a directory beneath a capability: the directory and the name.
-type Named = (OwnedFd, CString);
-
-/// Both ends of a two-path call (rename, link): each a directory capability and a name in a
-/// directory beneath it, with the rights each needs.
-fn two_ends(
+/// Refuses to link or move `what` from beneath a directory capability holding `from` to `to`
+/// beneath one holding `rights`, when the object would gain a right there: found through the
+/// new name, it would be opened with that capability's rights (`Rights::open_through`), and a
+/// link or a move may not give an object rights it did not have.
+fn no_gain(
     c: &Client,
-    s: &Session,
-    (olddir, old): (i32, &[u8]),
-    (newdir, new): (i32, &[u8]),
-    (old_right, new_right): (Right, Right),
-) -> Result<(Named, Named), i32> {
-    let (od, orights) = capability(c, s, olddir, old)?;
-    let (nd, nrights) = capability(c, s, newdir, new)?;
-    need(c, old, orights, Right::Lookup)?;
-    need(c, old, orights, old_right)?;
-    need(c, new, nrights, Right::Lookup)?;
-    need(c, new, nrights, new_right)?;
-    Ok((parent(c, &od, old)?, parent(c, &nd, new)?))
+    (what, from): (&[u8], Rights),
+    (to, rights): (&[u8], Rights),
+) -> Result<(), i32> {
+    let gained = from.gained_by_moving_to(rights);
+    if gained == Rights::NONE {
+        return Ok(());
+    }
+    Err(refuse(
+        c,
+        &text(to),
+        Rule::Rights,
+        &format!(
+            " ({} would gain {gained} beneath a capability with {rights}, which the capability \
+             it comes from ({from}) does not grant)",
+            text(what)
+        ),
+    ))
 }
 
+/// Why linking or moving the object at `from` (a directory when `dir`) to `to` would give it
+/// rights the policy does not give it at `from`, as without capability mode (`fs::widening`);
+/// under `--capability-mode`, where the `--fd` trees are the grant, a `path-deny` rule that
+/// refuses an access at `from` and none at `to`, or, for a directory, one that may hold
+/// beneath `from` (what it holds would leave the rule's reach).
+fn policy_widening(c: &Client, s: &Session, from: &str, to: &str, dir: bool) -> Option<String> {
+    match s.entry {
+        Entry::Program => super::fs::widening(c, from, to, dir),
+        Entry::Warden if dir && c.policy().denies_some_beneath(from) => Some(format!(
+            "a path-deny rule holds beneath {from}, and what the directory holds would leave it"
+        )),
+        Entry::Warden => {
+            let freed: Vec<&str> = Access::ALL
+                .into_iter()
+                .filter(|&a| denied_by_a_rule(c, from, a) && !denied_by_a_rule(c, to, a))
+                .map(Access::name)
+                .collect();
+            (!freed.is_empty()).then(|| {
+                format!(
+                    "a path-deny rule refuses {} at {from}, and none does at {to}",
+                    freed.join(", ")
+                )
+            })
+        }
+    }
+}
+
+/// Whether `name` in the directory `dir` is there, and a directory: `None` when it is not
+/// there. Never follows a symlink.
+fn kind_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Result<Option<bool>, i32> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory,
+        )),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// renameat2's flags (include/uapi/linux/fs.h).
+const RENAME_NOREPLACE: u32 = libc::RENAME_NOREPLACE;
+const RENAME_EXCHANGE: u32 = libc::RENAME_EXCHANGE;
+
+/// rename, renameat and renameat2 between directory capabilities. The name leaves the first
+/// directory (lookup and unlink there, the policy's unlink) and appears in the second (lookup
+/// and create there, the policy's write); an exchange is two moves, each way. Replacing a name
+/// that is there removes it: unlink there too. Neither object may gain a right by the move:
+/// not the capabilities' (`ENOTCAPABLE`), not the policy's (`EXDEV`, as without capability
+/// mode, so that `mv` copies and every step is checked on its own).
 fn rename(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
     let (live, a) = call.split();
     let (olddir, old, newdir, new, flags) = (a.odir.0, a.old, a.ndir.0, a.new, a.flags);
-    // The name leaves the first directory (unlink) and appears in the second (create).
-    let ((p1, n1), (p2, n2)) = two_ends(
-        c,
-        s,
-        (olddir, &old),
-        (newdir, &new),
-        (Right::Unlink, Right::Create),
-    )?;
+    // (RENAME_WHITEOUT, which leaves a device node behind, never comes here: decoding the
+    // call refuses it with EINVAL.)
+    let exchange = flags & RENAME_EXCHANGE != 0;
+    if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
+        || (exchange && flags & RENAME_NOREPLACE != 0)
+    {
+        // As Linux answers.
+        return Err(libc::EINVAL);
+    }
+    let (od, orights) = capability(c, s, olddir, &old)?;
+    let (nd, nrights) = capability(c, s, newdir, &new)?;
+    need(c, &old, orights, Right::Lookup)?;
+    need(c, &old, orights, Right::Unlink)?;
+    need(c, &new, nrights, Right::Lookup)?;
+    need(c, &new, nrights, Right::Create)?;
+    if exchange {
+        need(c, &old, orights, Right::Create)?;
+        need(c, &new, nrights, Right::Unlink)?;
+    }
+    no_gain(c, (&old, orights), (&new, nrights))?;
+    if exchange {
+        no_gain(c, (&new, nrights), (&old, orights))?;
+    }
+    let ((p1, n1), (p2, n2)) = (parent(c, &od, &old)?, parent(c, &nd, &new)?);
     let (from, to) = (child_path(&p1, &n1)?, child_path(&p2, &n2)?);
     policy(c, s, &live, &from, Access::Unlink)?;
     policy(c, s, &live, &to, Access::Write)?;
-    if flags & libc::RENAME_EXCHANGE != 0 {
+    if exchange {
         policy(c, s, &live, &to, Access::Unlink)?;
         policy(c, s, &live, &from, Access::Write)?;
     }
+    let odir = kind_at(&p1, &n1)?.ok_or(libc::ENOENT)?;
+    let mut there = kind_at(&p2, &n2)?;
+    let why = policy_widening(c, s, &from, &to, odir).or_else(|| {
+        exchange
+            .then(|| policy_widening(c, s, &to, &from, there == Some(true)))
+            .flatten()
+    });
+    if let Some(why) = why {
+        return Err(c.refuse(
+            &to,
+            &format!(
+                "moving {from} to {to}: {why}; refused with EXDEV (\"Invalid cross-device \
+                 link\") so that mv copies instead, each step checked on its own"
+            ),
+            libc::EXDEV,
+        ));
+    }
+    // Neither end may be a mount point of the view (no name becomes one meanwhile).
     not_a_mount_point(c, &p1, &n1)?;
     not_a_mount_point(c, &p2, &n2)?;
-    rustix::fs::renameat_with(
-        &p1,
-        &n1,
-        &p2,
-        &n2,
-        rustix::fs::RenameFlags::from_bits_retain(flags),
-    )
-    .map_err(errno)?;
+    // Whether a name is replaced is the kernel's to say at the rename itself, not a lookup's
+    // before it that the program can race: with nothing there when warden looked, the rename
+    // is made with RENAME_NOREPLACE, and a name made meanwhile fails it; then the name is
+    // there, and replacing it needs unlink.
+    let replaces = flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) == 0;
+    loop {
+        let mut how = flags;
+        if replaces {
+            if there.is_some() {
+                need(c, &new, nrights, Right::Unlink)?;
+                policy(c, s, &live, &to, Access::Unlink)?;
+            } else {
+                how |= RENAME_NOREPLACE;
+            }
+        }
+        let how = rustix::fs::RenameFlags::from_bits_retain(how);
+        match rustix::fs::renameat_with(&p1, &n1, &p2, &n2, how) {
+            // EINVAL: a file system without RENAME_NOREPLACE; the name may be there.
+            Err(rustix::io::Errno::EXIST | rustix::io::Errno::INVAL)
+                if replaces && there.is_none() =>
+            {
+                there = Some(false);
+            }
+            r => {
+                r.map_err(errno)?;
+                break;
+            }
+        }
+    }
     c.allow_by(
         &live,
         &format!("{} -> {}", text(&old), text(&new)),
@@ -787,6 +895,10 @@ fn rename(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
     value(0)
 }
 
+/// link and linkat between directory capabilities: lookup on both, create on the new one, the
+/// policy's read of the file and write of the new name; and the file may gain no right by its
+/// new name, neither the capabilities' (`ENOTCAPABLE`) nor the policy's (`EACCES`, as without
+/// capability mode).
 fn link(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
     let (live, a) = call.split();
     let (olddir, old, newdir, new) = (a.odir.0, a.old, a.ndir.0, a.new);
@@ -803,15 +915,24 @@ fn link(c: &Client, s: &Session, call: Live<TwoPathArgs>) -> Handled {
             " (AT_SYMLINK_FOLLOW is not followed beneath a capability)",
         ));
     }
-    let ((p1, n1), (p2, n2)) = two_ends(
-        c,
-        s,
-        (olddir, &old),
-        (newdir, &new),
-        (Right::Lookup, Right::Create),
-    )?;
-    policy(c, s, &live, &child_path(&p1, &n1)?, Access::Read)?;
-    policy(c, s, &live, &child_path(&p2, &n2)?, Access::Write)?;
+    let (od, orights) = capability(c, s, olddir, &old)?;
+    let (nd, nrights) = capability(c, s, newdir, &new)?;
+    need(c, &old, orights, Right::Lookup)?;
+    need(c, &new, nrights, Right::Lookup)?;
+    need(c, &new, nrights, Right::Create)?;
+    no_gain(c, (&old, orights), (&new, nrights))?;
+    let ((p1, n1), (p2, n2)) = (parent(c, &od, &old)?, parent(c, &nd, &new)?);
+    let (from, to) = (child_path(&p1, &n1)?, child_path(&p2, &n2)?);
+    policy(c, s, &live, &from, Access::Read)?;
+    policy(c, s, &live, &to, Access::Write)?;
+    // (A directory cannot be linked: the kernel refuses it, EPERM.)
+    if let Some(why) = policy_widening(c, s, &from, &to, false) {
+        return Err(c.refuse(
+            &to,
+            &format!("a hard link at {to} to {from} may not grant rights its source does not have: {why}"),
+            libc::EACCES,
+        ));
+    }
     rustix::fs::linkat(&p1, &n1, &p2, &n2, AtFlags::empty()).map_err(errno)?;
     c.allow_by(
         &live,

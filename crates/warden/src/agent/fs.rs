@@ -569,7 +569,7 @@ fn no_name(path: &[u8], removedir: bool) -> Errno {
 /// at `from` (for a directory, everything beneath it too), naming each right gained and the
 /// rule that grants it at the new path; `None` when it would not. A move or link may not give
 /// an object rights it did not have.
-fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
+pub(super) fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
     let p = c.policy();
     // Each right in `now` but not in `then`, with the rule that grants it (`rule_for`).
     let gained = |now: AccessSet, then: AccessSet, rule_for: &dyn Fn(Access) -> Option<RuleId>| {
@@ -617,7 +617,7 @@ fn widening(c: &Client, from: &str, to: &str, dir: bool) -> Option<String> {
 /// Implements rename(2), renameat(2) and renameat2(2).
 ///
 /// Moving needs `unlink` on the old path and `write` on the new one (and `unlink` on it too if
-/// it exists and is replaced). A move that would give the object more rights than it had
+/// it exists and is replaced, as the kernel finds it at the rename). A move that would give the object more rights than it had
 /// (read-protected file into a readable directory, say) is refused with `EXDEV`, so `mv` falls
 /// back to copy-and-delete, where every step is checked on its own.
 pub fn rename(c: &Client, call: Live<TwoPathArgs>) -> Served {
@@ -656,11 +656,31 @@ pub fn rename(c: &Client, call: Live<TwoPathArgs>) -> Served {
             Errno::XDEV,
         ));
     }
-    rename_walked(&o, &n, a.flags, allowed)
+    // Whether a name is replaced (removed) is the kernel's to say at the rename itself, not the
+    // walk's before it, which the program can race: with nothing there when it was walked, the
+    // rename is made with RENAME_NOREPLACE, and a name made meanwhile fails it; then the name
+    // is there, and replacing it needs `unlink`. (EINVAL: a file system without
+    // RENAME_NOREPLACE; the name may be there.)
+    let replaces = a.flags & (libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE) == 0;
+    let mut unlink_checked = n.kind.is_some() || exchange;
+    loop {
+        let flags = if replaces && !unlink_checked {
+            a.flags | libc::RENAME_NOREPLACE
+        } else {
+            a.flags
+        };
+        match rename_walked(&o, &n, flags, &allowed) {
+            Err(Errno::EXIST | Errno::INVAL) if replaces && !unlink_checked => {
+                c.allow(&call, &n.path, Access::Unlink)?;
+                unlink_checked = true;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Step 5 of a rename: between the two parents we walked, by name.
-fn rename_walked(o: &Walked, n: &Walked, flags: u32, _allowed: Allowed) -> Served {
+fn rename_walked(o: &Walked, n: &Walked, flags: u32, _allowed: &Allowed) -> Served {
     let on = o.name.as_deref().ok_or(Errno::BUSY)?;
     let nn = n.name.as_deref().ok_or(Errno::BUSY)?;
     let flags = rustix::fs::RenameFlags::from_bits_retain(flags);

@@ -1,5 +1,11 @@
 //! Reporting the agent's decisions: one line on stderr per denial with `-v`, and JSON lines
 //! with every delegated decision (allowed and denied) with `--log FILE`.
+//!
+//! The log grows at the program's pace (a program that tries 100,000 opens it may not make
+//! writes 100,000 lines), so a run writes at most `--log-max` bytes to it
+//! ([`DEFAULT_LOG_BOUND`] unless told): past that, decisions are counted and not written, and
+//! at the end of the run one last line says how many (`"decision":"dropped"`), as does the run
+//! report (`log-dropped`).
 
 use crate::syscalls::Family;
 use serde::Serialize;
@@ -127,11 +133,50 @@ impl Observations {
     }
 }
 
+/// What one run writes to its `--log` at most, unless `--log-max` says otherwise: about ten
+/// thousand decisions.
+pub const DEFAULT_LOG_BOUND: u64 = 4 << 20;
+
+/// Room kept within the bound for the last line, which says how many decisions were dropped.
+const LAST_LINE_ROOM: u64 = 512;
+
+/// The `--log` file, and what this run wrote to it and dropped.
+struct JsonLog {
+    file: std::fs::File,
+    /// Bytes this run wrote (a file appended to may hold more of other runs').
+    written: u64,
+    /// The most this run writes, its last line included.
+    bound: u64,
+    /// Decisions not written because the bound was reached.
+    dropped: u64,
+    /// Whether the last line was written.
+    finished: bool,
+}
+
+/// The last line of a log that reached its bound (the `v`, `time` and `sandbox` of every line;
+/// `decision` is `dropped`).
+#[derive(Serialize)]
+struct DroppedLine<'a> {
+    v: u32,
+    time: f64,
+    sandbox: &'a str,
+    decision: &'static str,
+    dropped: u64,
+    bound: u64,
+    reason: String,
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |t| t.as_secs_f64())
+}
+
 /// Where decisions go.
 #[derive(Default)]
 pub struct Log {
     verbose: bool,
-    json: Option<Mutex<std::fs::File>>,
+    json: Option<Mutex<JsonLog>>,
     observations: Option<std::sync::Arc<Mutex<Observations>>>,
     sandbox: String,
     /// The run's scratch directory, written `$SCRATCH` in reasons and suggestions.
@@ -144,11 +189,55 @@ impl Log {
     pub fn new(verbose: bool, json: Option<std::fs::File>, sandbox: String) -> Log {
         Log {
             verbose,
-            json: json.map(Mutex::new),
+            json: json.map(|file| {
+                Mutex::new(JsonLog {
+                    file,
+                    written: 0,
+                    bound: DEFAULT_LOG_BOUND,
+                    dropped: 0,
+                    finished: false,
+                })
+            }),
             observations: None,
             sandbox,
             scratch: None,
         }
+    }
+
+    /// Writes at most `bound` bytes to the JSON log (`--log-max`), its last line included; past
+    /// that, decisions are counted ([`Log::finish`]).
+    pub fn with_bound(self, bound: u64) -> Log {
+        if let Some(Ok(mut j)) = self.json.as_ref().map(Mutex::lock) {
+            j.bound = bound;
+        }
+        self
+    }
+
+    /// At the end of the run: writes the JSON log's last line if decisions were dropped, and
+    /// returns how many were (`None` without `--log`). Later decisions are dropped too.
+    pub fn finish(&self) -> Option<u64> {
+        let mut j = self.json.as_ref()?.lock().ok()?;
+        if j.dropped > 0 && !j.finished {
+            j.finished = true;
+            let line = DroppedLine {
+                v: SCHEMA_VERSION,
+                time: now(),
+                sandbox: &self.sandbox,
+                decision: "dropped",
+                dropped: j.dropped,
+                bound: j.bound,
+                reason: format!(
+                    "the log reached its bound of {} bytes (--log-max): the {} decisions after \
+                     it were not written",
+                    j.bound, j.dropped
+                ),
+            };
+            if let Ok(mut text) = serde_json::to_string(&line) {
+                text.push('\n');
+                let _ = j.file.write_all(text.as_bytes());
+            }
+        }
+        Some(j.dropped)
     }
 
     /// Writes `dir`, the run's scratch directory, as `$SCRATCH` in reasons: a suggestion such
@@ -206,12 +295,16 @@ impl Log {
         if let Some(Ok(mut o)) = self.observations.as_ref().map(|o| o.lock()) {
             o.record(d.syscall, d.target, d.access, d.allowed);
         }
-        if self.json.is_some() {
+        // Past the bound a decision is only counted: not even made into a line.
+        let full = self
+            .json
+            .as_ref()
+            .and_then(|j| j.lock().ok())
+            .is_some_and(|mut j| j.count_if_full());
+        if self.json.is_some() && !full {
             let line = JsonLine {
                 v: SCHEMA_VERSION,
-                time: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |t| t.as_secs_f64()),
+                time: now(),
                 sandbox: &self.sandbox,
                 pid: d.pid,
                 tid: d.tid,
@@ -230,10 +323,35 @@ impl Log {
             };
             if let Ok(mut text) = serde_json::to_string(&line) {
                 text.push('\n');
-                if let Some(Ok(mut f)) = self.json.as_ref().map(Mutex::lock) {
-                    let _ = f.write_all(text.as_bytes());
+                if let Some(Ok(mut j)) = self.json.as_ref().map(Mutex::lock) {
+                    j.write(text.as_bytes());
                 }
             }
+        }
+    }
+}
+
+impl JsonLog {
+    /// Counts one decision dropped if the log stopped taking them; whether it did.
+    fn count_if_full(&mut self) -> bool {
+        let full = self.finished || self.dropped > 0;
+        if full {
+            self.dropped += 1;
+        }
+        full
+    }
+
+    /// Writes one decision's line, or counts it dropped when it would not leave room for the
+    /// last line within the bound (or the last line is written already).
+    fn write(&mut self, line: &[u8]) {
+        let len = line.len() as u64;
+        let room = self.bound.saturating_sub(LAST_LINE_ROOM);
+        if self.finished || self.dropped > 0 || self.written + len > room {
+            self.dropped += 1;
+            return;
+        }
+        if self.file.write_all(line).is_ok() {
+            self.written += len;
         }
     }
 }
@@ -386,6 +504,47 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_json_log_stops_at_its_bound_and_says_what_it_dropped() {
+        let path = std::env::temp_dir().join(format!("warden-log-bound-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let log = Log::new(false, Some(file), "test".into()).with_bound(4096);
+        let args = [0u64; 6];
+        let d = Decision {
+            tid: std::process::id(),
+            pid: None,
+            syscall: "openat",
+            args,
+            target: "/nonexistent/flood",
+            access: Some(Access::Read),
+            allowed: false,
+            rule: None,
+            reason: "no path-allow read rule matches".into(),
+            errno: Some(libc::EACCES),
+            latency: std::time::Duration::ZERO,
+        };
+        for _ in 0..1000 {
+            log.write(&d);
+        }
+        let dropped = log.finish().unwrap();
+        // Once only.
+        assert_eq!(log.finish(), Some(dropped));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(text.len() <= 4096, "{}", text.len());
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let last = lines.last().unwrap();
+        assert_eq!(last["decision"], "dropped");
+        assert_eq!(last["dropped"], dropped);
+        assert_eq!(lines.len() as u64 - 1 + dropped, 1000);
+        assert!(dropped > 900);
+        // Without --log nothing is counted.
+        assert_eq!(Log::new(false, None, "test".into()).finish(), None);
+    }
 
     #[test]
     fn suggestions_name_the_scratch_directory_as_a_variable() {

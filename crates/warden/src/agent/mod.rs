@@ -174,6 +174,12 @@ impl Agent {
         }))
     }
 
+    /// At the end of the run: the `--log` file's last line, if decisions were dropped from it;
+    /// how many were (`None` without `--log`). See [`Log::finish`].
+    pub fn finish_log(&self) -> Option<u64> {
+        self.log.finish()
+    }
+
     /// Waits (at most `limit`) until no request is being served or left to count. Call once
     /// the sandbox's processes are gone: no new request can come, but a worker may still be
     /// acting for a caller that died after it checked (creating a file in the scratch

@@ -111,6 +111,7 @@ pub fn execute(
     let sandbox_id = format!("{}-{:08x}", std::process::id(), crate::unique::rand32());
     let sources = policy.sources();
     let log = Log::new(cfg.verbose, log_file, sandbox_id.clone())
+        .with_bound(cfg.log_max.unwrap_or(crate::agent::log::DEFAULT_LOG_BOUND))
         .with_observations(cfg.observations.clone())
         .with_scratch(scratch.and_then(Path::to_str).map(str::to_owned));
     let network = match net.mode {
@@ -467,6 +468,7 @@ fn measure(measured: &mut Measured, usage: Option<Usage>, cgroup: Option<&Cgroup
         cg.remove();
     }
     measured.agent = agent.stats.snapshot();
+    measured.log_dropped = agent.finish_log();
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;
     measured.agent_budget = Some(agent.budget);

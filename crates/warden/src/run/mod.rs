@@ -43,6 +43,9 @@ pub struct RunConfig {
     pub verbose: bool,
     /// JSON-lines log of every decision.
     pub log: Option<PathBuf>,
+    /// The most the run writes to `log`, in bytes (`--log-max`; `None`: the default,
+    /// [`crate::agent::log::DEFAULT_LOG_BOUND`]).
+    pub log_max: Option<u64>,
     /// Files for the program's stdin, stdout and stderr, opened by warden.
     pub stdio: [Option<PathBuf>; 3],
     /// The environment.
