@@ -6,7 +6,11 @@
 #     status its workload may end with (never 125, warden's own failure, never a signal);
 #   - the agent stays bounded: each run's report (agent-mem) stays under AGENT_MEM_MAX KiB;
 #   - nothing is left behind: no scratch directory, no cgroup, no registry entry, no process;
-#   - no escape: the adversarial suite passes while the load runs.
+#   - no escape: the adversarial suite passes while the load runs (its terminal test included);
+#   - the run's disk holds: a sandbox filling its scratch and /dev/shm stops at --disk, as the
+#     report says, and nothing of it lands in TMPDIR;
+#   - the registry holds: `warden ps` answers, bounded, beside a directory of another user's
+#     flooded with junk, FIFOs and links.
 #
 # It looks only at what it made itself, so other warden runs on the machine (another test run,
 # another checkout) can neither fail it nor hide a leftover of its own: everything it runs gets
@@ -41,6 +45,15 @@ for p in escape_agent threads_open limit_fork escape_deputy limit_agent_cpu; do
   cc -O1 -Wall -o "$bin/$p" "tests/c/$p.c" -lpthread || exit 2
 done
 printf 'alpha\n' > "$work/data/a.txt"; printf 'bravo\n' > "$work/data/b.txt"
+# A registry directory of another user's, flooded: junk entries, FIFOs, a link to /dev/zero
+# and a large sparse file. `warden ps` must answer beside it, promptly and in bounded memory.
+flood=$work/tmp/warden-run-65534
+mkdir -m 700 "$flood"
+for i in $(seq 1 3000); do printf '{"id":"%s","uid":0}' "$i" > "$flood/$i.json"; done
+for i in $(seq 1 50); do mkfifo "$flood/fifo-$i.json"; done
+ln -s /dev/zero "$flood/zero.json"
+truncate -s 1G "$flood/sparse.json"
+chown -R 65534:65534 "$flood"
 
 # Pinned: the adversarial suite's test binary (built now, in the profile scripts/test.sh has
 # just built, and run as it is in every round), the C programs it compiles, and the (release)
@@ -90,7 +103,9 @@ leftovers() {
       pid=${g##*/warden-}; pid=${pid%%-*}
       [ -d "$g" ] && ! kill -0 "$pid" 2>/dev/null && echo "$g"
     done
-    grep -l -F "$work/" /run/warden/*.json "$TMPDIR"/warden-run-*/*.json 2>/dev/null |
+    # Regular files only, and not the flooded directory (FIFOs, a 1 GiB file): grep would hang.
+    find /run/warden "$TMPDIR"/warden-run-* -maxdepth 1 -type f -name '*.json' \
+      ! -path "$flood/*" -exec grep -l -F "$work/" {} + 2>/dev/null |
       sed 's|^|registry: |'
   } | sort
 }
@@ -102,7 +117,7 @@ workload() {
   local i=$1 r="$work/reports/$1.json" rc=0
   local common=(--read "$bin" --exec "$bin" --report-json "$r")
   local name ok wall args
-  case $(( i % 7 )) in
+  case $(( i % 9 )) in
     0) name=bad-arguments;  ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_agent" 80) ;;
     1) name=thread-storm;   ok="0";     wall=30; args=(--read "$work/data" --wall-time 30 -- "$bin/threads_open" "$work/data" 16 300) ;;
     2) name=fork-bomb;      ok="0 137"; wall=10; args=(--processes 64 --wall-time 5 -- "$bin/limit_fork" soak-marker bomb 5000) ;;
@@ -110,7 +125,21 @@ workload() {
     4) name=agent-cpu;      ok="137";   wall=10; args=(--time 1 --wall-time 8 -- "$bin/limit_agent_cpu" 30) ;;
     5) name=killed-mid-call; ok="137";  wall=5;  args=(--wall-time 1 -- "$bin/threads_open" "$work/data" 32 1000000) ;;
     6) name=create-races;   ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_deputy" tmpfile . /usr) ;;
+    7) name=disk-fill;      ok="0";     wall=20; args=(--disk 48M --fsize 16M --wall-time 20 -- /bin/sh -c \
+         'i=0; while [ $i -lt 64 ] && dd if=/dev/zero of=f$i bs=1M count=16 2>/dev/null; do i=$((i+1)); done;
+          j=0; while [ $j -lt 8 ] && dd if=/dev/zero of=/dev/shm/g$j bs=1M count=16 2>/dev/null; do j=$((j+1)); done; exit 0') ;;
+    8) name=registry-flood; ok="0";     wall=20; args=() ;;
   esac
+  if [ "$name" = registry-flood ]; then
+    # Not a sandbox: warden ps, as root, beside the flooded directory (and the live runs).
+    local start=$(date +%s%N) out="$work/reports/$i.out"
+    timeout -s KILL $(( wall + 30 )) "$warden" ps --json >"$out" 2>&1 || rc=$?
+    local took=$(( ($(date +%s%N) - start) / 1000000 )) verdict=ok
+    [ $rc -eq 0 ] || verdict="unexpected exit $rc"
+    [ $(stat -c %s "$out") -lt 4194304 ] || verdict="ps printed $(stat -c %s "$out") bytes"
+    echo "$i $name rc=$rc ms=$took agent-mem=0 $verdict"
+    return
+  fi
   local start=$(date +%s%N)
   timeout -s KILL $(( wall + 30 )) "$warden" run "${common[@]}" "${args[@]}" >"$work/reports/$i.out" 2>&1 || rc=$?
   local took=$(( ($(date +%s%N) - start) / 1000000 ))
@@ -119,6 +148,13 @@ workload() {
   elif ! [[ " $ok " == *" $rc "* ]]; then verdict="unexpected exit $rc"
   fi
   local mem=$(sed -n 's/.*"agent-mem": *\([0-9]*\).*/\1/p' "$r" 2>/dev/null)
+  if [ "$name" = disk-fill ]; then
+    # The disk held at most its size (48 MiB = 49152 KiB), and the report says so.
+    local disk=$(sed -n 's/.*"disk": *\([0-9]*\).*/\1/p' "$r" 2>/dev/null)
+    if [ -z "$disk" ] || [ "$disk" -gt 49152 ] || [ "$disk" -lt 32768 ]; then
+      verdict="disk ${disk:-?} KiB, not at its 49152 KiB bound"
+    fi
+  fi
   if [ -z "$mem" ]; then verdict="$verdict; no report"
   elif [ "$mem" -gt "$agent_mem_max" ]; then verdict="agent-mem ${mem} KiB over $agent_mem_max"
   fi
@@ -169,7 +205,8 @@ fi
 runs=$(wc -l <"$results")
 maxmem=$(sed -n 's/.*agent-mem=\([0-9]*\).*/\1/p' "$results" | sort -n | tail -1)
 echo "soak: $runs sandboxes in $minutes min ($(grep -c ' ok$' "$results") ok) on $commit, largest agent-mem ${maxmem:-?} KiB; $(tail -1 "$escape_log")"
-for w in bad-arguments thread-storm fork-bomb deep-trees agent-cpu killed-mid-call create-races; do
+for w in bad-arguments thread-storm fork-bomb deep-trees agent-cpu killed-mid-call create-races \
+         disk-fill registry-flood; do
   printf '  %-16s %s runs\n' "$w" "$(grep -c " $w " "$results")"
 done
 if [ $fail -eq 0 ]; then echo "soak: ok"; rm -rf "$work"; else echo "soak: FAILED (kept $work)"; fi

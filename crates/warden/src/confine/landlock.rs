@@ -225,7 +225,13 @@ impl Filler {
         let filtered: Vec<&str> = view.map_or_else(Vec::new, |v| v.filtered_trees().collect());
         let targets = targets(policy, None, &filtered);
         let mut exec = ExecRules {
-            maps: policy.maps().iter().map(|m| m.sandbox.clone()).collect(),
+            // A tmpfs map's exec rules are learnt in the view instead ([`ExecRules::learn_in_view`]).
+            maps: policy
+                .maps()
+                .iter()
+                .filter(|m| m.source != warden_policy::map::MapSource::Tmpfs)
+                .map(|m| m.sandbox.clone())
+                .collect(),
             ..ExecRules::default()
         };
         let added = add_targets(&mut self.ruleset, self.handled, targets, &mut exec)?;
@@ -508,6 +514,46 @@ impl ExecRules {
         self.maps
             .iter()
             .any(|m| warden_policy::map::at_or_beneath(path, m))
+    }
+
+    /// Learns the objects the view's Landlock rules give the execute right in the private tmpfs
+    /// places: the directory `D` of each `exec D/*` rule there, which the view made before the
+    /// program started, found from the view's `root` without following links. One the program
+    /// has already replaced is learnt as it is now: the agent may then let the kernel refuse
+    /// without saying why, never allow more (the kernel decides the exec).
+    pub fn learn_in_view(&mut self, policy: &warden_policy::Policy, root: BorrowedFd<'_>) {
+        use warden_policy::map::{at_or_beneath, MapSource};
+        for rule in policy.path_rules() {
+            if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
+                continue;
+            }
+            let Some(dir) = rule.pattern.literal().strip_suffix('/') else {
+                continue;
+            };
+            let in_tmpfs = policy
+                .maps()
+                .iter()
+                .any(|m| m.source == MapSource::Tmpfs && at_or_beneath(dir, &m.sandbox));
+            if !in_tmpfs {
+                continue;
+            }
+            let how = rustix::fs::ResolveFlags::BENEATH
+                | rustix::fs::ResolveFlags::NO_SYMLINKS
+                | rustix::fs::ResolveFlags::NO_MAGICLINKS;
+            let found = rustix::fs::openat2(
+                root,
+                dir.trim_start_matches('/'),
+                rustix::fs::OFlags::PATH
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+                how,
+            )
+            .and_then(|fd| rustix::fs::fstat(&fd));
+            if let Ok(st) = found {
+                self.add_id((st.st_dev, st.st_ino), true);
+            }
+        }
     }
 
     fn add_id(&mut self, id: (u64, u64), dir: bool) {

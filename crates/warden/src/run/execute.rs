@@ -267,10 +267,13 @@ fn start_agent(
         mut confinement,
     } = served;
     if command.view.is_some() {
-        confinement.view_root =
-            Some(sandbox.program_root().map_err(|e| {
-                failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}"))
-            })?);
+        let root = sandbox
+            .program_root()
+            .map_err(|e| failure(EXIT_WARDEN, format!("cannot open the sandbox's view: {e}")))?;
+        confinement
+            .exec_rules
+            .learn_in_view(&policy, std::os::fd::AsFd::as_fd(&root));
+        confinement.view_root = Some(root);
     }
     let listener = sandbox
         .listener
