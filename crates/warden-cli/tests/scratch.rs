@@ -458,3 +458,73 @@ fn an_unremovable_leftover_is_reported_once_and_left_alone() {
     assert_eq!(names(&runs), left);
     clean(&tmp);
 }
+
+/// A private copy (`path-map HOST /work copy`) in which the program leaves a tree 25,000 deep
+/// and directories of mode 0: its directory (the overlay's upper and work directories) goes when
+/// the run ends, as the scratch does, and the host's tree is untouched. As root, as uid 65534,
+/// and as root with `starting_uid 65534`.
+fn deep_tree_in_a_copy(who: As, starting_nobody: bool) {
+    let tag = if starting_nobody {
+        "copy-start"
+    } else {
+        "copy"
+    };
+    let tmp = own_tmpdir(tag, who);
+    let host = common::fresh_dir(&format!("scratch-{tag}-host-{}", common::who_tag(who)));
+    common::write_file(&host.join("f"), "host\n", 0o644);
+    let policy = tmp.join("copy.policy");
+    let mut text = format!(
+        "path-map {} /work copy\npath-allow read /work /work/*\npath-allow write /work/*\n\
+         path-allow unlink /work/*\n",
+        s(&host)
+    );
+    if starting_nobody {
+        text.push_str("starting_uid 65534\nstarting_gid 65534\n");
+    }
+    common::write_file(&policy, text, 0o644);
+    let (prog, bin) = common::program("deep_tree");
+    let o = warden_in(
+        who,
+        &tmp,
+        &[
+            "run",
+            "--read",
+            &bin,
+            "--exec",
+            &bin,
+            "--policy",
+            s(&policy),
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("cd /work && {prog} {DEPTH} && ls /work"),
+        ],
+    );
+    common::assert_ok(&o);
+    let err = common::stderr(&o);
+    assert_eq!(
+        common::stdout(&o),
+        format!("made {DEPTH}\nd\nf\nm\n"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot remove"), "{err}");
+    let runs = tmp.join(format!("warden-scratch-{}", uid_of(who)));
+    assert_eq!(scratch_dirs(&runs), Vec::<String>::new(), "{err}");
+    assert_eq!(names(&host), ["f"]);
+    clean(&tmp);
+}
+
+#[test]
+fn a_deep_tree_in_a_private_copy_leaves_nothing() {
+    common::each_user("a_deep_tree_in_a_private_copy_leaves_nothing", |who| {
+        deep_tree_in_a_copy(who, false)
+    });
+}
+
+#[test]
+fn a_deep_tree_in_a_private_copy_handed_to_another_user_leaves_nothing() {
+    let test = "a_deep_tree_in_a_private_copy_handed_to_another_user_leaves_nothing";
+    if common::require_root(test) {
+        deep_tree_in_a_copy(As::Me, true);
+    }
+}
