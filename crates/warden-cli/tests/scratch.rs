@@ -18,11 +18,28 @@ fn s(p: &Path) -> &str {
 }
 
 /// A TMPDIR of the test's own (mode 01777, as /tmp), so that what runs leave there can be
-/// listed.
-fn own_tmpdir(name: &str, who: As) -> PathBuf {
+/// listed. It goes with `rm -rf` when the test ends, pass or fail: a tree 25,000 deep left in
+/// the work directory would overflow the stack of the next test binary's sweep
+/// (`remove_dir_all` recurses).
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        clean(&self.0);
+    }
+}
+
+fn own_tmpdir(name: &str, who: As) -> Tmp {
     let dir = common::fresh_dir(&format!("scratch-{name}-{}", common::who_tag(who)));
     common::chmod(&dir, 0o1777);
-    dir
+    Tmp(dir)
 }
 
 fn uid_of(who: As) -> u32 {
@@ -102,7 +119,7 @@ fn exec_dirs_in_a_handed_over_scratch_never_follow_a_planted_link() {
         rustix::fs::inotify::add_watch(&inotify, &runs, rustix::fs::inotify::WatchFlags::CREATE)
             .unwrap();
         let mut cmd = common::warden_cmd(As::Me);
-        cmd.env("TMPDIR", &tmp)
+        cmd.env("TMPDIR", &*tmp)
             .args([
                 "run",
                 "--policy",
@@ -147,7 +164,7 @@ fn exec_dirs_in_a_handed_over_scratch_never_follow_a_planted_link() {
     );
     // Nothing beneath the test's directories became uid 65534's (but the registry of the runs
     // as 65534, which warden keeps in their TMPDIR).
-    for dir in [&work, &tmp] {
+    for dir in [work.as_path(), &tmp] {
         let out = std::process::Command::new("find")
             .arg(dir)
             .args([
@@ -247,12 +264,7 @@ fn squatted_runs_dir(who: As) {
         let scratch = PathBuf::from(common::stdout(&o).trim());
         let own = scratch.parent().unwrap().to_path_buf();
         let own_name = own.file_name().unwrap().to_string_lossy().into_owned();
-        assert_eq!(
-            own.parent(),
-            Some(tmp.as_path()),
-            "{shape}: {}",
-            scratch.display()
-        );
+        assert_eq!(own.parent(), Some(&*tmp), "{shape}: {}", scratch.display());
         assert!(
             own_name.starts_with(&format!("warden-scratch-{uid}.")),
             "{shape}: {own_name}"
@@ -377,10 +389,11 @@ fn killed_with_a_deep_tree(who: As, tmp: &Path) -> String {
     let mut child: Child = cmd.spawn().unwrap();
     let t = Instant::now();
     while !std::fs::read_to_string(&out_path).unwrap().contains("made") {
-        assert!(
-            t.elapsed() < Duration::from_secs(240),
-            "the tree was never made"
-        );
+        if t.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the tree was never made");
+        }
         assert!(child.try_wait().unwrap().is_none(), "warden ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -424,7 +437,8 @@ fn a_killed_runs_deep_tree_is_swept_by_the_next_start() {
 
 /// What a sweep cannot remove (here, a directory of root's in a killed run of uid 65534's, which
 /// 65534 may not empty) is said once, naming the scratch, and its lock becomes `NAME.left`; the
-/// next start says nothing and leaves it as it is (it does not walk it again).
+/// next start says nothing and leaves it as it is (it does not walk it again); once it is gone,
+/// the mark goes.
 #[test]
 fn an_unremovable_leftover_is_reported_once_and_left_alone() {
     let test = "an_unremovable_leftover_is_reported_once_and_left_alone";
@@ -443,7 +457,7 @@ fn an_unremovable_leftover_is_reported_once_and_left_alone() {
     common::assert_ok(&o);
     let err = common::stderr(&o);
     let said = format!(
-        "warden: cannot remove the scratch directory {}",
+        "warden: cannot remove a killed run's directory {}",
         s(&scratch)
     );
     assert_eq!(err.matches(&said).count(), 1, "{err}");
@@ -456,6 +470,12 @@ fn an_unremovable_leftover_is_reported_once_and_left_alone() {
     common::assert_ok(&o);
     assert_eq!(common::stderr(&o), "");
     assert_eq!(names(&runs), left);
+    // Once the user has removed it, the mark goes too.
+    clean(&scratch);
+    let o = warden_in(who, &tmp, &["run", "--", "true"]);
+    common::assert_ok(&o);
+    let after = names(&runs);
+    assert!(!after.iter().any(|n| n.starts_with(&name)), "{after:?}");
     clean(&tmp);
 }
 

@@ -32,7 +32,7 @@ impl CopyDir {
         if copies.is_empty() {
             return Ok(none);
         }
-        let dir = Scratch::create(ids, cfg.keep)?;
+        let dir = Scratch::create(ids, cfg.keep, "the private copies' directory")?;
         crate::copies::write_manifest(dir.fd(), &copies).map_err(|e| {
             failure(
                 EXIT_WARDEN,

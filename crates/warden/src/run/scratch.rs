@@ -41,6 +41,8 @@ pub struct Scratch {
     runs: Runs,
     /// `NAME.lock`, locked.
     lock: Option<std::fs::File>,
+    /// What it is, in messages: the scratch directory, or the private copies' directory.
+    what: &'static str,
 }
 
 /// The directory a run keeps its scratch and lock in ([`runs_dir`]).
@@ -72,7 +74,8 @@ fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
 }
 
 impl Scratch {
-    pub fn create(ids: IdMap, keep: bool) -> Result<Scratch, Failure> {
+    /// Makes the directory; `what` names it in messages ("the scratch directory").
+    pub fn create(ids: IdMap, keep: bool, what: &'static str) -> Result<Scratch, Failure> {
         let tmp = std::env::var_os("TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
@@ -130,7 +133,7 @@ impl Scratch {
         let dir =
             rustix::fs::openat(&runs.fd, &name, dir_flags(), Mode::empty()).map_err(cannot)?;
         rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o700)).map_err(cannot)?;
-        hand_over(dir.as_fd(), ids, "the scratch directory")?;
+        hand_over(dir.as_fd(), ids, what)?;
         let path = rustix::fs::readlink(format!("/proc/self/fd/{}", dir.as_raw_fd()), Vec::new())
             .ok()
             .and_then(|t| t.into_string().ok())
@@ -142,6 +145,7 @@ impl Scratch {
             dir,
             runs,
             lock,
+            what,
         })
     }
 
@@ -163,6 +167,7 @@ impl Scratch {
             dir,
             runs,
             lock,
+            what,
         } = self;
         drop(dir);
         let mut removed = tree::remove_at(runs.fd.as_fd(), &name, REMOVE_LIMIT);
@@ -180,7 +185,7 @@ impl Scratch {
                     let _ = rustix::fs::unlinkat(tmp, own.as_os_str(), AtFlags::REMOVEDIR);
                 }
             }
-            Err(why) => leave(&runs, &name, &path, &why, "the scratch directory"),
+            Err(why) => leave(&runs, &name, &path, &why, what),
         }
     }
 
@@ -409,7 +414,8 @@ fn lock_file(runs: BorrowedFd<'_>, name: &str, keep: bool) -> Result<std::fs::Fi
 /// name (unless the lock file says `keep`). Taken locks are checked to be on the file that
 /// still has the name, so two sweepers never remove anything of a run that came after. A
 /// directory that will not go within [`SWEEP_LIMIT`] entries is left, said so once, and its
-/// lock renamed `NAME.left`: later starts do not walk it again.
+/// lock renamed `NAME.left`: later starts do not walk it again (and remove the mark once the
+/// directory is gone).
 fn sweep(runs: &Runs) {
     let Ok(entries) = rustix::fs::Dir::read_from(&runs.fd) else {
         return;
@@ -417,12 +423,20 @@ fn sweep(runs: &Runs) {
     let uid = rustix::process::geteuid().as_raw();
     for entry in entries.take(4096).flatten() {
         let name = entry.file_name();
-        let Some(stem) = name
-            .to_str()
-            .ok()
-            .filter(|n| n.starts_with("warden-"))
-            .and_then(|n| n.strip_suffix(".lock"))
-        else {
+        let Some(text) = name.to_str().ok().filter(|n| n.starts_with("warden-")) else {
+            continue;
+        };
+        // The mark of a directory left (not walked): gone once the user removed the directory.
+        if let Some(stem) = text.strip_suffix(".left") {
+            let gone = rustix::fs::statat(&runs.fd, stem, AtFlags::SYMLINK_NOFOLLOW)
+                .err()
+                .is_some_and(|e| e == Errno::NOENT);
+            if gone {
+                let _ = rustix::fs::unlinkat(&runs.fd, name, AtFlags::empty());
+            }
+            continue;
+        }
+        let Some(stem) = text.strip_suffix(".lock") else {
             continue;
         };
         let Ok(meta) = rustix::fs::statat(&runs.fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
@@ -459,7 +473,7 @@ fn sweep(runs: &Runs) {
                     OsStr::new(stem),
                     &runs.path.join(stem),
                     &why,
-                    "the scratch directory",
+                    "a killed run's directory",
                 );
                 continue;
             }
