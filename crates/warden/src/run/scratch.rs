@@ -243,9 +243,11 @@ fn leave(runs: &Runs, name: &OsStr, path: &Path, why: &tree::Left, what: &str) {
 fn runs_dir(tmp: &Path) -> Result<Runs, Failure> {
     let uid = rustix::process::geteuid().as_raw();
     let mode = if uid == 0 { 0o1733 } else { 0o700 };
+    // The user's own TMPDIR, as named (links and all); O_PATH: one others may only write in
+    // and search will do, as it did for mkdir.
     let tmp_fd = rustix::fs::open(
         tmp,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .map_err(|e| {
