@@ -402,14 +402,27 @@ fn killed_with_a_deep_tree(who: As, tmp: &Path) -> String {
     let runs = tmp.join(format!("warden-scratch-{}", uid_of(who)));
     let dirs = scratch_dirs(&runs);
     assert_eq!(dirs.len(), 1, "{:?}", names(&runs));
-    // Old enough to be swept (a lock younger than 10 s may not be locked yet).
-    let lock = std::fs::File::options()
-        .write(true)
-        .open(runs.join(format!("{}.lock", dirs[0])))
-        .unwrap();
-    lock.set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
-        .unwrap();
+    aged_once_unlocked(&runs.join(format!("{}.lock", dirs[0])));
     dirs[0].clone()
+}
+
+/// Ages the lock file `lock` of a killed run (a lock younger than 10 s may not be locked yet, so
+/// the sweep leaves it), once no process of that run holds it any more: the sandbox's processes
+/// die just after warden.
+fn aged_once_unlocked(lock: &Path) {
+    let f = std::fs::File::options().write(true).open(lock).unwrap();
+    let t = Instant::now();
+    while rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} stays locked",
+            lock.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rustix::fs::flock(&f, rustix::fs::FlockOperation::Unlock).unwrap();
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+        .unwrap();
 }
 
 /// A warden killed with its scratch holding a tree 25,000 deep and mode-0 directories: the next
@@ -546,5 +559,66 @@ fn a_deep_tree_in_a_private_copy_handed_to_another_user_leaves_nothing() {
     let test = "a_deep_tree_in_a_private_copy_handed_to_another_user_leaves_nothing";
     if common::require_root(test) {
         deep_tree_in_a_copy(As::Me, true);
+    }
+}
+
+/// A run killed while the usual runs' directory is squatted leaves its own
+/// `warden-scratch-UID.RAND` (scratch, lock and all): the next run that finds the name squatted
+/// sweeps it, as it sweeps the usual one, and removes it. Nothing of either run stays.
+fn killed_in_a_squatted_tmpdir(who: As) {
+    let uid = uid_of(who);
+    let tmp = own_tmpdir("squat-killed", who);
+    let usual = tmp.join(format!("warden-scratch-{uid}"));
+    std::os::unix::fs::symlink("/", &usual).unwrap();
+    let own_dirs = || -> Vec<String> {
+        names(&tmp)
+            .into_iter()
+            .filter(|n| n.starts_with(&format!("warden-scratch-{uid}.")))
+            .collect()
+    };
+    let mut cmd = common::warden_cmd(who);
+    cmd.env("TMPDIR", &*tmp)
+        .args(["run", "--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let t = Instant::now();
+    let own = loop {
+        if let [own] = &own_dirs()[..] {
+            if scratch_dirs(&tmp.join(own)).len() == 1 {
+                break tmp.join(own);
+            }
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no scratch appeared: {:?}", names(&tmp));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Old enough to be swept, the lock and the directory holding it.
+    let old = std::time::SystemTime::now() - Duration::from_secs(60);
+    for n in names(&own) {
+        if n.ends_with(".lock") {
+            aged_once_unlocked(&own.join(n));
+        }
+    }
+    std::fs::File::open(&own)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let o = warden_in(who, &tmp, &["run", "--", "true"]);
+    common::assert_ok(&o);
+    assert!(common::stderr(&o).contains("is not this user's own directory"));
+    assert_eq!(own_dirs(), Vec::<String>::new(), "{:?}", names(&own));
+}
+
+#[test]
+fn a_killed_run_in_a_squatted_tmpdir_is_swept() {
+    let test = "a_killed_run_in_a_squatted_tmpdir_is_swept";
+    if common::require_root(test) {
+        common::each_user(test, killed_in_a_squatted_tmpdir);
     }
 }

@@ -303,7 +303,8 @@ fn runs_dir(tmp: &Path) -> Result<Runs, Failure> {
         Err(e) => std::io::Error::from(e).to_string(),
     };
     eprintln!(
-        "warden: {} is not this user's own directory of mode {mode:o} ({why}): this run keeps          its scratch directory in a new directory of its own instead; remove {0} to end this",
+        "warden: {} is not this user's own directory of mode {mode:o} ({why}): this run keeps \
+         its scratch directory in a new directory of its own instead; remove {0} to end this",
         shown(&path)
     );
     sweep_own(tmp, tmp_fd.as_fd(), uid);
@@ -349,7 +350,14 @@ fn runs_dir(tmp: &Path) -> Result<Runs, Failure> {
 /// Sweeps the runs' directories of this user's that runs made for themselves alone
 /// ([`runs_dir`]) in `tmp` (open as `tmp_fd`), and removes those left empty.
 fn sweep_own(tmp: &Path, tmp_fd: BorrowedFd<'_>, uid: u32) {
-    let Ok(dir) = rustix::fs::Dir::read_from(tmp_fd) else {
+    // `tmp_fd` is O_PATH: the listing needs a descriptor of its own, open for reading.
+    let listing = rustix::fs::openat(
+        tmp_fd,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let Ok(dir) = listing.and_then(rustix::fs::Dir::new) else {
         return;
     };
     let prefix = format!("warden-scratch-{uid}.");
