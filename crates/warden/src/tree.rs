@@ -24,6 +24,10 @@ use std::os::unix::ffi::OsStrExt;
 /// How many directories are held open at once, the top included.
 pub const HELD: usize = 32;
 
+/// How many times in all a directory found not empty at its end is read again (entries made
+/// meanwhile, or directories moved up to the top) before the removal gives up.
+const REREADS: u64 = 100_000;
+
 /// Why a tree was not removed: what was left, in words for the user.
 #[derive(Debug)]
 pub struct Left(pub String);
@@ -63,7 +67,7 @@ pub fn remove_at(parent: BorrowedFd<'_>, name: &OsStr, limit: u64) -> Result<(),
         dir: Dir::new(top).map_err(|e| left("cannot read it", e))?,
         name,
     }];
-    let (mut seen, mut flattened) = (0u64, 0u64);
+    let (mut seen, mut flattened, mut rereads) = (0u64, 0u64, 0u64);
     loop {
         let depth = levels.len();
         let Some(cur) = levels.last_mut() else {
@@ -91,8 +95,12 @@ pub fn remove_at(parent: BorrowedFd<'_>, name: &OsStr, limit: u64) -> Result<(),
                     // Something came in meanwhile (or was moved up here): read it again.
                     Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => {
                         seen += 1;
+                        rereads += 1;
                         if seen > limit {
                             return Err(Left(format!("more than {limit} entries")));
+                        }
+                        if rereads > REREADS {
+                            return Err(Left("it keeps changing".into()));
                         }
                         let mut again = done;
                         again.dir.rewind();
