@@ -51,9 +51,9 @@ WARDEN_FAST_PATH=never RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --lo
 
 echo "== the sandboxes again on the host's tree (WARDEN_VIEW=off), the agent deciding"
 # warden run --view off: no view, every path decided by the agent and Landlock. The adversarial
-# suite, the programs, the network, limits and inspect suites must hold there too.
+# suite, the programs, the scratch, the network, limits and inspect suites must hold there too.
 WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked -p warden-cli \
-  --test escape --test programs --test network --test limits --test inspect 2>&1 \
+  --test escape --test programs --test scratch --test network --test limits --test inspect 2>&1 \
   | tee "$skipdir/host-tree.log" || failed=1
 
 echo "== the adversarial suite on the host's tree with opens going to the kernel (WARDEN_VIEW=off, --fast-path=always)"

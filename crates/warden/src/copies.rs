@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// The manifest's name in a copy directory.
@@ -46,10 +46,19 @@ pub fn of_plan(plan: &warden_policy::view::ViewPlan) -> Vec<Copy> {
         .collect()
 }
 
-/// Writes the manifest of `copies` into `dir`.
-pub fn write_manifest(dir: &Path, copies: &[Copy]) -> io::Result<()> {
+/// Writes the manifest of `copies` into the directory `dir` (open): a new file, never through
+/// a link (the directory may already be the sandbox's user's, and warden root).
+pub fn write_manifest(dir: std::os::fd::BorrowedFd<'_>, copies: &[Copy]) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Write;
     let text = serde_json::to_string_pretty(copies).map_err(io::Error::other)?;
-    std::fs::write(dir.join(MANIFEST), text)
+    let fd = rustix::fs::openat(
+        dir,
+        MANIFEST,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    std::fs::File::from(fd).write_all(text.as_bytes())
 }
 
 /// What a run did to one path.
@@ -219,28 +228,6 @@ fn walk(
         });
     }
     Ok(())
-}
-
-/// Removes the tree at `path`, making each directory in it searchable first (the program may
-/// have left directories of mode 0, and the overlay leaves its work directory so).
-pub fn remove_tree(path: &Path) -> io::Result<()> {
-    fn open_up(p: &Path) {
-        if let Ok(m) = std::fs::symlink_metadata(p) {
-            if m.is_dir() {
-                let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700));
-                if let Ok(entries) = std::fs::read_dir(p) {
-                    for e in entries.filter_map(Result::ok) {
-                        open_up(&e.path());
-                    }
-                }
-            }
-        }
-    }
-    if std::fs::remove_dir_all(path).is_ok() {
-        return Ok(());
-    }
-    open_up(path);
-    std::fs::remove_dir_all(path)
 }
 
 /// The changes as `warden diff` prints them: a letter and the sandbox's path (escaped), one a

@@ -20,6 +20,7 @@ pub mod run;
 #[cfg(test)]
 mod testing;
 pub mod timings;
+pub(crate) mod tree;
 /// The raw system calls, fenced in their own crate.
 pub use warden_sys as sys;
 pub mod unique;

@@ -55,7 +55,13 @@ fn sweep_dead_workdirs(tmp: &Path) {
         let gone = rustix::process::Pid::from_raw(pid)
             .is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH));
         if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(entry.path());
+            // rm, not remove_dir_all, which recurses: a tree 25,000 deep that a test binary
+            // killed midway left (tests/scratch.rs) would overflow this thread's stack.
+            let _ = Command::new("rm")
+                .arg("-rf")
+                .arg("--")
+                .arg(entry.path())
+                .status();
         }
     }
 }

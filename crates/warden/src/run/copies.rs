@@ -32,8 +32,8 @@ impl CopyDir {
         if copies.is_empty() {
             return Ok(none);
         }
-        let dir = Scratch::create(ids, cfg.keep)?;
-        crate::copies::write_manifest(&dir.path, &copies).map_err(|e| {
+        let dir = Scratch::create(ids, cfg.keep, "the private copies' directory")?;
+        crate::copies::write_manifest(dir.fd(), &copies).map_err(|e| {
             failure(
                 EXIT_WARDEN,
                 format!("cannot write into {}: {e}", dir.path.display()),
@@ -109,10 +109,11 @@ impl Drop for CopyDir {
     fn drop(&mut self) {
         let Some(dir) = self.dir.take() else { return };
         if self.keep {
-            let name = dir.path.file_name().map_or_else(
-                || dir.path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
+            // A name alone finds it in this user's runs' directory; elsewhere, its path.
+            let name = match dir.path.file_name() {
+                Some(n) if dir.in_usual_place() => n.to_string_lossy().into_owned(),
+                _ => dir.path.display().to_string(),
+            };
             eprintln!(
                 "warden: kept the private copies in {} (`warden diff {name}` lists what the run \
                  changed)",
@@ -120,7 +121,7 @@ impl Drop for CopyDir {
             );
             dir.keep();
         } else {
-            let _ = crate::copies::remove_tree(&dir.path);
+            // Directories of mode 0 (the overlay's work directory) are opened up as it goes.
             dir.remove();
         }
     }

@@ -209,7 +209,7 @@ impl Session {
         let reports = Reports::open(&cfg)?;
         let ids = plan::with_id_range(id_map(&cfg.policy), &cfg.policy)?;
         let scratch = match cfg.policy.uses_scratch() {
-            true => match Scratch::create(ids, cfg.keep) {
+            true => match Scratch::create(ids, cfg.keep, "the scratch directory") {
                 Ok(s) => {
                     crate::timings::mark("scratch made");
                     Some(s)
