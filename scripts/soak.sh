@@ -41,7 +41,7 @@ mkdir -p "$bin" "$work/reports" "$work/data" "$work/repo/tests"
 # directories here, and nowhere else.
 mkdir -m 1777 "$work/tmp"
 export TMPDIR=$work/tmp
-for p in escape_agent threads_open limit_fork escape_deputy limit_agent_cpu; do
+for p in escape_agent threads_open limit_fork escape_deputy limit_agent_cpu deep_tree; do
   cc -O1 -Wall -o "$bin/$p" "tests/c/$p.c" -lpthread || exit 2
 done
 printf 'alpha\n' > "$work/data/a.txt"; printf 'bravo\n' > "$work/data/b.txt"
@@ -117,7 +117,7 @@ workload() {
   local i=$1 r="$work/reports/$1.json" rc=0
   local common=(--read "$bin" --exec "$bin" --report-json "$r")
   local name ok wall args
-  case $(( i % 9 )) in
+  case $(( i % 11 )) in
     0) name=bad-arguments;  ok="0";     wall=20; args=(--wall-time 20 -- "$bin/escape_agent" 80) ;;
     1) name=thread-storm;   ok="0";     wall=30; args=(--read "$work/data" --wall-time 30 -- "$bin/threads_open" "$work/data" 16 300) ;;
     2) name=fork-bomb;      ok="0 137"; wall=10; args=(--processes 64 --wall-time 5 -- "$bin/limit_fork" soak-marker bomb 5000) ;;
@@ -129,6 +129,10 @@ workload() {
          'i=0; while [ $i -lt 64 ] && dd if=/dev/zero of=f$i bs=1M count=16 2>/dev/null; do i=$((i+1)); done;
           j=0; while [ $j -lt 8 ] && dd if=/dev/zero of=/dev/shm/g$j bs=1M count=16 2>/dev/null; do j=$((j+1)); done; exit 0') ;;
     8) name=registry-flood; ok="0";     wall=20; args=() ;;
+    # A scratch tree 20,000 deep with mode-0 directories, in the view's disk and, with --keep
+    # off and --view off, on the host's: both go with the run (the leftovers check).
+    9) name=deep-scratch;   ok="0";     wall=30; args=(--wall-time 30 -- "$bin/deep_tree" 20000) ;;
+    10) name=deep-host;     ok="0";     wall=30; args=(--view off --wall-time 30 -- "$bin/deep_tree" 20000) ;;
   esac
   if [ "$name" = registry-flood ]; then
     # Not a sandbox: warden ps, as root, beside the flooded directory (and the live runs).
@@ -206,7 +210,7 @@ runs=$(wc -l <"$results")
 maxmem=$(sed -n 's/.*agent-mem=\([0-9]*\).*/\1/p' "$results" | sort -n | tail -1)
 echo "soak: $runs sandboxes in $minutes min ($(grep -c ' ok$' "$results") ok) on $commit, largest agent-mem ${maxmem:-?} KiB; $(tail -1 "$escape_log")"
 for w in bad-arguments thread-storm fork-bomb deep-trees agent-cpu killed-mid-call create-races \
-         disk-fill registry-flood; do
+         disk-fill registry-flood deep-scratch deep-host; do
   printf '  %-16s %s runs\n' "$w" "$(grep -c " $w " "$results")"
 done
 if [ $fail -eq 0 ]; then echo "soak: ok"; rm -rf "$work"; else echo "soak: FAILED (kept $work)"; fi
