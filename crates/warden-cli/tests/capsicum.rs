@@ -14,6 +14,15 @@ const EPERM: &str = "errno=1"; // ECAPMODE
 const EACCES: &str = "errno=13"; // ENOTCAPABLE
 const EBADF: &str = "errno=9";
 
+/// The program's `KEY VALUE` lines (one per attempt), by key.
+fn answers(o: &std::process::Output) -> HashMap<String, String> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
 /// `base/{secret, cap/{f, sub/g, abs -> /etc/passwd, esc -> ../secret, in -> sub/g, a/b}}`,
 /// readable by everyone; `cap` is the capability.
 fn tree(name: &str, who: As) -> (PathBuf, PathBuf) {
@@ -995,11 +1004,7 @@ fn tracing_is_refused_in_capability_mode(who: As) {
     );
     let err = common::stderr(&o);
     assert!(o.status.success(), "{}\n{err}", stdout(&o));
-    let l: HashMap<String, String> = stdout(&o)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let l = answers(&o);
     expect(&l, "child-enter", "ok 0", &err);
     // In capability mode another process is no one to trace, parent or not.
     expect(&l, "child-vm-read-parent", EPERM, &err);
@@ -1070,11 +1075,7 @@ fn entering_gains_nothing(who: As) {
     );
     let err = common::stderr(&o);
     assert!(o.status.success(), "{}\n{err}", stdout(&o));
-    let l: HashMap<String, String> = stdout(&o)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let l = answers(&o);
     expect(&l, "root", "ok", &err);
     expect(&l, "enter", "ok 0", &err);
     // Whatever the policy refused before, a walk beneath "/" refuses after (as root, the agent
@@ -1176,11 +1177,7 @@ fn moves_between_capabilities(who: As) {
     let o = run_warden(who, &base, &args);
     let err = common::stderr(&o);
     assert!(o.status.success(), "{}\n{err}", stdout(&o));
-    let l: HashMap<String, String> = stdout(&o)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let l = answers(&o);
     for name in [
         "limit-lookup",
         "limit-box",
@@ -1353,11 +1350,7 @@ fn moves_in_a_private_copy(who: As) {
     let o = common::finish(cmd, common::RUN_DEADLINE).0;
     let err = common::stderr(&o);
     assert!(o.status.success(), "{}\n{err}", stdout(&o));
-    let l: HashMap<String, String> = stdout(&o)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let l = answers(&o);
     expect(&l, "enter", "ok 0", &err);
     expect(&l, "before-link-ro", EACCES, &err);
     expect(&l, "link-ro", EACCES, &err);
@@ -1607,11 +1600,7 @@ fn process_descriptors(who: As) {
     );
     let err = common::stderr(&o);
     assert!(o.status.success(), "{}\n{err}", stdout(&o));
-    let l: HashMap<String, String> = stdout(&o)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let l = answers(&o);
     for (name, want) in [
         ("getpid-matches", "ok 1"),
         // SIGKILL when the last descriptor closes, across the child's exec, not before.
