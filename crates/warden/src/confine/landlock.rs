@@ -517,41 +517,61 @@ impl ExecRules {
     }
 
     /// Learns the objects the view's Landlock rules give the execute right in the private tmpfs
-    /// places: the directory `D` of each `exec D/*` rule there, which the view made before the
-    /// program started, found from the view's `root` without following links. One the program
-    /// has already replaced is learnt as it is now: the agent may then let the kernel refuse
-    /// without saying why, never allow more (the kernel decides the exec).
+    /// places, as [`Prepared::allow_view`] finds them there: the directory `D` of each `exec
+    /// D/*` rule (which the view made before the program started), and for an exact `exec F`
+    /// the file, or the nearest directory above it that exists (a program the run will make),
+    /// all found from the view's `root` without following links. One the program has already
+    /// replaced is learnt as it is now: the agent may then let the kernel refuse without saying
+    /// why, never allow more (the kernel decides the exec).
     pub fn learn_in_view(&mut self, policy: &warden_policy::Policy, root: BorrowedFd<'_>) {
         use warden_policy::map::{at_or_beneath, MapSource};
-        for rule in policy.path_rules() {
-            if rule.access != Some(Access::Exec) || !rule.pattern.is_prefix() {
-                continue;
-            }
-            let Some(dir) = rule.pattern.literal().strip_suffix('/') else {
-                continue;
-            };
-            let in_tmpfs = policy
-                .maps()
-                .iter()
-                .any(|m| m.source == MapSource::Tmpfs && at_or_beneath(dir, &m.sandbox));
-            if !in_tmpfs {
-                continue;
-            }
+        let open = |path: &str| {
             let how = rustix::fs::ResolveFlags::BENEATH
                 | rustix::fs::ResolveFlags::NO_SYMLINKS
                 | rustix::fs::ResolveFlags::NO_MAGICLINKS;
-            let found = rustix::fs::openat2(
+            rustix::fs::openat2(
                 root,
-                dir.trim_start_matches('/'),
+                path.trim_start_matches('/'),
                 rustix::fs::OFlags::PATH
-                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::NOFOLLOW
                     | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::empty(),
                 how,
             )
-            .and_then(|fd| rustix::fs::fstat(&fd));
-            if let Ok(st) = found {
-                self.add_id((st.st_dev, st.st_ino), true);
+            .and_then(|fd| rustix::fs::fstat(&fd))
+        };
+        for rule in policy.path_rules() {
+            if rule.access != Some(Access::Exec) {
+                continue;
+            }
+            let lit = rule.pattern.literal();
+            let (path, exact) = match lit.strip_suffix('/') {
+                Some(dir) if rule.pattern.is_prefix() => (dir, false),
+                _ if !rule.pattern.is_prefix() => (lit, true),
+                _ => continue,
+            };
+            let Some(map) = policy
+                .maps()
+                .iter()
+                .find(|m| m.source == MapSource::Tmpfs && at_or_beneath(path, &m.sandbox))
+            else {
+                continue;
+            };
+            let mut at = path;
+            loop {
+                if let Ok(st) = open(at) {
+                    let dir = rustix::fs::FileType::from_raw_mode(st.st_mode)
+                        == rustix::fs::FileType::Directory;
+                    if dir || exact {
+                        self.add_id((st.st_dev, st.st_ino), dir);
+                    }
+                    break;
+                }
+                // Only an exact rule's missing file falls back, and never above its map.
+                match at.rsplit_once('/') {
+                    Some((up, _)) if exact && at_or_beneath(up, &map.sandbox) => at = up,
+                    _ => break,
+                }
             }
         }
     }
