@@ -526,19 +526,8 @@ impl ExecRules {
     pub fn learn_in_view(&mut self, policy: &warden_policy::Policy, root: BorrowedFd<'_>) {
         use warden_policy::map::{at_or_beneath, MapSource};
         let open = |path: &str| {
-            let how = rustix::fs::ResolveFlags::BENEATH
-                | rustix::fs::ResolveFlags::NO_SYMLINKS
-                | rustix::fs::ResolveFlags::NO_MAGICLINKS;
-            rustix::fs::openat2(
-                root,
-                path.trim_start_matches('/'),
-                rustix::fs::OFlags::PATH
-                    | rustix::fs::OFlags::NOFOLLOW
-                    | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-                how,
-            )
-            .and_then(|fd| rustix::fs::fstat(&fd))
+            crate::confine::view::open_in_view(root, path)
+                .and_then(|fd| Ok(rustix::fs::fstat(&fd)?))
         };
         for rule in policy.path_rules() {
             if rule.access != Some(Access::Exec) {

@@ -255,6 +255,24 @@ pub fn host_stat(path: &str) -> Node {
     }
 }
 
+/// An `O_PATH` descriptor of the sandbox's absolute `path`, found from the view's `root` by the
+/// kernel without following any link on the way or at the end (nor `..` above the root): what
+/// warden's side opens in a view is the view's own object, never one a link planted there
+/// points to.
+pub fn open_in_view(root: BorrowedFd<'_>, path: &str) -> io::Result<OwnedFd> {
+    let how = rfs::ResolveFlags::BENEATH
+        | rfs::ResolveFlags::NO_SYMLINKS
+        | rfs::ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rfs::openat2(
+        root,
+        path.trim_start_matches('/'),
+        flags,
+        Mode::empty(),
+        how,
+    )?)
+}
+
 /// Whether this kernel has the mount API the view is built with: `fsopen` answers anything but
 /// `ENOSYS` (in warden's own namespace an unprivileged caller gets `EPERM`, which still says the
 /// call exists).

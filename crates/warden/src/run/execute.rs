@@ -412,19 +412,9 @@ fn register(
 /// opened while the view lives, and the limit. `None` without one.
 fn run_disk(sandbox: &launch::Sandbox, command: &Command) -> Option<(OwnedFd, u64)> {
     let disk = command.view.as_ref()?.disk.as_ref()?;
-    let rel = disk.scratch.as_deref()?.trim_start_matches('/');
+    let rel = disk.scratch.as_deref()?;
     let root = sandbox.program_root().ok()?;
-    let how = rustix::fs::ResolveFlags::BENEATH
-        | rustix::fs::ResolveFlags::NO_SYMLINKS
-        | rustix::fs::ResolveFlags::NO_MAGICLINKS;
-    let fd = rustix::fs::openat2(
-        &root,
-        rel,
-        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-        how,
-    )
-    .ok()?;
+    let fd = crate::confine::view::open_in_view(std::os::fd::AsFd::as_fd(&root), rel).ok()?;
     Some((fd, disk.size))
 }
 
