@@ -56,5 +56,5 @@ ln -sfn "../$triple/release/warden" target/release/warden
 echo "setup: built $(pwd)/target/$triple/release/warden (linked from target/release/warden)" >&2
 # warden is linked statically, against musl: no dynamic loader, no libgcc_s, and none of
 # glibc's start-up probes of the CPU (cpuid, which traps to the hypervisor on a virtual
-# machine: about 0.3 ms of every start, README "Benchmarks"). warden names no user, host or
+# machine: about 0.3 ms of every start, docs/benchmarks.md). warden names no user, host or
 # locale, so nothing needs glibc's NSS or dlopen.
