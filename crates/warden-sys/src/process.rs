@@ -2,7 +2,7 @@
 //! and the few process-level calls that have no safe wrapper.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The result of [`clone_process`], as seen by each side.
 pub enum Cloned {
@@ -303,7 +303,7 @@ pub fn same_file(pid1: i32, fd1: RawFd, pid2: i32, fd2: RawFd) -> io::Result<boo
 pub fn keep_across_exec(fd: RawFd) -> io::Result<()> {
     // SAFETY: the descriptor is only borrowed for one fcntl that changes its flags; if `fd` is
     // not open the call fails with EBADF and nothing else is touched.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
     Ok(())
 }
@@ -411,47 +411,64 @@ pub fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Gives up the calling process's controlling terminal while staying in its session and
-/// process group (`TIOCNOTTY` from a process that is not a session leader clears only its own
+/// The calling process's controlling terminal, opened through `/dev/tty` (`O_NOCTTY`), for
+/// [`give_up_controlling_terminal`]; `None` when it has none (`ENXIO`) or there is no
+/// `/dev/tty` to open. Open it while the process's root is the host's: in a root of the
+/// sandbox's own there may be no `/dev/tty`, and a process that found none would keep its
+/// terminal.
+///
+/// Runs in the sandbox's init between clone and exec: it allocates nothing.
+pub fn controlling_terminal() -> io::Result<Option<OwnedFd>> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(
+        c"/dev/tty",
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::NXIO | rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Gives up the calling process's controlling terminal `tty` ([`controlling_terminal`], opened
+/// by this process or a parent it was forked from) while staying in its session and process
+/// group (`TIOCNOTTY` from a process that is not a session leader clears only its own
 /// `signal->tty`). Everything it forks afterwards has no controlling terminal either, so
-/// `/dev/tty` is `ENXIO` for them. No terminal to give up is success.
+/// `/dev/tty` is `ENXIO` for them. `ENOTTY`: the terminal is not this process's controlling
+/// terminal (any more), which is what was wanted.
 ///
 /// Unlike `setsid`, this makes no new session, so no new scheduler autogroup
 /// (`kernel.sched_autogroup_enabled`): with the sandbox in an autogroup of its own, every
 /// delegated call's round trip between it and the agent cost 20-40% more here.
 ///
 /// Runs in the sandbox's init between clone and exec: it allocates nothing.
-pub fn give_up_controlling_terminal() -> io::Result<()> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = match rustix::fs::open(
-        c"/dev/tty",
-        OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        // No controlling terminal (ENXIO), or no /dev/tty to open: nothing to give up.
-        Err(rustix::io::Errno::NXIO | rustix::io::Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(e.into()),
-    };
-    // SAFETY: TIOCNOTTY takes no argument (tty_ioctl(4)); `fd` is an open descriptor we own for
-    // the duration of the call; the kernel reads and writes no memory of ours.
-    let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::TIOCNOTTY) };
+pub fn give_up_controlling_terminal(tty: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: TIOCNOTTY takes no argument (tty_ioctl(4)); `tty` is an open descriptor borrowed
+    // for the duration of the call; the kernel reads and writes no memory of ours.
+    let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&tty), libc::TIOCNOTTY) };
     if rc < 0 {
-        return Err(io::Error::last_os_error());
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOTTY) {
+            return Ok(());
+        }
+        return Err(e);
     }
     Ok(())
 }
 
 /// Sets the calling process's `oom_score_adj` to 1000, the OOM killer's first choice (raising
-/// it needs no privilege). Best effort, allocation-free: it runs between fork and exec.
-pub fn prefer_for_oom() {
+/// it needs no privilege). Best effort, allocation-free: it runs between fork and exec. False
+/// when `/proc/self/oom_score_adj` could not be written (no procfs at the caller's root).
+pub fn prefer_for_oom() -> bool {
     use rustix::fs::{Mode, OFlags};
-    if let Ok(fd) = rustix::fs::open(
+    match rustix::fs::open(
         c"/proc/self/oom_score_adj",
         OFlags::WRONLY | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
-        let _ = rustix::io::write(&fd, b"1000");
+        Ok(fd) => rustix::io::write(&fd, b"1000").is_ok(),
+        Err(_) => false,
     }
 }
 

@@ -710,6 +710,20 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
         }
     };
     let (cmd, early) = (child.cmd, !child.joins_cgroup);
+    // The terminal both give up, opened now, while init's root is the host's: the program's
+    // process gives it up itself when it starts early, and by then init may have moved it
+    // into the view (which has no /dev/tty to find it by).
+    let tty = match cmd.keep_terminal {
+        true => None,
+        false => match process::controlling_terminal() {
+            Ok(tty) => tty,
+            Err(e) => {
+                fail(channel.as_fd(), Stage::Resources, &e);
+                process::exit_now(1)
+            }
+        },
+    };
+    let tty = tty.as_ref().map(AsFd::as_fd);
     // init's own readings; the program's process gets them with the view's word.
     let mut marks = child.marks;
     // init starts no thread: it forks as the clone made it.
@@ -721,7 +735,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
             Ok(None) => {
                 // Only init writes: the program's read ends if init goes without a word.
                 drop(view_done.take());
-                program_child(channel.as_fd(), child, &view_wait)
+                program_child(channel.as_fd(), child, &view_wait, tty)
             }
             Ok(Some(pid)) => {
                 if let Some(p) = &placement {
@@ -742,7 +756,7 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
         _ => process::exit_now(1),
     }
     marks[GO] = crate::timings::now();
-    if let Err(e) = detach_and_pin(cmd) {
+    if let Err(e) = detach_and_pin(cmd, tty) {
         fail(channel.as_fd(), Stage::Resources, &e);
         process::exit_now(1);
     }
@@ -850,12 +864,12 @@ fn view_entered(marks: &[u64; SANDBOX_MARKS.len()]) -> io::Result<[u8; VIEW_MSG_
 
 /// No controlling terminal (unless `--tty`), and the CPUs `--cpus` names: for init and, since
 /// it may be forked before init did this, the program's process too.
-fn detach_and_pin(cmd: &Command) -> io::Result<()> {
-    if !cmd.keep_terminal {
+fn detach_and_pin(cmd: &Command, tty: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    if let Some(tty) = tty {
         // No controlling terminal, for init and all it starts; init stays in warden's session
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
         // every delegated call slower: see give_up_controlling_terminal).
-        process::give_up_controlling_terminal()?;
+        process::give_up_controlling_terminal(tty)?;
     }
     if let Some(cpus) = &cmd.cpus {
         // The program and everything it starts inherit it.
@@ -907,18 +921,30 @@ fn network_and_view(
 }
 
 /// The program's process: confine itself, hand the listener to warden, exec.
-fn program_child(channel: BorrowedFd<'_>, mut child: Child<'_>, view: &OwnedFd) -> ! {
+fn program_child(
+    channel: BorrowedFd<'_>,
+    mut child: Child<'_>,
+    view: &OwnedFd,
+    tty: Option<BorrowedFd<'_>>,
+) -> ! {
     child.marks[FORKED] = crate::timings::now();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The program and all it starts come before init in the OOM killer's choice: init holds
     // nothing, and its death would end the sandbox with no verdict (Cgroup::attach).
-    process::prefer_for_oom();
-    if let Err(e) = detach_and_pin(child.cmd) {
+    let preferred = process::prefer_for_oom();
+    if let Err(e) = detach_and_pin(child.cmd, tty) {
         fail(channel, Stage::Resources, &e);
         process::exit_now(125);
     }
     match network_and_view(view.as_fd(), &mut child.marks) {
-        Ok(()) => child.marks[NETWORK] = crate::timings::now(),
+        Ok(()) => {
+            // Started early, this process may have been moved out of the host's tree (by
+            // init's first pivot) before it found the host's /proc: the view's own serves.
+            if !preferred {
+                process::prefer_for_oom();
+            }
+            child.marks[NETWORK] = crate::timings::now()
+        }
         Err(None) => process::exit_now(125),
         Err(Some((stage, e))) => {
             fail(channel, stage, &e);
