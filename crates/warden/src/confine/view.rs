@@ -6,6 +6,8 @@
 //! step works on descriptors, never on a path looked up twice:
 //!
 //! ```text
+//! fsmount(tmpfs), pivot_root     the staging root, with the host's tree beneath it; init
+//!                                chroot()s into the host's tree while the steps run
 //! fsmount(tmpfs)                 the new root, empty             (nosuid,nodev; read-only last)
 //! fsmount(tmpfs) + f, d          the masks: an empty file and directory, mode 0, read-only
 //! open_tree_attr(CLONE) per bind host tree, recursive, with ro/noexec/nosuid/nodev (open_tree
@@ -18,8 +20,13 @@
 //! fsmount(proc)                  the PID namespace's own procfs, hidepid=ptraceable; masks on
 //!                                every top entry the policy does not name; a directory named
 //!                                in part covered by a tmpfs holding clones of what it names
-//! pivot_root(".", "."), umount   the host's tree is gone from the namespace
+//! pivot_root(".", OLD_ROOT)      the view is the root; the staging tmpfs (the host's tree in
+//!                                it) detached by `seal`
 //! ```
+//!
+//! Each of these mounts is held in the staging tmpfs (attached to the namespace) before
+//! anything is mounted into it or cloned from it: kernels before 6.15 do neither on a detached
+//! tree ([`Staging`]).
 //!
 //! The masks and binds are made before the host's tree goes, and the procfs is made while the
 //! host's /proc is still in the namespace (the kernel lets a user namespace mount a procfs only
@@ -319,6 +326,15 @@ fn errno(e: rustix::io::Errno) -> io::Error {
 /// Builds the view of `plan` and makes it the calling process's root. Call in a fresh mount
 /// namespace, before anything of the program runs. What is left is [`Unsealed::seal`]'s: the
 /// host's tree still hangs beneath the view, and the program may not exec before it is gone.
+///
+/// Every mount is made into a tree attached to this namespace, never into a detached one:
+/// kernels before 6.15 refuse to mount into, or clone from, a tree that is not in the caller's
+/// namespace (`EINVAL`), and overlayfs refuses a detached layer ("failed to clone lowerpath").
+/// So the first step makes a staging tmpfs the namespace's root, with the host's tree beneath
+/// it ([`Staging`]); the view's root, the masks, the run's disk and the filtered trees' layers
+/// hang in it while the steps run, and the steps look up the host's paths in the host's tree
+/// (init is `chroot`ed there meanwhile). The last step makes the view the root, with the
+/// staging tmpfs (and the host's tree in it) beneath it until [`Unsealed::seal`] detaches both.
 pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     // Nothing done here may reach back to the host's namespace.
     rustix::mount::mount_change(
@@ -326,6 +342,7 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .map_err(|e| ViewError::at("making the mount namespace private")(errno(e)))?;
+    let staging = Staging::enter().map_err(ViewError::at("staging the view"))?;
     // The root: the host's own tree when the policy binds all of it (`/*`), else an empty tmpfs
     // that only the steps fill.
     let (root, steps, tmpfs_root) = match plan.steps.split_first() {
@@ -343,8 +360,13 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
             (fs, plan.steps.as_slice(), true)
         }
     };
+    staging
+        .hold(root.as_fd())
+        .map_err(ViewError::at("staging the view's root"))?;
     let masks = Masks {
-        fs: mask_sources().map_err(ViewError::at("creating the masks"))?,
+        fs: mask_sources()
+            .and_then(|fs| staging.hold(fs.as_fd()).map(|()| fs))
+            .map_err(ViewError::at("creating the masks"))?,
         placed: Default::default(),
     };
     let mut has_dev = false;
@@ -352,7 +374,7 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
     let disk = plan
         .disk
         .as_ref()
-        .map(RunDisk::new)
+        .map(|d| RunDisk::new(d).and_then(|disk| staging.hold(disk.fs.as_fd()).map(|()| disk)))
         .transpose()
         .map_err(ViewError::at(
             "creating the run's disk (a tmpfs of limit-disk's size)",
@@ -365,18 +387,22 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
             &masks,
             plan.copy_dir.as_deref(),
             disk.as_ref(),
+            &staging,
             &mut held,
         )?;
     }
     if let Some(disk) = disk {
-        // Its places hold it; the detached mount itself goes when the view is done with.
+        // Its places hold it; the mount itself goes with the staging tmpfs.
         held.layers.push(disk.fs);
     }
-    // On an empty tmpfs root, the host's tree goes to a directory of its own, so that the
-    // view is the root at once and the tree is detached by `seal`, while the program sets
-    // itself up (detaching waits for an RCU grace period: a few hundred microseconds here).
+    // On an empty tmpfs root, the staging tmpfs (with the host's tree) goes to a directory of
+    // its own, so that the view is the root at once and both are detached by `seal`, while the
+    // program sets itself up (detaching waits for an RCU grace period: a few hundred
+    // microseconds here).
     let old_root = tmpfs_root && rfs::mkdirat(root.as_fd(), OLD_ROOT, Mode::empty()).is_ok();
-    pivot(root.as_fd(), old_root).map_err(ViewError::at("entering the view (pivot_root)"))?;
+    staging
+        .leave(root.as_fd(), old_root)
+        .map_err(ViewError::at("entering the view (pivot_root)"))?;
     let unsealed = Unsealed {
         old_root,
         read_only: [("/dev", has_dev), ("/", tmpfs_root)],
@@ -393,6 +419,92 @@ pub fn enter(plan: &ViewPlan) -> Result<Unsealed, ViewError> {
         layers: unsealed.layers,
         ..Unsealed::default()
     })
+}
+
+/// The mount namespace's root while the view is built: a tmpfs holding the host's tree at
+/// [`Staging::HOST`] and, each in a directory of its own, the mounts the steps work on (the
+/// view's root, the masks, the run's disk, the filtered trees' layers), so that every one of
+/// them is attached to the namespace. The caller's root meanwhile is the host's tree, so that
+/// the steps' host paths resolve as they do on the host (absolute links included).
+struct Staging {
+    fs: OwnedFd,
+    next: std::cell::Cell<usize>,
+}
+
+impl Staging {
+    /// Where the host's tree hangs in the staging tmpfs.
+    const HOST: &'static str = "host";
+
+    /// Makes a staging tmpfs the namespace's root, with the host's tree beneath it, and
+    /// `chroot`s the caller into the host's tree.
+    fn enter() -> io::Result<Staging> {
+        let fs = tmpfs(
+            "0700",
+            MountAttrFlags::MOUNT_ATTR_NOSUID
+                | MountAttrFlags::MOUNT_ATTR_NODEV
+                | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+        )?;
+        rfs::mkdirat(fs.as_fd(), Self::HOST, Mode::from_bits_truncate(0o700))?;
+        // pivot_root needs the new root attached; the host's /tmp serves for the moment it
+        // takes (a mount of this namespace's own, stacked there and moved away by the pivot).
+        move_mount(
+            fs.as_fd(),
+            "",
+            rfs::CWD,
+            "/tmp",
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
+        rustix::process::fchdir(fs.as_fd())?;
+        rustix::process::pivot_root(".", Self::HOST)?;
+        rustix::process::chdir(Self::HOST)?;
+        rustix::process::chroot(".")?;
+        rustix::process::chdir("/")?;
+        Ok(Staging {
+            fs,
+            next: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Attaches the detached `mount` to a new directory of the staging tmpfs: from then on it
+    /// is in the namespace, to mount into and clone from on every kernel.
+    fn hold(&self, mount: BorrowedFd<'_>) -> io::Result<()> {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        let name = format!("m{n}");
+        rfs::mkdirat(
+            self.fs.as_fd(),
+            name.as_str(),
+            Mode::from_bits_truncate(0o700),
+        )?;
+        move_mount(
+            mount,
+            "",
+            self.fs.as_fd(),
+            name.as_str(),
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
+        Ok(())
+    }
+
+    /// Makes `root` (held in the staging tmpfs) the root of every process whose root the
+    /// staging tmpfs is (init and the program's process, which the first pivot moved there).
+    /// With `old_root`, the staging tmpfs and all in it go to [`OLD_ROOT`] beneath the view,
+    /// for [`Unsealed::seal`]; without, they are stacked on the new root and detached at once.
+    fn leave(self, root: BorrowedFd<'_>, old_root: bool) -> io::Result<()> {
+        rustix::process::fchdir(self.fs.as_fd())?;
+        rustix::process::chroot(".")?;
+        rustix::process::fchdir(root)?;
+        if old_root {
+            rustix::process::pivot_root(".", OLD_ROOT)?;
+        } else {
+            rustix::process::pivot_root(".", ".")?;
+            // The staging tmpfs now sits on top of the new root at "/": detach it and all
+            // beneath it.
+            rustix::mount::unmount(".", UnmountFlags::DETACH)?;
+        }
+        rustix::process::chdir("/")?;
+        Ok(())
+    }
 }
 
 /// Where the host's tree hangs beneath a tmpfs root between [`enter`] and [`Unsealed::seal`].
@@ -453,11 +565,12 @@ fn apply(
     masks: &Masks,
     copy_dir: Option<&str>,
     disk: Option<&RunDisk>,
+    staging: &Staging,
     held: &mut Held,
 ) -> Result<(), ViewError> {
     match step {
         Step::Filtered { path, flags, layer } => {
-            let (fs, own) = filtered(path, layer, bind_attributes(*flags))
+            let (fs, own) = filtered(path, layer, bind_attributes(*flags), staging)
                 .map_err(ViewError::at(format!("filtering {path}")))?;
             held.layers.push(own);
             attach(root, relative(path), fs.as_fd(), true)
@@ -535,7 +648,7 @@ fn apply(
             attach(root, "dev", fs.as_fd(), true).map_err(ViewError::at("mounting /dev"))
         }
         Step::Proc { keep } => {
-            held.proc = proc(root, keep)?;
+            held.proc = proc(root, keep, staging)?;
             Ok(())
         }
     }
@@ -662,12 +775,26 @@ fn overlay(lower: &str, dir: &str, attrs: MountAttrFlags) -> io::Result<OwnedFd>
             _ => e.into(),
         }
     };
-    fsconfig_set_string(fs.as_fd(), "lowerdir+", lower).map_err(&said)?;
+    // One layer: `lowerdir`, which every kernel with overlayfs in a user namespace takes
+    // (`lowerdir+` came with Linux 6.8), its separator and escape character escaped.
+    fsconfig_set_string(fs.as_fd(), "lowerdir", one_layer(lower)).map_err(&said)?;
     fsconfig_set_string(fs.as_fd(), "upperdir", format!("{dir}/upper")).map_err(&said)?;
     fsconfig_set_string(fs.as_fd(), "workdir", format!("{dir}/work")).map_err(&said)?;
     rustix::mount::fsconfig_set_flag(fs.as_fd(), "userxattr").map_err(&said)?;
     fsconfig_create(fs.as_fd()).map_err(&said)?;
     fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs).map_err(&said)
+}
+
+/// `path` as overlayfs's `lowerdir` reads one layer: `:` separates layers and `\\` escapes.
+fn one_layer(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, ':' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The host's read-only `path` under a layer of the view's own ([`Step::Filtered`]): a tmpfs
@@ -678,6 +805,7 @@ fn filtered(
     path: &str,
     layer: &[LayerEntry],
     attrs: MountAttrFlags,
+    staging: &Staging,
 ) -> io::Result<(OwnedFd, OwnedFd)> {
     let mode = |rel: &str| -> io::Result<Mode> {
         let at = if rel.is_empty() {
@@ -748,8 +876,12 @@ fn filtered(
             }
         }
     }
+    // overlayfs clones its layers, which a kernel before 6.15 does only for a mount of the
+    // caller's namespace.
+    staging.hold(fs.as_fd())?;
     let overlay = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
-    // The layer is a detached mount: its path is its descriptor's.
+    // The layer is mounted in the staging tmpfs, out of the host tree's reach: its path is
+    // its descriptor's.
     let top = format!("/proc/self/fd/{}", fs.as_raw_fd());
     fsconfig_set_string(overlay.as_fd(), "lowerdir+", top.as_str())?;
     fsconfig_set_string(overlay.as_fd(), "lowerdir+", path)?;
@@ -937,7 +1069,11 @@ impl Masks {
 
 /// A procfs of the caller's PID namespace at `/proc`; what `keep` does not name is returned, to
 /// be masked by [`Unsealed::seal`] (`None`: nothing to mask).
-fn proc(root: BorrowedFd<'_>, keep: &Keep) -> Result<Option<ProcMasks>, ViewError> {
+fn proc(
+    root: BorrowedFd<'_>,
+    keep: &Keep,
+    staging: &Staging,
+) -> Result<Option<ProcMasks>, ViewError> {
     let make = || -> io::Result<OwnedFd> {
         let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
         // Processes the caller may not inspect (init, once it is not dumpable) are not listed, whatever group the caller is in.
@@ -956,7 +1092,7 @@ fn proc(root: BorrowedFd<'_>, keep: &Keep) -> Result<Option<ProcMasks>, ViewErro
     if keep.all {
         return Ok(None);
     }
-    let names = hide_unnamed(procfs.as_fd(), keep)?;
+    let names = hide_unnamed(procfs.as_fd(), keep, staging)?;
     Ok(Some(ProcMasks { procfs, names }))
 }
 
@@ -1000,7 +1136,11 @@ struct Held {
 /// replaced. A directory named in part (`sys` for `/proc/sys/kernel/*`) is covered with an
 /// empty tmpfs that holds only what is named in it ([`cover`]): a few mounts for what is named
 /// rather than one per name that is not, and its listing shows only the policy's names.
-fn hide_unnamed(base: BorrowedFd<'_>, keep: &Keep) -> Result<Vec<(String, bool)>, ViewError> {
+fn hide_unnamed(
+    base: BorrowedFd<'_>,
+    keep: &Keep,
+    staging: &Staging,
+) -> Result<Vec<(String, bool)>, ViewError> {
     let dir = rfs::openat(
         base,
         ".",
@@ -1024,7 +1164,7 @@ fn hide_unnamed(base: BorrowedFd<'_>, keep: &Keep) -> Result<Vec<(String, bool)>
         match keep.children.get(&name) {
             Some(k) if k.all => continue,
             Some(k) if ft == rfs::FileType::Directory => {
-                cover(base, &name, k)?;
+                cover(base, &name, k, staging)?;
                 continue;
             }
             _ => {}
@@ -1044,7 +1184,7 @@ fn hide_unnamed(base: BorrowedFd<'_>, keep: &Keep) -> Result<Vec<(String, bool)>
 /// holds what `keep` names there: each named tree is a clone of the procfs's own, attached
 /// at its name; a directory named in part is a directory of the tmpfs, filled the same way.
 /// What the policy does not name is not there at all, neither readable nor listed.
-fn cover(base: BorrowedFd<'_>, rel: &str, keep: &Keep) -> Result<(), ViewError> {
+fn cover(base: BorrowedFd<'_>, rel: &str, keep: &Keep, staging: &Staging) -> Result<(), ViewError> {
     let at = |what: &str| ViewError::at(format!("{what} /proc/{rel}"));
     // The clones first: once the tmpfs is on top, the procfs's names are out of reach.
     let mut named = Vec::new();
@@ -1056,8 +1196,11 @@ fn cover(base: BorrowedFd<'_>, rel: &str, keep: &Keep) -> Result<(), ViewError> 
             | MountAttrFlags::MOUNT_ATTR_NOEXEC,
     )
     .map_err(at("creating the cover of"))?;
-    // Filled while detached, made read-only, then attached (the kernel changes a mount's flags
-    // only in the caller's namespace or at the top of a detached tree).
+    // Filled while held in the staging tmpfs (attached: the clones may be mounted in it on
+    // every kernel), made read-only, then moved over the directory.
+    staging
+        .hold(fs.as_fd())
+        .map_err(at("staging the cover of"))?;
     for (path, tree) in named {
         match tree {
             Named::Dir => {
@@ -1136,32 +1279,6 @@ fn clones(
         }
         // A file named in part (`/proc/cpuinfo/x`) names nothing that exists.
     }
-    Ok(())
-}
-
-/// Makes the mount `root` (attached nowhere yet) the root of every process of the mount
-/// namespace whose root was the host's. With `old_root`, the host's tree goes to [`OLD_ROOT`]
-/// beneath it (for [`Unsealed::seal`]); without, it is stacked on the new root and detached at
-/// once.
-fn pivot(root: BorrowedFd<'_>, old_root: bool) -> io::Result<()> {
-    // pivot_root needs the new root attached; the host's /tmp serves for the moment it takes.
-    let staging = "/tmp";
-    move_mount(
-        root,
-        "",
-        rfs::CWD,
-        staging,
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-    )?;
-    rustix::process::fchdir(root)?;
-    if old_root {
-        rustix::process::pivot_root(".", OLD_ROOT)?;
-    } else {
-        rustix::process::pivot_root(".", ".")?;
-        // The old root now sits on top of the new one at "/": detach it and all beneath it.
-        rustix::mount::unmount(".", UnmountFlags::DETACH)?;
-    }
-    rustix::process::chdir("/")?;
     Ok(())
 }
 
