@@ -160,14 +160,10 @@ impl Cgroup {
         let Some((_, group)) = groups.iter().find(|(c, _)| c.is_empty()) else {
             return Ok(None);
         };
-        let Some(parent) = own_dir(m, group) else {
+        let Some(parent) = own_dir(m, group).map(v2_parent) else {
             return Ok(None);
         };
-        // The controllers must already be enabled for our children: enabling them ourselves
-        // would need our own group to hold no process, which it does (us).
-        let enabled = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
-        let has = |c: &str| enabled.split_whitespace().any(|w| w == c);
-        if !(has("memory") && has("pids")) {
+        if enable_controllers(&parent).is_err() {
             return Ok(None);
         }
         remove_stale(&parent);
@@ -365,6 +361,148 @@ impl Cgroup {
                 }
             }
         }
+    }
+}
+
+/// The controllers a sandbox's v2 group needs enabled by its parent.
+const V2_CONTROLLERS: [&str; 2] = ["memory", "pids"];
+
+/// Where warden moves itself, in a group delegated to it, so that the group may hold
+/// sandboxes' groups: cgroup v2 lets a group that has processes of its own enable no
+/// controller for its children (the "no internal processes" rule). Not `warden-*`, which
+/// [`remove_stale`] takes for a sandbox's.
+const LEAF: &str = "warden.supervisor";
+
+/// Why `parent` (warden's own v2 group) cannot hold a sandbox's group with memory and pids
+/// limits, after enabling them for its children where it may: a group delegated to warden
+/// (systemd's `Delegate=yes`, a container's own cgroup, root on a pure v2 host) has them in
+/// `cgroup.controllers`, and warden enables them in `cgroup.subtree_control`, first moving
+/// the group's processes into a leaf ([`LEAF`]) when warden is the only one or systemd marked
+/// the group delegated. A group shared with others and not delegated (a login session's
+/// scope, a service of systemd's) is left as it is.
+fn enable_controllers(parent: &Path) -> Result<(), String> {
+    let read = |file: &str| fs::read_to_string(parent.join(file)).unwrap_or_default();
+    let missing = |list: &str| -> Vec<&'static str> {
+        V2_CONTROLLERS
+            .into_iter()
+            .filter(|c| !list.split_whitespace().any(|w| w == *c))
+            .collect()
+    };
+    if missing(&read("cgroup.subtree_control")).is_empty() {
+        return Ok(());
+    }
+    let absent = missing(&read("cgroup.controllers"));
+    if !absent.is_empty() {
+        return Err(format!(
+            "warden's cgroup {} has no {} controller delegated to it",
+            parent.display(),
+            absent.join(" or ")
+        ));
+    }
+    let enable = || fs::write(parent.join("cgroup.subtree_control"), "+memory +pids");
+    match enable() {
+        Ok(()) => return Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+        Err(e) => {
+            return Err(format!(
+                "cannot enable memory and pids for the children of warden's cgroup {}: {e}",
+                parent.display()
+            ))
+        }
+    }
+    let me = std::process::id().to_string();
+    let others = read("cgroup.procs")
+        .lines()
+        .filter(|p| p.trim() != me)
+        .count();
+    // Others' processes move only where the group is the user's to arrange: systemd marks a
+    // group it delegates (`Delegate=yes`); a group it manages itself it would rearrange.
+    if others > 0 && !delegated(parent) {
+        return Err(format!(
+            "warden's cgroup {} holds {others} other process{} and is not delegated (cgroup v2 \
+             lets a group with processes of its own limit no child)",
+            parent.display(),
+            if others == 1 { "" } else { "es" }
+        ));
+    }
+    let leaf = parent.join(LEAF);
+    let moved = match fs::create_dir(&leaf) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+    .and_then(|()| move_all(parent, &leaf))
+    .and_then(|()| enable());
+    moved.map_err(|e| {
+        format!(
+            "cannot move the processes of warden's cgroup {} into {} to limit its children: {e}",
+            parent.display(),
+            leaf.display()
+        )
+    })
+}
+
+/// The group whose children the sandboxes' groups are, for warden in the v2 group `own`: the
+/// group itself, or, when an earlier warden moved it into the [`LEAF`] of a group, that group.
+fn v2_parent(own: PathBuf) -> PathBuf {
+    match (own.file_name(), own.parent()) {
+        (Some(name), Some(up)) if name == LEAF => up.to_path_buf(),
+        _ => own,
+    }
+}
+
+/// Whether systemd delegated the group at `dir` (`Delegate=yes`): it marks such a group with
+/// the extended attribute `trusted.delegate` (system units) or `user.delegate` (a user's).
+fn delegated(dir: &Path) -> bool {
+    ["trusted.delegate", "user.delegate"].iter().any(|name| {
+        let mut value = [0u8; 8];
+        matches!(rustix::fs::getxattr(dir, *name, &mut value), Ok(n) if value[..n] == *b"1")
+    })
+}
+
+/// Moves every process of the group `from` into `to`, warden's own first; a process forked
+/// meanwhile lands in `from` and is moved on the next round.
+fn move_all(from: &Path, to: &Path) -> io::Result<()> {
+    // "0": the writer's whole process, every thread of it.
+    fs::write(to.join("cgroup.procs"), "0")?;
+    for _ in 0..100 {
+        let pids = fs::read_to_string(from.join("cgroup.procs"))?;
+        if pids.trim().is_empty() {
+            return Ok(());
+        }
+        for pid in pids.lines() {
+            match fs::write(to.join("cgroup.procs"), pid.trim()) {
+                // Gone meanwhile.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                r => r?,
+            }
+        }
+    }
+    Err(io::Error::other("its processes kept forking"))
+}
+
+/// Why no cgroup can bound a sandbox's memory and processes here, in a sentence for the user;
+/// `None` when one can (or no cgroup is mounted at all, which [`Cgroup::create`] says by
+/// itself). Looked at only after [`Cgroup::create`] found none.
+pub fn why_none() -> String {
+    let mounts = mounts();
+    let groups = own_groups();
+    let v2 = mounts.iter().find(|m| m.v2);
+    let v2_group = groups.iter().find(|(c, _)| c.is_empty());
+    let v2_reason = match (v2, v2_group) {
+        (Some(m), Some((_, group))) => match own_dir(m, group).map(v2_parent) {
+            Some(parent) => enable_controllers(&parent).err(),
+            None => Some("warden's cgroup v2 group is outside the mounted hierarchy".into()),
+        },
+        _ => None,
+    };
+    let has_v1 = mounts.iter().any(|m| !m.v2);
+    match (v2_reason, has_v1) {
+        (Some(why), _) => why,
+        (None, true) => "the memory, pids and cpuacct cgroup v1 hierarchies are not all mounted \
+                         and writable by warden"
+            .into(),
+        (None, false) => "no cgroup file system is mounted".into(),
     }
 }
 

@@ -321,14 +321,30 @@ fn make_cgroup(
         None => Accounting::Rusage,
     };
     let tasks_bounded = wanted.is_some_and(|w| w.tasks.is_some());
-    if cgroup.is_none() && tasks_bounded && command.ids.outside_uid == 0 {
+    let memory_bounded = wanted.is_some_and(|w| w.memory.is_some());
+    if cgroup.is_some() || !(tasks_bounded || memory_bounded) {
+        return Ok(cgroup);
+    }
+    let why = cgroup::why_none();
+    if tasks_bounded && command.ids.outside_uid == 0 {
         // RLIMIT_NPROC does not bind uid 0, and without a pids cgroup nothing else would.
         return Err(failure(
             EXIT_WARDEN,
-            "--processes needs a pids cgroup when the sandbox runs as root, and none is usable \
-             here; run as another user (starting_uid) or give warden a cgroup",
+            format!(
+                "--processes needs a pids cgroup when the sandbox runs as root, and none is \
+                 usable here: {why}. Run warden in a cgroup of its own with the controllers \
+                 delegated (`systemd-run --scope -p Delegate=yes warden run ...`), or run the \
+                 program as another user (starting_uid)"
+            ),
         ));
     }
+    // Never silently weaker: the limits hold per process, not for the sandbox as a whole.
+    eprintln!(
+        "warden: no cgroup for this run's limits ({why}): --mem and --processes hold per \
+         process (rlimits), and a memory hog fails its allocations rather than being killed; \
+         for limits on the whole sandbox run warden in a cgroup of its own with the \
+         controllers delegated (`systemd-run --user --scope -p Delegate=yes warden run ...`)"
+    );
     Ok(cgroup)
 }
 
