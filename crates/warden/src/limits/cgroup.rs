@@ -392,6 +392,16 @@ impl Cgroup {
     }
 }
 
+/// A group is never left behind: a run that fails before its program starts (a starting
+/// directory the view lacks, an agent that cannot start) drops its group on the way out, after
+/// the sandbox's init (dropped first) has been killed and reaped. After an ordinary end the
+/// group is already gone ([`Cgroup::remove`]) and this costs a failed `rmdir` per directory.
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
 fn write(dir: &Path, file: &str, value: u64) -> io::Result<()> {
     fs::write(dir.join(file), value.to_string()).map_err(|e| {
         io::Error::new(
