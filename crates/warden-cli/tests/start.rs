@@ -231,3 +231,97 @@ fn a_report_on_standard_output_comes_after_the_programs_output() {
         },
     );
 }
+
+/// The one line a refusal prints on stderr, after checking it is one line from warden.
+fn one_sentence(out: &std::process::Output) -> String {
+    let err = common::stderr(out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("warden: "), "{err}");
+    lines[0].to_owned()
+}
+
+#[test]
+fn warden_inside_warden_refuses_in_one_sentence() {
+    common::each_user("warden_inside_warden_refuses_in_one_sentence", |who| {
+        let w = common::warden();
+        let started = std::time::Instant::now();
+        let out = common::run_warden_with_stdin(
+            who,
+            common::workdir(),
+            &[
+                "run",
+                "--read",
+                w,
+                "--exec",
+                w,
+                "--",
+                w,
+                "run",
+                "--",
+                "/bin/true",
+            ],
+            Stdio::null(),
+            Duration::from_secs(60),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", common::stderr(&out));
+        let line = one_sentence(&out);
+        assert!(line.contains("seccomp filter above warden"), "{line}");
+        assert!(line.contains("warden inside warden"), "{line}");
+    });
+}
+
+#[test]
+fn warden_under_another_supervisors_listener_refuses_in_one_sentence() {
+    let supervise = common::c_program("supervise");
+    common::each_user(
+        "warden_under_another_supervisors_listener_refuses_in_one_sentence",
+        |who| {
+            let started = std::time::Instant::now();
+            let mut cmd = common::warden_cmd(who);
+            // setpriv (as nobody) or warden itself (as root) runs under the supervisor.
+            let program = cmd.get_program().to_owned();
+            let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+            cmd = std::process::Command::new(&supervise);
+            cmd.arg(program)
+                .args(args)
+                .args(["run", "--", "/bin/true"])
+                .current_dir(common::workdir())
+                .stdin(Stdio::null())
+                .env("TMPDIR", std::env::temp_dir());
+            let (out, _) = common::finish(cmd, Duration::from_secs(60));
+            assert!(started.elapsed() < Duration::from_secs(30));
+            assert_eq!(out.status.code(), Some(125), "{}", common::stderr(&out));
+            let line = one_sentence(&out);
+            assert!(line.contains("listener is above warden"), "{line}");
+
+            // `warden doctor` under it says so too.
+            let cmd = common::warden_cmd(who);
+            let program = cmd.get_program().to_owned();
+            let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+            let mut cmd = std::process::Command::new(&supervise);
+            cmd.arg(program)
+                .args(args)
+                .args(["doctor", "--json"])
+                .current_dir(common::workdir())
+                .stdin(Stdio::null());
+            let (out, _) = common::finish(cmd, Duration::from_secs(60));
+            common::assert_ok(&out);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["facts"]["seccomp"]["listener"], "EBUSY", "{v:#}");
+            assert!(
+                v["facts"]["seccomp"]["filters"].as_u64() >= Some(1),
+                "{v:#}"
+            );
+            assert!(
+                v["advice"].to_string().contains("listener is above warden"),
+                "{v:#}"
+            );
+        },
+    );
+}

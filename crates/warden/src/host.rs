@@ -366,7 +366,10 @@ impl Probe {
     fn userns_missing(&self) -> String {
         let n = &self.namespaces;
         if !n.user.yes() {
-            format!("user namespaces are refused ({})", n.user.describe())
+            format!(
+                "user namespaces are refused ({})",
+                n.user.errno_name().unwrap_or("not tried")
+            )
         } else if !n.mount.yes() || !n.pid.yes() {
             format!(
                 "a user namespace is made but may not make more (mount: {}, PID: {})",
@@ -464,6 +467,16 @@ impl Probe {
                  filter chain, so warden cannot start here. Run warden outside it."
                     .into(),
             );
+        } else if self.seccomp.listener == Answer::No(libc::EPERM)
+            && self.seccomp.filters.is_some_and(|n| n > 0)
+        {
+            out.push(
+                "A seccomp filter above warden refuses seccomp filters with a listener (warden \
+                 inside warden, or a container's profile): run warden outside it, or with a \
+                 profile that allows seccomp(SECCOMP_SET_MODE_FILTER, \
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER)."
+                    .into(),
+            );
         } else if !self.seccomp.user_notification.yes() || !self.seccomp.listener.yes() {
             out.push(format!(
                 "Seccomp user notification is missing (action: {}, listener: {}): warden needs \
@@ -523,6 +536,19 @@ impl Probe {
         }
         out
     }
+}
+
+/// How many seccomp filters this process runs under (`Seccomp_filters:` of `/proc/self/status`;
+/// with an older kernel that lacks the field, 1 when `Seccomp:` says filter mode). One read, for
+/// a failure's message.
+pub fn seccomp_filters_above() -> Option<u32> {
+    let status = crate::sys::process::read_proc("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u32>().ok())
+    };
+    field("Seccomp_filters:").or_else(|| field("Seccomp:").map(|m| u32::from(m == 2)))
 }
 
 /// One run mode and what it enforces here.
