@@ -4,8 +4,10 @@
  * execs argv[1..]. A process under it that installs a filter with a listener of its own gets
  * EBUSY: the kernel allows one listener per filter chain.
  *
- * With SUPERVISE_DENY=process_vm_readv, the filter also refuses process_vm_readv with EPERM (as
- * some container profiles do), so the agent below must take its other route. */
+ * SUPERVISE_DENY=NAME[,NAME...] (process_vm_readv, process_vm_writev, pread64, pwrite64) also
+ * refuses those calls with EPERM, as some container profiles do, so the agent below must take
+ * its other route (or refuse). SUPERVISE_NO_LISTENER=1 installs the filter without a listener
+ * (acct fails with ENOSYS), so warden can start under it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/audit.h>
@@ -27,23 +29,37 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *deny = getenv("SUPERVISE_DENY");
-    int deny_vm = deny && strcmp(deny, "process_vm_readv") == 0;
     int listen = !(getenv("SUPERVISE_NO_LISTENER"));
-    struct sock_filter prog[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_vm ? SYS_process_vm_readv : 0xfffff, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog fprog = {sizeof prog / sizeof prog[0], prog};
+    struct sock_filter prog[16];
+    int n = 0;
+    prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1);
+    prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+                                             listen ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ERRNO | ENOSYS);
+    static const struct {
+        const char *name;
+        int nr;
+    } known[] = {{"process_vm_readv", SYS_process_vm_readv},
+                 {"process_vm_writev", SYS_process_vm_writev},
+                 {"pread64", SYS_pread64},
+                 {"pwrite64", SYS_pwrite64}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (!deny)
+            break;
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", deny);
+        char want[64];
+        snprintf(want, sizeof want, ",%s,", known[i].name);
+        if (!strstr(list, want))
+            continue;
+        prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, known[i].nr, 0, 1);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    }
+    prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog fprog = {(unsigned short)n, prog};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
         perror("supervise: no_new_privs");
         return 2;
-    }
-    if (!listen) {
-        prog[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
     }
     long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                       listen ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fprog);

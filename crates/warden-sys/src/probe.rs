@@ -171,12 +171,6 @@ pub fn answer_flag_errno(listener: impl AsFd, continue_flag: bool) -> i32 {
     }
 }
 
-/// Reads `buf.len()` bytes at `addr` of process `pid` through `/proc/PID/mem` (`pread`), the
-/// route when `process_vm_readv` is refused. Returns how many were read.
-pub fn read_proc_mem(mem: impl AsFd, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-    Ok(rustix::io::pread(mem, buf, addr)?)
-}
-
 /// Forks a child that only waits to be killed (for a probe that reads another process's
 /// memory); returns its pid. The caller kills and reaps it with [`kill_and_reap`].
 pub fn idle_child() -> io::Result<i32> {

@@ -774,12 +774,13 @@ fn process() -> Process {
     };
     let mut buf = [0u8; 8];
     let path = format!("/proc/{child}/mem");
-    let proc_pid_mem =
-        match std::fs::File::open(&path).and_then(|f| probe::read_proc_mem(&f, addr, &mut buf)) {
-            Ok(8) if buf == MARK => Answer::Yes,
-            Ok(_) => Answer::No(libc::EFAULT),
-            Err(e) => Answer::No(probe::errno(&e)),
-        };
+    let proc_pid_mem = match std::fs::File::open(&path)
+        .and_then(|f| crate::sys::mem::read_through(&f, addr, &mut buf))
+    {
+        Ok(8) if buf == MARK => Answer::Yes,
+        Ok(_) => Answer::No(libc::EFAULT),
+        Err(e) => Answer::No(probe::errno(&e)),
+    };
     probe::kill_and_reap(child);
     Process {
         pidfd_open: Answer::of(pidfd),

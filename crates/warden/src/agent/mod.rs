@@ -115,6 +115,38 @@ pub struct Agent {
     /// The rest of the first workers and the watchdog, started with the first request
     /// ([`Agent::start_rest`]).
     rest: std::sync::Once,
+    /// How the agent reads and writes the program's memory.
+    memory: MemoryRoute,
+}
+
+/// How the agent reaches the program's memory: `process_vm_readv`/`process_vm_writev` until
+/// the kernel refuses them (ENOSYS, or EPERM from a seccomp profile around warden), then
+/// `/proc/<tid>/mem` for the rest of the run, said once on stderr.
+#[derive(Default)]
+struct MemoryRoute {
+    through_proc: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryRoute {
+    fn through_proc(&self) -> bool {
+        self.through_proc.load(Ordering::Relaxed)
+    }
+
+    /// Whether `e` says the call itself is refused here (not a bad address or a dead caller).
+    fn refused(e: &std::io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+    }
+
+    /// Takes `/proc/<tid>/mem` from now on, because `call` failed with `e`.
+    fn switch(&self, call: &str, e: &std::io::Error) {
+        if !self.through_proc.swap(true, Ordering::Relaxed) {
+            let errno = e.raw_os_error().map_or("?", crate::host::errno_name);
+            eprintln!(
+                "warden: {call} is refused here ({errno}); the agent reads and writes the \
+                 program's memory through /proc/PID/mem instead"
+            );
+        }
+    }
 }
 
 /// What the kernel confines the sandbox with, as far as the agent must know it.
@@ -171,6 +203,7 @@ impl Agent {
             capsicum: confinement.capsicum,
             wx: confinement.wx,
             rest: std::sync::Once::new(),
+            memory: MemoryRoute::default(),
         }))
     }
 
@@ -625,9 +658,66 @@ impl Client<'_> {
         &self.agent.resolver
     }
 
-    /// Copies a result into the caller's memory.
+    /// Copies a result into the caller's memory (`process_vm_writev`, else through
+    /// `/proc/<tid>/mem`, as [`Client::read_memory`]).
     pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), i32> {
-        mem::write(self.tid(), addr, data).map_err(|_| libc::EFAULT)
+        if !self.agent.memory.through_proc() {
+            match mem::write(self.tid(), addr, data) {
+                Err(e) if MemoryRoute::refused(&e) => {
+                    self.agent.memory.switch("process_vm_writev", &e)
+                }
+                other => return other.map_err(|_| libc::EFAULT),
+            }
+        }
+        let fd = self.proc_mem()?;
+        mem::write_through(fd, addr, data).map_err(|_| libc::EFAULT)
+    }
+
+    /// Reads what it can of the caller's memory at `addr` (short only where its mapping ends):
+    /// with `process_vm_readv`, or, where that is refused (ENOSYS; EPERM from a container's
+    /// seccomp profile), through the caller's `/proc/<tid>/mem`. Where neither reads it the
+    /// error is `EPERM` and the call is refused with it: an argument the agent cannot copy is
+    /// never checked, and so never allowed (docs/design.md, invariant 1).
+    pub(super) fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.agent.memory.through_proc() {
+            match mem::read(self.tid(), addr, buf) {
+                Err(e) if MemoryRoute::refused(&e) => {
+                    self.agent.memory.switch("process_vm_readv", &e)
+                }
+                other => return other,
+            }
+        }
+        let fd = self
+            .proc_mem()
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        mem::read_through(fd, addr, buf)
+    }
+
+    /// The caller's `/proc/<tid>/mem`, opened once per request, then the request checked live,
+    /// so the address space is the caller's (a `mem` descriptor keeps the address space it was
+    /// opened on: were the caller's thread id taken over since, by a thread of its process
+    /// that ran `execve`, the request would no longer be live).
+    ///
+    /// Opened by its own path, not from [`Client::proc_dir`]: a `/proc/<tid>` directory held
+    /// from before the arguments were copied would follow the thread id to the thread that
+    /// took it over (`execve`'s de_thread hands the leader's id on), and the caller's working
+    /// directory is read through it after a walk (the escape suite's `tid_reuse` caught
+    /// exactly that). Not kept across requests, for the same reason and because an `execve`
+    /// replaces the address space (and a `CLONE_VM` sibling may keep the old one alive).
+    fn proc_mem(&self) -> Result<BorrowedFd<'_>, i32> {
+        if let Some(fd) = self.proc_mem.get() {
+            return Ok(fd.as_fd());
+        }
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let fd = openat(
+            CWD,
+            format!("/proc/{}/mem", self.tid()),
+            OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        self.live()?;
+        Ok(self.proc_mem.get_or_init(|| fd).as_fd())
     }
 
     /// Step 2: the request is still live. Call after copying arguments, before acting.
