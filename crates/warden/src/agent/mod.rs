@@ -670,7 +670,58 @@ impl Client<'_> {
             }
         }
         let fd = self.proc_mem()?;
+        // The kernel writes `/proc/PID/mem` with FOLL_FORCE, through the caller's page
+        // protections, where process_vm_writev fails: the agent checks them itself, or a
+        // result could land in the caller's code or read-only data (the escape suite's
+        // `stat_into_readonly_memory`).
+        if !self.mapped(addr, data.len(), b'w') {
+            return Err(libc::EFAULT);
+        }
         mem::write_through(fd, addr, data).map_err(|_| libc::EFAULT)
+    }
+
+    /// Whether every byte of `len` at `addr` lies in mappings of the caller that allow
+    /// `perm` (`b'r'` or `b'w'`), as its `/proc/<tid>/maps` says now. For the `/proc/PID/mem`
+    /// route only, which the kernel does not check so. A caller that changes a protection
+    /// after this check changes only what it could change itself: making a page executable
+    /// that was not is `mprotect`'s to refuse (`--wx`), not the agent's write's.
+    fn mapped(&self, addr: u64, len: usize, perm: u8) -> bool {
+        self.mapped_len(addr, len, perm) == len
+    }
+
+    /// How many bytes from `addr` on (at most `len`) lie in mappings that allow `perm`, one
+    /// after another (see [`Client::mapped`]).
+    fn mapped_len(&self, addr: u64, len: usize, perm: u8) -> usize {
+        let end = addr.saturating_add(len as u64);
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.tid())) else {
+            return 0;
+        };
+        let mut at = addr;
+        for line in maps.lines() {
+            if at >= end {
+                break;
+            }
+            let mut fields = line.split(' ');
+            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+                break;
+            };
+            let Some((lo, hi)) = range.split_once('-') else {
+                break;
+            };
+            let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16))
+            else {
+                break;
+            };
+            if hi <= at {
+                continue;
+            }
+            // The mappings are in address order: a gap before `at` is unmapped memory.
+            if lo > at || !perms.as_bytes().contains(&perm) {
+                break;
+            }
+            at = hi;
+        }
+        (at.min(end) - addr) as usize
     }
 
     /// Reads what it can of the caller's memory at `addr` (short only where its mapping ends):
@@ -690,7 +741,14 @@ impl Client<'_> {
         let fd = self
             .proc_mem()
             .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-        mem::read_through(fd, addr, buf)
+        // What process_vm_readv would read: the readable part of the mappings (the file reads
+        // through page protections). A string that runs into memory it may not read ends there,
+        // as [`mem::read_cstring_with`] expects of a short read.
+        let readable = self.mapped_len(addr, buf.len(), b'r');
+        if readable == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+        }
+        mem::read_through(fd, addr, &mut buf[..readable])
     }
 
     /// The caller's `/proc/<tid>/mem`, opened once per request, then the request checked live,
