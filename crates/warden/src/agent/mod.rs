@@ -792,8 +792,10 @@ impl Client<'_> {
     /// A thread id names the caller only while the caller lives; once it dies, another thread
     /// may get the number. The directory is opened first and the request checked live after:
     /// a live request means the caller had not died when the directory was opened, so the
-    /// descriptor names the caller's task, and everything read through it (`status`, `cwd`)
-    /// is the caller's even if the number is reused later (a dead task's files fail with ESRCH).
+    /// descriptor names the caller's task then. It names the thread id, though, not the task:
+    /// when another thread of the caller's process runs `execve`, the kernel hands the
+    /// leader's id to it (de_thread), and the held directory shows the new image. What is read
+    /// through it late in a request is checked live again after the read ([`Client::cwd`]).
     fn proc_dir(&self) -> Result<BorrowedFd<'_>, i32> {
         if let Some(fd) = self.proc_dir.get() {
             return Ok(fd.as_fd());
@@ -900,15 +902,24 @@ impl Client<'_> {
     }
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
+    ///
+    /// The request is checked live after the open, not only when `/proc/<tid>` was opened: a
+    /// held `/proc/<tid>` follows its thread id, and `execve` in another thread of the
+    /// caller's process hands the leader's id to that thread (de_thread), whose new image has
+    /// a directory of its own. Where `/proc/<tid>` was opened early in a request (reading its
+    /// ids, say) and the directory is needed after a long walk, only this check tells the
+    /// caller's directory from the new image's (the escape suite's `tid_reuse`).
     pub fn cwd(&self) -> Result<OwnedFd, i32> {
         use rustix::fs::{openat, Mode, OFlags};
-        openat(
+        let cwd = openat(
             self.proc_dir()?,
             c"cwd",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| e.raw_os_error())
+        .map_err(|e| e.raw_os_error())?;
+        self.live()?;
+        Ok(cwd)
     }
 
     /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the
