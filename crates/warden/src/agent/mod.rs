@@ -125,6 +125,8 @@ pub struct Agent {
 #[derive(Default)]
 struct MemoryRoute {
     through_proc: std::sync::atomic::AtomicBool,
+    /// Whether the run was told that no route reads the program's memory.
+    unreadable_said: std::sync::atomic::AtomicBool,
 }
 
 impl MemoryRoute {
@@ -135,6 +137,19 @@ impl MemoryRoute {
     /// Whether `e` says the call itself is refused here (not a bad address or a dead caller).
     fn refused(e: &std::io::Error) -> bool {
         matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+    }
+
+    /// Says once that `/proc/<tid>/mem` cannot be opened either (errno `e`): every call whose
+    /// arguments the agent must copy is refused from now on.
+    fn unreadable(&self, e: i32) {
+        if !self.unreadable_said.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "warden: neither process_vm_readv nor /proc/PID/mem reads the program's memory \
+                 here ({}), so every call naming a path or address is refused; allow \
+                 process_vm_readv in the container's seccomp profile (`warden doctor` says more)",
+                crate::host::errno_name(e)
+            );
+        }
     }
 
     /// Takes `/proc/<tid>/mem` from now on, because `call` failed with `e`.
@@ -738,9 +753,12 @@ impl Client<'_> {
                 other => return other,
             }
         }
-        let fd = self
-            .proc_mem()
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        let fd = self.proc_mem().map_err(|e| {
+            if e != libc::ENOENT && e != libc::ESRCH {
+                self.agent.memory.unreadable(e);
+            }
+            std::io::Error::from_raw_os_error(libc::EPERM)
+        })?;
         // What process_vm_readv would read: the readable part of the mappings (the file reads
         // through page protections). A string that runs into memory it may not read ends there,
         // as [`mem::read_cstring_with`] expects of a short read.
@@ -748,7 +766,13 @@ impl Client<'_> {
         if readable == 0 {
             return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
         }
-        mem::read_through(fd, addr, &mut buf[..readable])
+        mem::read_through(fd, addr, &mut buf[..readable]).inspect_err(|e| {
+            if MemoryRoute::refused(e) {
+                self.agent
+                    .memory
+                    .unreadable(e.raw_os_error().unwrap_or(libc::EPERM));
+            }
+        })
     }
 
     /// The caller's `/proc/<tid>/mem`, opened once per request, then the request checked live,
