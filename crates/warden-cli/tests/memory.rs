@@ -106,5 +106,11 @@ fn a_call_whose_arguments_cannot_be_read_is_refused() {
             common::stderr(&out).contains("Operation not permitted"),
             "{ctx}"
         );
+        // Said once, with what to do.
+        let said = common::stderr(&out)
+            .lines()
+            .filter(|l| l.contains("neither process_vm_readv nor /proc/PID/mem"))
+            .count();
+        assert_eq!(said, 1, "{ctx}");
     });
 }
