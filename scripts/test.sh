@@ -60,6 +60,20 @@ echo "== the adversarial suite on the host's tree with opens going to the kernel
 WARDEN_VIEW=off WARDEN_TEST_FAST_PATH=1 RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
   -p warden-cli --test escape 2>&1 | tee "$skipdir/host-tree-fast-path.log" || failed=1
 
+echo "== the adversarial suite on the host's tree with process_vm_readv refused around warden (WARDEN_VIEW=off)"
+# Some container profiles refuse process_vm_readv: the agent then reads the program's arguments
+# through /proc/PID/mem, and every check must hold as before. tests/c/supervise.c puts a seccomp
+# filter refusing process_vm_readv and process_vm_writev (EPERM) around the warden the tests run.
+refusal=$(mktemp -d)
+chmod 755 "$refusal"
+cc -O1 -Wall -o "$refusal/supervise" tests/c/supervise.c
+printf '#!/bin/sh\nSUPERVISE_NO_LISTENER=1 SUPERVISE_DENY=process_vm_readv,process_vm_writev exec %s %s "$@"\n' \
+  "$refusal/supervise" "$PWD/target/x86_64-unknown-linux-musl/debug/warden" > "$refusal/warden"
+chmod 755 "$refusal/warden"
+WARDEN_BIN=$refusal/warden WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
+  -p warden-cli --test escape 2>&1 | tee "$skipdir/memory-route.log" || failed=1
+rm -rf -- "$refusal"
+
 echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
 

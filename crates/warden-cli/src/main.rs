@@ -2,6 +2,7 @@
 
 mod capsicum;
 mod check;
+mod doctor;
 mod learn;
 mod ps;
 mod run;
@@ -43,6 +44,9 @@ enum Commands {
     /// List what a run changed in its private copies (`path-map HOST SANDBOX copy`, kept with
     /// `warden run --keep`): A added, M modified, D deleted, one sandbox path a line.
     Diff(check::DiffArgs),
+    /// Say what this host gives warden (namespaces, Landlock, seccomp, cgroups), what each run
+    /// mode enforces here, and how to get the rest. Needs no privilege.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// `Cli::try_parse`, without freeing the parser: clap's tree of some forty arguments and
@@ -83,6 +87,7 @@ fn main() {
         Commands::Ps(args) => ps::ps(args),
         Commands::Inspect(args) => ps::inspect(args),
         Commands::Diff(args) => check::diff(args),
+        Commands::Doctor(args) => doctor::main(args),
     };
     std::process::exit(code);
 }

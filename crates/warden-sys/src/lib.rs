@@ -34,6 +34,7 @@ pub mod fs;
 pub mod mem;
 pub mod mount;
 pub mod net;
+pub mod probe;
 pub mod process;
 pub mod seccomp;
 pub mod signals;

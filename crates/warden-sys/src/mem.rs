@@ -68,6 +68,15 @@ pub fn write(pid: u32, addr: u64, data: &[u8]) -> io::Result<()> {
 /// kernel's own `strncpy_from_user` would. Errors: `EFAULT` for a bad pointer, `ENAMETOOLONG`
 /// when no NUL comes within `PATH_MAX`.
 pub fn read_cstring(pid: u32, addr: u64) -> io::Result<Vec<u8>> {
+    read_cstring_with(addr, |at, buf| read(pid, at, buf))
+}
+
+/// [`read_cstring`] through another reader of the client's memory (`/proc/PID/mem`, where
+/// `process_vm_readv` is refused): `read(addr, buf)` reads what it can at `addr`, as [`read`].
+pub fn read_cstring_with(
+    addr: u64,
+    mut read: impl FnMut(u64, &mut [u8]) -> io::Result<usize>,
+) -> io::Result<Vec<u8>> {
     if addr == 0 {
         return Err(io::Error::from_raw_os_error(libc::EFAULT));
     }
@@ -77,7 +86,7 @@ pub fn read_cstring(pid: u32, addr: u64) -> io::Result<Vec<u8>> {
     while out.len() < PATH_MAX {
         let to_page_end = page_size() - (cursor as usize % page_size());
         let want = to_page_end.min(PATH_MAX - out.len());
-        let got = match read(pid, cursor, &mut chunk[..want]) {
+        let got = match read(cursor, &mut chunk[..want]) {
             Ok(0) => 0,
             Ok(n) => n,
             Err(e) if out.is_empty() => return Err(e),
@@ -94,4 +103,26 @@ pub fn read_cstring(pid: u32, addr: u64) -> io::Result<Vec<u8>> {
         cursor = cursor.wrapping_add(got as u64);
     }
     Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+}
+
+/// Reads up to `buf.len()` bytes at `addr` through a descriptor of the client's
+/// `/proc/PID/mem`: the route when `process_vm_readv` is refused (ENOSYS, or EPERM from a
+/// container's seccomp profile). An address the client has not mapped is `EFAULT`, as with
+/// [`read`] (the file says `EIO`).
+pub fn read_through(mem: impl std::os::fd::AsFd, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    match rustix::io::pread(mem, buf, addr) {
+        Ok(n) => Ok(n),
+        Err(rustix::io::Errno::IO) => Err(io::Error::from_raw_os_error(libc::EFAULT)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes `data` at `addr` through a descriptor of the client's `/proc/PID/mem`, all or
+/// nothing as far as the kernel allows (the route when `process_vm_writev` is refused).
+pub fn write_through(mem: impl std::os::fd::AsFd, addr: u64, data: &[u8]) -> io::Result<()> {
+    match rustix::io::pwrite(mem, data, addr) {
+        Ok(n) if n == data.len() => Ok(()),
+        Ok(_) | Err(rustix::io::Errno::IO) => Err(io::Error::from_raw_os_error(libc::EFAULT)),
+        Err(e) => Err(e.into()),
+    }
 }

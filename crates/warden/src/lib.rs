@@ -9,6 +9,7 @@ pub mod confine;
 pub mod copies;
 pub mod explain;
 pub mod filter;
+pub mod host;
 pub mod launch;
 pub mod learn;
 pub mod limits;

@@ -19,7 +19,8 @@
 //! | `status` | see [`Status::meta_code`] (meta) and [`Status::code`] (JSON) |
 //! | `message` | a sentence when not OK |
 //! | `cg-mem`, `cg-oom-killed` | KiB peak of the sandbox's memory cgroup, and whether the OOM killer struck |
-//! | `accounting` | `cgroup-v2`, `cgroup-v1` or `rusage`: where the figures come from |
+//! | `accounting` | `cgroup-v2`, `cgroup-v1` or `rusage`: where the figures come from; `none` when the program never ran |
+//! | `ran` | `0` when the program never started (warden failed before or at its `execve`); absent when it did |
 //! | `output` | bytes passed on, when `--output-limit` was in force |
 //! | `delegated`, `delegated-FAMILY` | calls the agent performed, in all and per family |
 //! | `denied` | policy decisions that refused a call |
@@ -173,6 +174,15 @@ pub struct Measured {
     pub log_dropped: Option<u64>,
 }
 
+/// Whether the program started: it exited, was killed, or its init was lost while it may have
+/// run. `false` when warden failed before the program's `execve` or the `execve` itself failed.
+pub fn program_ran(m: &Measured) -> bool {
+    matches!(
+        m.outcome,
+        Some(Outcome::Exited(_)) | Some(Outcome::Signaled(_)) | Some(Outcome::Lost)
+    )
+}
+
 /// The verdict: status and, when not OK, a sentence.
 pub fn classify(m: &Measured, limits: &Limits) -> (Status, Option<String>) {
     if let Some(f) = &m.failure {
@@ -273,7 +283,14 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         Format::Meta if oom => put("cg-oom-killed", 1.into()),
         _ => {}
     }
-    put("accounting", m.accounting.name().into());
+    if program_ran(m) {
+        put("accounting", m.accounting.name().into());
+    } else {
+        // Nothing was counted: a cgroup made for a run that failed before its program started
+        // was removed unused.
+        put("accounting", "none".into());
+        put("ran", 0.into());
+    }
     if let Some(bytes) = m.output {
         put("output", bytes.into());
     }

@@ -66,6 +66,9 @@ pub struct Client<'a> {
     pub(super) ids: std::cell::OnceCell<Ids>,
     /// The caller's `/proc/<tid>`, opened once ([`Client::proc_dir`]).
     pub(super) proc_dir: std::cell::OnceCell<std::os::fd::OwnedFd>,
+    /// The caller's `/proc/<tid>/mem`, opened once per request where `process_vm_readv` is
+    /// refused ([`Client::proc_mem`]).
+    pub(super) proc_mem: std::cell::OnceCell<std::os::fd::OwnedFd>,
     /// When the agent received the call.
     start: std::time::Instant,
     /// The last path allowed and the rule that allowed it (a descriptor answered is theirs).
@@ -94,6 +97,7 @@ impl<'a> Client<'a> {
             name,
             ids: std::cell::OnceCell::new(),
             proc_dir: std::cell::OnceCell::new(),
+            proc_mem: std::cell::OnceCell::new(),
             start,
             granted: std::cell::RefCell::new(None),
             keeps_grant,
@@ -313,15 +317,19 @@ impl Client<'_> {
     }
 
     /// Copies a NUL-terminated string argument at `addr` (bounded by `PATH_MAX`).
+    ///
+    /// Every failure to read it is the call's refusal (its errno: `EFAULT` for a bad pointer,
+    /// `EPERM` where the caller's memory cannot be read at all), never a continue.
     fn path_arg(&self, addr: u64) -> Result<Vec<u8>, Errno> {
-        crate::sys::mem::read_cstring(self.tid(), addr)
+        crate::sys::mem::read_cstring_with(addr, |at, buf| self.read_memory(at, buf))
             .map_err(|e| Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EFAULT)))
     }
 
-    /// Copies exactly `buf.len()` bytes from the caller.
+    /// Copies exactly `buf.len()` bytes from the caller; anything less refuses the call.
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        match crate::sys::mem::read(self.tid(), addr, buf) {
+        match self.read_memory(addr, buf) {
             Ok(n) if n == buf.len() => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Errno::PERM),
             _ => Err(Errno::FAULT),
         }
     }

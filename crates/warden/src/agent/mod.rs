@@ -115,6 +115,53 @@ pub struct Agent {
     /// The rest of the first workers and the watchdog, started with the first request
     /// ([`Agent::start_rest`]).
     rest: std::sync::Once,
+    /// How the agent reads and writes the program's memory.
+    memory: MemoryRoute,
+}
+
+/// How the agent reaches the program's memory: `process_vm_readv`/`process_vm_writev` until
+/// the kernel refuses them (ENOSYS, or EPERM from a seccomp profile around warden), then
+/// `/proc/<tid>/mem` for the rest of the run, said once on stderr.
+#[derive(Default)]
+struct MemoryRoute {
+    through_proc: std::sync::atomic::AtomicBool,
+    /// Whether the run was told that no route reads the program's memory.
+    unreadable_said: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryRoute {
+    fn through_proc(&self) -> bool {
+        self.through_proc.load(Ordering::Relaxed)
+    }
+
+    /// Whether `e` says the call itself is refused here (not a bad address or a dead caller).
+    fn refused(e: &std::io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+    }
+
+    /// Says once that `/proc/<tid>/mem` cannot be opened either (errno `e`): every call whose
+    /// arguments the agent must copy is refused from now on.
+    fn unreadable(&self, e: i32) {
+        if !self.unreadable_said.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "warden: neither process_vm_readv nor /proc/PID/mem reads the program's memory \
+                 here ({}), so every call naming a path or address is refused; allow \
+                 process_vm_readv in the container's seccomp profile (`warden doctor` says more)",
+                crate::host::errno_name(e)
+            );
+        }
+    }
+
+    /// Takes `/proc/<tid>/mem` from now on, because `call` failed with `e`.
+    fn switch(&self, call: &str, e: &std::io::Error) {
+        if !self.through_proc.swap(true, Ordering::Relaxed) {
+            let errno = e.raw_os_error().map_or("?", crate::host::errno_name);
+            eprintln!(
+                "warden: {call} is refused here ({errno}); the agent reads and writes the \
+                 program's memory through /proc/PID/mem instead"
+            );
+        }
+    }
 }
 
 /// What the kernel confines the sandbox with, as far as the agent must know it.
@@ -171,6 +218,7 @@ impl Agent {
             capsicum: confinement.capsicum,
             wx: confinement.wx,
             rest: std::sync::Once::new(),
+            memory: MemoryRoute::default(),
         }))
     }
 
@@ -625,9 +673,133 @@ impl Client<'_> {
         &self.agent.resolver
     }
 
-    /// Copies a result into the caller's memory.
+    /// Copies a result into the caller's memory (`process_vm_writev`, else through
+    /// `/proc/<tid>/mem`, as [`Client::read_memory`]).
     pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), i32> {
-        mem::write(self.tid(), addr, data).map_err(|_| libc::EFAULT)
+        if !self.agent.memory.through_proc() {
+            match mem::write(self.tid(), addr, data) {
+                Err(e) if MemoryRoute::refused(&e) => {
+                    self.agent.memory.switch("process_vm_writev", &e)
+                }
+                other => return other.map_err(|_| libc::EFAULT),
+            }
+        }
+        let fd = self.proc_mem()?;
+        // The kernel writes `/proc/PID/mem` with FOLL_FORCE, through the caller's page
+        // protections, where process_vm_writev fails: the agent checks them itself, or a
+        // result could land in the caller's code or read-only data (the escape suite's
+        // `stat_into_readonly_memory`).
+        if !self.mapped(addr, data.len(), b'w') {
+            return Err(libc::EFAULT);
+        }
+        mem::write_through(fd, addr, data).map_err(|_| libc::EFAULT)
+    }
+
+    /// Whether every byte of `len` at `addr` lies in mappings of the caller that allow
+    /// `perm` (`b'r'` or `b'w'`), as its `/proc/<tid>/maps` says now. For the `/proc/PID/mem`
+    /// route only, which the kernel does not check so. A caller that changes a protection
+    /// after this check changes only what it could change itself: making a page executable
+    /// that was not is `mprotect`'s to refuse (`--wx`), not the agent's write's.
+    fn mapped(&self, addr: u64, len: usize, perm: u8) -> bool {
+        self.mapped_len(addr, len, perm) == len
+    }
+
+    /// How many bytes from `addr` on (at most `len`) lie in mappings that allow `perm`, one
+    /// after another (see [`Client::mapped`]).
+    fn mapped_len(&self, addr: u64, len: usize, perm: u8) -> usize {
+        let end = addr.saturating_add(len as u64);
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.tid())) else {
+            return 0;
+        };
+        let mut at = addr;
+        for line in maps.lines() {
+            if at >= end {
+                break;
+            }
+            let mut fields = line.split(' ');
+            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+                break;
+            };
+            let Some((lo, hi)) = range.split_once('-') else {
+                break;
+            };
+            let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16))
+            else {
+                break;
+            };
+            if hi <= at {
+                continue;
+            }
+            // The mappings are in address order: a gap before `at` is unmapped memory.
+            if lo > at || !perms.as_bytes().contains(&perm) {
+                break;
+            }
+            at = hi;
+        }
+        (at.min(end) - addr) as usize
+    }
+
+    /// Reads what it can of the caller's memory at `addr` (short only where its mapping ends):
+    /// with `process_vm_readv`, or, where that is refused (ENOSYS; EPERM from a container's
+    /// seccomp profile), through the caller's `/proc/<tid>/mem`. Where neither reads it the
+    /// error is `EPERM` and the call is refused with it: an argument the agent cannot copy is
+    /// never checked, and so never allowed (docs/design.md, invariant 1).
+    pub(super) fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.agent.memory.through_proc() {
+            match mem::read(self.tid(), addr, buf) {
+                Err(e) if MemoryRoute::refused(&e) => {
+                    self.agent.memory.switch("process_vm_readv", &e)
+                }
+                other => return other,
+            }
+        }
+        let fd = self.proc_mem().map_err(|e| {
+            if e != libc::ENOENT && e != libc::ESRCH {
+                self.agent.memory.unreadable(e);
+            }
+            std::io::Error::from_raw_os_error(libc::EPERM)
+        })?;
+        // What process_vm_readv would read: the readable part of the mappings (the file reads
+        // through page protections). A string that runs into memory it may not read ends there,
+        // as [`mem::read_cstring_with`] expects of a short read.
+        let readable = self.mapped_len(addr, buf.len(), b'r');
+        if readable == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+        }
+        mem::read_through(fd, addr, &mut buf[..readable]).inspect_err(|e| {
+            if MemoryRoute::refused(e) {
+                self.agent
+                    .memory
+                    .unreadable(e.raw_os_error().unwrap_or(libc::EPERM));
+            }
+        })
+    }
+
+    /// The caller's `/proc/<tid>/mem`, opened once per request, then the request checked live,
+    /// so the address space is the caller's (a `mem` descriptor keeps the address space it was
+    /// opened on: were the caller's thread id taken over since, by a thread of its process
+    /// that ran `execve`, the request would no longer be live).
+    ///
+    /// Opened by its own path, not from [`Client::proc_dir`]: a `/proc/<tid>` directory held
+    /// from before the arguments were copied would follow the thread id to the thread that
+    /// took it over (`execve`'s de_thread hands the leader's id on), and the caller's working
+    /// directory is read through it after a walk (the escape suite's `tid_reuse` caught
+    /// exactly that). Not kept across requests, for the same reason and because an `execve`
+    /// replaces the address space (and a `CLONE_VM` sibling may keep the old one alive).
+    fn proc_mem(&self) -> Result<BorrowedFd<'_>, i32> {
+        if let Some(fd) = self.proc_mem.get() {
+            return Ok(fd.as_fd());
+        }
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let fd = openat(
+            CWD,
+            format!("/proc/{}/mem", self.tid()),
+            OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e.raw_os_error())?;
+        self.live()?;
+        Ok(self.proc_mem.get_or_init(|| fd).as_fd())
     }
 
     /// Step 2: the request is still live. Call after copying arguments, before acting.
@@ -644,8 +816,10 @@ impl Client<'_> {
     /// A thread id names the caller only while the caller lives; once it dies, another thread
     /// may get the number. The directory is opened first and the request checked live after:
     /// a live request means the caller had not died when the directory was opened, so the
-    /// descriptor names the caller's task, and everything read through it (`status`, `cwd`)
-    /// is the caller's even if the number is reused later (a dead task's files fail with ESRCH).
+    /// descriptor names the caller's task then. It names the thread id, though, not the task:
+    /// when another thread of the caller's process runs `execve`, the kernel hands the
+    /// leader's id to it (de_thread), and the held directory shows the new image. What is read
+    /// through it late in a request is checked live again after the read ([`Client::cwd`]).
     fn proc_dir(&self) -> Result<BorrowedFd<'_>, i32> {
         if let Some(fd) = self.proc_dir.get() {
             return Ok(fd.as_fd());
@@ -752,15 +926,24 @@ impl Client<'_> {
     }
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
+    ///
+    /// The request is checked live after the open, not only when `/proc/<tid>` was opened: a
+    /// held `/proc/<tid>` follows its thread id, and `execve` in another thread of the
+    /// caller's process hands the leader's id to that thread (de_thread), whose new image has
+    /// a directory of its own. Where `/proc/<tid>` was opened early in a request (reading its
+    /// ids, say) and the directory is needed after a long walk, only this check tells the
+    /// caller's directory from the new image's (the escape suite's `tid_reuse`).
     pub fn cwd(&self) -> Result<OwnedFd, i32> {
         use rustix::fs::{openat, Mode, OFlags};
-        openat(
+        let cwd = openat(
             self.proc_dir()?,
             c"cwd",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| e.raw_os_error())
+        .map_err(|e| e.raw_os_error())?;
+        self.live()?;
+        Ok(cwd)
     }
 
     /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the

@@ -128,6 +128,30 @@ fn own_dir(m: &Mount, group: &str) -> Option<PathBuf> {
     Some(m.point.join(rel.trim_start_matches('/')))
 }
 
+/// Where this process's groups are, for `warden doctor`: the cgroup v2 directory of its own
+/// group (if a v2 hierarchy is mounted and the process is in it), and the v1 controllers that
+/// have a hierarchy mounted.
+pub fn own_layout() -> (Option<PathBuf>, Vec<String>) {
+    let mounts = mounts();
+    let groups = own_groups();
+    let v2 = mounts.iter().find(|m| m.v2).and_then(|m| {
+        let (_, group) = groups.iter().find(|(c, _)| c.is_empty())?;
+        own_dir(m, group)
+    });
+    let mut v1: Vec<String> = Vec::new();
+    for m in mounts.iter().filter(|m| !m.v2) {
+        for option in m.options.split(',') {
+            let known = [
+                "memory", "pids", "cpuacct", "cpu", "cpuset", "devices", "freezer",
+            ];
+            if known.contains(&option) && !v1.iter().any(|c| c == option) {
+                v1.push(option.to_owned());
+            }
+        }
+    }
+    (v2, v1)
+}
+
 impl Cgroup {
     /// Creates the sandbox's group with `limits`, trying v2 then v1. `Ok(None)`: no usable
     /// cgroups here (not an error: the caller falls back). `Err`: cgroups exist and were
@@ -361,6 +385,16 @@ impl Cgroup {
                 }
             }
         }
+    }
+}
+
+/// A group is never left behind: a run that fails before its program starts (a starting
+/// directory the view lacks, an agent that cannot start) drops its group on the way out, after
+/// the sandbox's init (dropped first) has been killed and reaped. After an ordinary end the
+/// group is already gone ([`Cgroup::remove`]) and this costs a failed `rmdir` per directory.
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.remove();
     }
 }
 

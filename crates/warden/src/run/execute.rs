@@ -541,6 +541,49 @@ fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
                 }
             ),
         ),
+        // A supervisor's listener above warden (warden inside warden, or under another
+        // sandbox that uses seccomp user notification): the kernel allows one listener per
+        // filter chain, so the agent cannot exist here, whatever the mode.
+        LaunchError::Setup {
+            stage: Stage::Seccomp,
+            source,
+            ..
+        } if source.raw_os_error() == Some(libc::EBUSY) => failure(
+            EXIT_WARDEN,
+            format!(
+                "cannot start the sandbox's agent: another supervisor's seccomp listener is \
+                 above warden ({}; warden inside warden, or another sandbox that uses seccomp \
+                 user notification), and the kernel allows one per process; run warden outside \
+                 it (`warden doctor` says what this host gives)",
+                filters_above()
+            ),
+        ),
+        // The namespaces refused by a seccomp filter above warden (warden's own, when warden
+        // runs inside warden; a container's profile), not by the host's sysctls.
+        LaunchError::Clone(source)
+            if source.raw_os_error() == Some(libc::EPERM)
+                && crate::host::seccomp_filters_above().is_some_and(|n| n > 0) =>
+        {
+            failure(
+                EXIT_WARDEN,
+                format!(
+                    "cannot create the sandbox's namespaces: a seccomp filter above warden \
+                     refuses them ({}; warden inside warden, or a container whose seccomp \
+                     profile refuses user namespaces); run warden outside it, or see `warden \
+                     doctor` for the container's flags",
+                    filters_above()
+                ),
+            )
+        }
         other => failure(EXIT_WARDEN, other.to_string()),
+    }
+}
+
+/// "N seccomp filters above it", from `/proc/self/status`.
+fn filters_above() -> String {
+    match crate::host::seccomp_filters_above() {
+        Some(1) => "1 seccomp filter is installed above it".to_owned(),
+        Some(n) => format!("{n} seccomp filters are installed above it"),
+        None => "a seccomp filter is installed above it".to_owned(),
     }
 }

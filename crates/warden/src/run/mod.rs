@@ -377,14 +377,12 @@ impl Reports {
     fn open(cfg: &RunConfig) -> Result<Reports, Failure> {
         let open = |p: &Option<PathBuf>| -> Result<Option<(PathBuf, std::fs::File)>, Failure> {
             let Some(p) = p else { return Ok(None) };
-            std::fs::File::create(p)
-                .map(|f| Some((p.clone(), f)))
-                .map_err(|e| {
-                    failure(
-                        EXIT_WARDEN,
-                        format!("cannot create the report {}: {e}", p.display()),
-                    )
-                })
+            open_report(p).map(|f| Some((p.clone(), f))).map_err(|e| {
+                failure(
+                    EXIT_WARDEN,
+                    format!("cannot create the report {}: {e}", p.display()),
+                )
+            })
         };
         Ok(Reports {
             meta: open(&cfg.report)?,
@@ -415,6 +413,25 @@ impl Reports {
         }
         Ok(())
     }
+}
+
+/// Opens a report file for writing. A report may name warden's own standard output or error
+/// (`warden run --report /dev/stdout -- prog > file`): a new open of that file would truncate
+/// what the shell's redirection already holds and then write over the program's output from
+/// the start. The same file is written through warden's own descriptor instead, so the report
+/// comes after what the program wrote. Any other path is created (or truncated) as usual.
+fn open_report(p: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    if let Ok(st) = rustix::fs::stat(p) {
+        let stdout = std::io::stdout();
+        let stderr = std::io::stderr();
+        for fd in [stdout.as_fd(), stderr.as_fd()] {
+            if rustix::fs::fstat(fd).is_ok_and(|s| s.st_dev == st.st_dev && s.st_ino == st.st_ino) {
+                return Ok(std::fs::File::from(fd.try_clone_to_owned()?));
+            }
+        }
+    }
+    std::fs::File::create(p)
 }
 
 /// `--pass-fd` numbers: 3 and up (0–2 have their own flags), each open in warden.
