@@ -31,6 +31,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
+//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -171,6 +172,8 @@ pub struct Measured {
     pub disk: Option<(u64, u64)>,
     /// With `--log`: the decisions not written to it because it reached its bound.
     pub log_dropped: Option<u64>,
+    /// Why the run had no namespaces (the host refused them), when it had none.
+    pub no_namespaces: Option<String>,
 }
 
 /// The verdict: status and, when not OK, a sentence.
@@ -298,6 +301,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(n) = m.log_dropped {
         put("log-dropped", n.into());
     }
+    if let Some(reason) = &m.no_namespaces {
+        put("mode", "no-namespaces".into());
+        put("mode-reason", reason.clone().into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -388,6 +395,7 @@ mod tests {
             copies: None,
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
+            no_namespaces: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,

@@ -123,6 +123,7 @@ pub fn execute(
         exec_rules,
         capsicum: cfg.capsicum.clone(),
         wx: cfg.wx,
+        host_pids: (!command.namespaces).then_some(sandbox.init_pid),
     };
     let served = Served {
         policy,

@@ -162,6 +162,7 @@ impl Plan {
             keep_terminal: cfg.terminal,
             deny_exec_memory: cfg.wx,
             view,
+            namespaces: true,
         };
         Ok(Plan {
             policy,
@@ -172,6 +173,15 @@ impl Plan {
             profile,
             net,
         })
+    }
+
+    /// The run without namespaces (`crate::confine::hostns`): the sandbox is started with
+    /// none, and the filter sends the calls that name other processes, System V IPC, message
+    /// queues and sockets to the agent (capability mode's profile: the same calls), which
+    /// holds them to the sandbox's own processes (`crate::agent::hostpids`).
+    pub fn without_namespaces(&mut self) {
+        self.command.namespaces = false;
+        self.profile.capability_mode = true;
     }
 
     /// How the registry and `warden ps` name who decides the program's file calls.
