@@ -112,7 +112,7 @@ pub struct RunArgs {
     /// `userns` (user namespaces: without it, on a host that refuses them, warden runs without
     /// namespaces, degraded and saying so), `landlock` (Landlock enforcing every right and
     /// scope warden uses, ABI 6+), `view` (the sandbox's own view, as --view on).
-    #[arg(long = "require", env = "WARDEN_REQUIRE", value_name = "userns,landlock,view", value_parser = warden::run::Require::parse)]
+    #[arg(long = "require", value_name = "userns,landlock,view", value_parser = warden::run::Require::parse)]
     require: Option<warden::run::Require>,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).

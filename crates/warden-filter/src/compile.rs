@@ -183,6 +183,35 @@ pub fn compile_wx_denials() -> Result<Vec<Instruction>, FilterError> {
     export(&ctx)
 }
 
+/// The program a sandbox without namespaces stacks on its profile's (warden's no-namespace
+/// mode): the calls that name other processes by register and that the profile runs directly,
+/// because a PID namespace held them, held to the caller itself. `setpriority` and
+/// `ioprio_set` only for `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS` 0 (a user's or a group's would
+/// reach the host's processes); anything else EPERM. A value with high bits set is refused
+/// too, though the kernel reads only the low 32: the filter errs on the side of refusing.
+pub fn compile_hostns_denials() -> Result<Vec<Instruction>, FilterError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).map_err(err("new"))?;
+    ctx.set_act_badarch(ScmpAction::Allow)
+        .map_err(err("badarch"))?;
+    ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
+    // (call, the `which` that names the caller's own process, the argument naming it)
+    const IOPRIO_WHO_PROCESS: u64 = 1;
+    for (nr, own_which) in [
+        (libc::SYS_setpriority, libc::PRIO_PROCESS as u64),
+        (libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS),
+    ] {
+        for (arg, wanted) in [(0, own_which), (1, 0)] {
+            ctx.add_rule_conditional(
+                ScmpAction::Errno(libc::EPERM),
+                ScmpSyscall::from(nr as i32),
+                &[Cmp::new(arg, Op::NotEqual, wanted)],
+            )
+            .map_err(err("another process's priority"))?;
+        }
+    }
+    export(&ctx)
+}
+
 /// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.
 pub fn listing(profile: Profile) -> Result<String, FilterError> {
     let ctx = context(profile)?;

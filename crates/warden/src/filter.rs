@@ -27,9 +27,24 @@ pub fn wx_denials() -> &'static [Instruction] {
     generated::WX_DENIALS
 }
 
+/// The program a sandbox without namespaces stacks as well: `setpriority` and `ioprio_set`
+/// of anything but the caller refused (`warden_filter::compile_hostns_denials`).
+pub fn hostns_denials() -> &'static [Instruction] {
+    generated::HOSTNS_DENIALS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_hostns_denials_match_a_fresh_compile() {
+        let fresh = warden_filter::compile_hostns_denials().unwrap();
+        assert_eq!(hostns_denials().len(), fresh.len());
+        for (a, b) in hostns_denials().iter().zip(&fresh) {
+            assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+        }
+    }
 
     #[test]
     fn embedded_wx_denials_match_a_fresh_compile() {

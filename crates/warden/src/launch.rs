@@ -1026,7 +1026,12 @@ fn program_child(
     }
     // The argument denials first (a filter with no listener); the kernel runs both programs on
     // every call and the stricter verdict wins.
-    if let Err(e) = seccomp::install(crate::filter::argument_denials()) {
+    if let Err(e) = seccomp::install(crate::filter::argument_denials()).and_then(|()| {
+        match child.cmd.namespaces {
+            true => Ok(()),
+            false => seccomp::install(crate::filter::hostns_denials()),
+        }
+    }) {
         fail(channel, Stage::Seccomp, &e);
         process::exit_now(125);
     }
