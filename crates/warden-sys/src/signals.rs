@@ -291,34 +291,6 @@ pub fn thread_kill(tgid: u32, tid: u32, sig: libc::c_int) {
     };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A signal sent to this thread while blocked is pending on the descriptor, taken once.
-    #[test]
-    fn a_blocked_signal_is_taken_from_the_descriptor_once() {
-        // Thread-directed (tgkill), so no other thread of the test harness can take it.
-        block(&[Signal::USR2]);
-        let fd = SignalFd::new(&[Signal::USR2]).expect("signalfd");
-        assert_eq!(fd.take(), None);
-        thread_kill(
-            std::process::id(),
-            rustix::thread::gettid().as_raw_nonzero().get() as u32,
-            libc::SIGUSR2,
-        );
-        let mut ready = [rustix::event::PollFd::new(
-            &fd,
-            rustix::event::PollFlags::IN,
-        )];
-        let n = rustix::event::poll(&mut ready, None).expect("poll");
-        assert_eq!(n, 1);
-        assert_eq!(fd.take(), Some(libc::SIGUSR2));
-        assert_eq!(fd.take(), None);
-        unblock_all();
-    }
-}
-
 /// `PIDFD_THREAD` (Linux 6.9): a pidfd for one thread, which `pidfd_send_signal` then signals
 /// alone.
 pub const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
@@ -363,4 +335,32 @@ pub fn pidfd_send_signal(
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A signal sent to this thread while blocked is pending on the descriptor, taken once.
+    #[test]
+    fn a_blocked_signal_is_taken_from_the_descriptor_once() {
+        // Thread-directed (tgkill), so no other thread of the test harness can take it.
+        block(&[Signal::USR2]);
+        let fd = SignalFd::new(&[Signal::USR2]).expect("signalfd");
+        assert_eq!(fd.take(), None);
+        thread_kill(
+            std::process::id(),
+            rustix::thread::gettid().as_raw_nonzero().get() as u32,
+            libc::SIGUSR2,
+        );
+        let mut ready = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let n = rustix::event::poll(&mut ready, None).expect("poll");
+        assert_eq!(n, 1);
+        assert_eq!(fd.take(), Some(libc::SIGUSR2));
+        assert_eq!(fd.take(), None);
+        unblock_all();
+    }
 }

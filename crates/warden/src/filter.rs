@@ -27,10 +27,16 @@ pub fn wx_denials() -> &'static [Instruction] {
     generated::WX_DENIALS
 }
 
-/// The program a sandbox without namespaces stacks as well: `setpriority` and `ioprio_set`
-/// of anything but the caller refused (`warden_filter::compile_hostns_denials`).
-pub fn hostns_denials() -> &'static [Instruction] {
-    generated::HOSTNS_DENIALS
+/// The program a sandbox without namespaces stacks as well
+/// (`warden_filter::compile_hostns_denials`): priorities, limits and scheduling of other
+/// processes, System V IPC and message queues refused, and with a `private` network (no net
+/// rule) every socket family but unix and netlink.
+pub fn hostns_denials(private: bool) -> &'static [Instruction] {
+    if private {
+        generated::HOSTNS_DENIALS_PRIVATE
+    } else {
+        generated::HOSTNS_DENIALS_NET
+    }
 }
 
 #[cfg(test)]
@@ -39,10 +45,13 @@ mod tests {
 
     #[test]
     fn embedded_hostns_denials_match_a_fresh_compile() {
-        let fresh = warden_filter::compile_hostns_denials().unwrap();
-        assert_eq!(hostns_denials().len(), fresh.len());
-        for (a, b) in hostns_denials().iter().zip(&fresh) {
-            assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+        for private in [true, false] {
+            let fresh = warden_filter::compile_hostns_denials(private).unwrap();
+            let embedded = hostns_denials(private);
+            assert_eq!(embedded.len(), fresh.len());
+            for (a, b) in embedded.iter().zip(&fresh) {
+                assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+            }
         }
     }
 

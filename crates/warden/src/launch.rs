@@ -76,6 +76,9 @@ pub struct Command {
     /// (`crate::confine::hostns`): no new namespace at all, init is the subreaper of the
     /// sandbox's processes instead of a PID namespace's init, no id maps, no private network.
     pub namespaces: bool,
+    /// Without namespaces, and without a net rule: no socket but unix and netlink
+    /// ([`crate::filter::hostns_denials`]), as the private network namespace gave.
+    pub no_network: bool,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -1010,7 +1013,13 @@ fn program_child(
     // Without namespaces the program's process holds none (warden as root became an
     // unprivileged uid first), and may not change its securebits: no_new_privs is its lock.
     if let Err(e) = crate::confine::privileges::drop_all_for_program(child.cmd.ids.range.is_some())
-        .or_else(|e| if child.cmd.namespaces || holds_capabilities() { Err(e) } else { Ok(()) })
+        .or_else(|e| {
+            if child.cmd.namespaces || holds_capabilities() {
+                Err(e)
+            } else {
+                Ok(())
+            }
+        })
     {
         fail(channel, Stage::Capabilities, &e);
         process::exit_now(125);
@@ -1029,7 +1038,7 @@ fn program_child(
     if let Err(e) = seccomp::install(crate::filter::argument_denials()).and_then(|()| {
         match child.cmd.namespaces {
             true => Ok(()),
-            false => seccomp::install(crate::filter::hostns_denials()),
+            false => seccomp::install(crate::filter::hostns_denials(child.cmd.no_network)),
         }
     }) {
         fail(channel, Stage::Seccomp, &e);
@@ -1113,8 +1122,9 @@ fn program_child(
 
 /// Whether the calling process holds any capability (effective or permitted).
 fn holds_capabilities() -> bool {
-    crate::confine::privileges::current()
-        .map_or(true, |(effective, permitted)| !effective.is_empty() || !permitted.is_empty())
+    crate::confine::privileges::current().map_or(true, |(effective, permitted)| {
+        !effective.is_empty() || !permitted.is_empty()
+    })
 }
 
 /// Waits for init's [`VIEW_SEALED`]; false if init closed the pipe without it.

@@ -322,7 +322,9 @@ pub const RUN_DEADLINE: Duration = Duration::from_secs(300);
 /// `tests/c/nouserns_wrap.c` in that mode: a seccomp filter that refuses namespaces as such a
 /// host does, so any suite can be run against warden's no-namespace mode.
 pub fn warden_cmd(who: As) -> Command {
-    let wrap = std::env::var("WARDEN_TEST_WRAP").ok().filter(|m| !m.is_empty());
+    let wrap = std::env::var("WARDEN_TEST_WRAP")
+        .ok()
+        .filter(|m| !m.is_empty());
     warden_cmd_wrapped(who, wrap.as_deref())
 }
 

@@ -53,7 +53,7 @@ pub fn serve(c: &Client, init: i32, live: Live<Registers>) -> Handled {
             by_pid(c, init, own, pid)?;
             // A group to join: a new one (0, or the process's own pid) or one a process of
             // the sandbox leads.
-            if pgid == 0 || pgid == pid || (pid == 0 && pgid == own) || pgid == own {
+            if pgid == 0 || pgid == pid || pgid == own {
                 return continue_it;
             }
             by_pid(c, init, own, pgid)
@@ -68,7 +68,11 @@ pub fn serve(c: &Client, init: i32, live: Live<Registers>) -> Handled {
             // F_SETOWN: a pid, or a process group as its negative.
             libc::F_SETOWN => owner(c, init, own, r.int(2)),
             // F_SETOWN_EX names its owner in memory the kernel reads again: refused.
-            _ => Err(refuse(c, "descriptor owner in memory (F_SETOWN_EX)", libc::EPERM)),
+            _ => Err(refuse(
+                c,
+                "descriptor owner in memory (F_SETOWN_EX)",
+                libc::EPERM,
+            )),
         },
         // FIOSETOWN, SIOCSPGRP: the owner in memory, as F_SETOWN_EX.
         libc::SYS_ioctl => Err(refuse(
@@ -175,7 +179,11 @@ fn group_members_inside(init: i32, group: i32) -> bool {
         return false;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         if group_of(pid) == Some(group) && !in_sandbox(init, pid) {
@@ -414,7 +422,10 @@ fn sandbox_processes(init: i32) -> Vec<i32> {
             let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
                 continue;
             };
-            for child in text.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+            for child in text
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok())
+            {
                 found.push(child);
                 queue.push(child);
             }

@@ -113,6 +113,8 @@ pub struct Agent {
     capsicum: Option<Arc<warden_capsicum::Session>>,
     /// Without namespaces: the sandbox's init ([`Confinement::host_pids`]).
     host_pids: Option<i32>,
+    /// [`Confinement::without_namespaces`].
+    without_namespaces: bool,
     /// `--wx`: memfds are refused ([`Confinement::wx`]).
     wx: bool,
     /// The rest of the first workers and the watchdog, started with the first request
@@ -131,9 +133,13 @@ pub struct Confinement {
     /// `--wx`: memfds are refused (a memfd mapped executable and, again, writable is memory
     /// the program writes and runs; `launch::Command::deny_exec_memory` does the rest).
     pub wx: bool,
-    /// Without namespaces (`crate::confine::hostns`): the sandbox's init, whose descendants
-    /// are the only processes its calls may name ([`hostpids`]).
+    /// Without namespaces (`crate::confine::hostns`), where the filter sends the agent the
+    /// calls that name processes: the sandbox's init, whose descendants are the only processes
+    /// those calls may name ([`hostpids`]).
     pub host_pids: Option<i32>,
+    /// The sandbox has no namespaces (`crate::confine::hostns`): abstract unix socket names
+    /// are the host's.
+    pub without_namespaces: bool,
 }
 
 impl Agent {
@@ -176,6 +182,7 @@ impl Agent {
             exec_rules: confinement.exec_rules,
             capsicum: confinement.capsicum,
             host_pids: confinement.host_pids,
+            without_namespaces: confinement.without_namespaces,
             wx: confinement.wx,
             rest: std::sync::Once::new(),
         }))
@@ -501,7 +508,9 @@ fn policy_serves(client: &Client<'_>, call: call::Call) -> Served {
         // Only capability mode's profile sends these: [`capsicum`] answers them all, or, in a
         // sandbox without namespaces, [`hostpids`].
         C::Checked(a) => match client.agent.host_pids {
-            Some(init) => hostpids::serve(client, init, a).map_err(rustix::io::Errno::from_raw_os_error),
+            Some(init) => {
+                hostpids::serve(client, init, a).map_err(rustix::io::Errno::from_raw_os_error)
+            }
             None => Err(rustix::io::Errno::NOSYS),
         },
     }
@@ -617,7 +626,7 @@ impl Client<'_> {
 
     /// Whether the sandbox runs without namespaces (`crate::confine::hostns`).
     pub fn without_namespaces(&self) -> bool {
-        self.agent.host_pids.is_some()
+        self.agent.without_namespaces
     }
 
     /// The network context.

@@ -46,9 +46,7 @@ pub fn probe() -> Option<NoNamespaces> {
             Some(libc::EPERM) => {
                 "clone(CLONE_NEWUSER): EPERM, a seccomp profile or security module".to_owned()
             }
-            Some(libc::EACCES) => {
-                "clone(CLONE_NEWUSER): EACCES, a security module".to_owned()
-            }
+            Some(libc::EACCES) => "clone(CLONE_NEWUSER): EACCES, a security module".to_owned(),
             Some(libc::ENOSYS | libc::EINVAL) => {
                 format!("clone(CLONE_NEWUSER): no user namespaces in this kernel or profile: {e}")
             }
