@@ -239,6 +239,43 @@ fn no_network_without_a_net_rule() {
     });
 }
 
+/// With a net rule, the agent decides as it always does: the allowed endpoint is reached, the
+/// one beside it is not (from outside: its listener saw nothing).
+#[test]
+fn net_rules_hold_through_the_agent() {
+    each_user("net_rules_hold_through_the_agent", |who| {
+        let allowed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        other.set_nonblocking(true).unwrap();
+        let (a, o) = (
+            allowed.local_addr().unwrap().port(),
+            other.local_addr().unwrap().port(),
+        );
+        let dir = common::fresh_dir(&format!("nouserns-net-{}", who_tag(who)));
+        let policy = dir.join("net.policy");
+        std::fs::write(&policy, format!("net-allow outgoing tcp 127.0.0.1 {a}\n")).unwrap();
+        common::chmod(&policy, 0o644);
+        let probe = format!(
+            "import socket\nfor p in ({a}, {o}):\n    try:\n        \
+             socket.create_connection(('127.0.0.1', p), 5)\n        print('connected', p)\n    \
+             except OSError as e:\n        print('refused', p, e.errno)\n"
+        );
+        let mut cmd = common::warden_cmd_wrapped(who, Some("docker"));
+        cmd.arg("run")
+            .arg("--policy")
+            .arg(&policy)
+            .args(["--", "/usr/bin/python3", "-c", &probe]);
+        let (out, _) = common::finish(cmd, common::RUN_DEADLINE);
+        let stdout = common::stdout(&out);
+        assert!(out.status.success(), "{stdout}\n{}", common::stderr(&out));
+        assert!(stdout.contains(&format!("connected {a}")), "{stdout}");
+        assert!(stdout.contains(&format!("refused {o}")), "{stdout}");
+        allowed.set_nonblocking(true).unwrap();
+        assert!(allowed.accept().is_ok(), "the allowed listener saw nothing");
+        assert!(other.accept().is_err(), "the other listener was reached");
+    });
+}
+
 #[test]
 fn namespaces_mounts_and_keyrings_refused() {
     each_user("namespaces_mounts_and_keyrings_refused", |who| {

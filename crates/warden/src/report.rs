@@ -405,6 +405,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_run_without_namespaces_says_so_and_others_do_not() {
+        let limits = Limits::default();
+        let plain = entries(&Measured::default(), &limits, Format::Json);
+        assert!(!plain.iter().any(|(k, _)| k == "mode"));
+        let m = Measured {
+            no_namespaces: Some("clone(CLONE_NEWUSER): EPERM".into()),
+            ..Measured::default()
+        };
+        let e = entries(&m, &limits, Format::Meta);
+        let get = |k: &str| e.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("mode"), Some("no-namespaces".into()));
+        assert_eq!(
+            get("mode-reason"),
+            Some("clone(CLONE_NEWUSER): EPERM".into())
+        );
+    }
+
     fn meta(m: &Measured, limits: &Limits) -> String {
         to_meta(&entries(m, limits, Format::Meta))
     }

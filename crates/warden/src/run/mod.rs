@@ -605,3 +605,21 @@ fn check_pass_fds(fds: &[i32]) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod require_tests {
+    use super::Require;
+
+    #[test]
+    fn require_reads_its_comma_list_and_names_what_it_does_not_know() {
+        assert_eq!(Require::parse(""), Ok(Require::default()));
+        let r = Require::parse("userns, view").unwrap();
+        assert!(r.userns && r.view && !r.landlock);
+        assert!(Require::parse("userns,landlock,view").unwrap().landlock);
+        let e = Require::parse("userns,pidns").unwrap_err();
+        assert!(
+            e.contains("`pidns`") && e.contains("known: userns, landlock, view"),
+            "{e}"
+        );
+    }
+}
