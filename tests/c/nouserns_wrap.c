@@ -7,6 +7,9 @@
  *                                 CLONE_NEWUSER EPERM, other namespace flags allowed.
  *   nouserns_wrap enospc CMD...   user.max_user_namespaces=0: CLONE_NEWUSER ENOSPC ("No space
  *                                 left on device"), other namespace flags allowed.
+ *   nouserns_wrap nocaps CMD...   Ubuntu 24.04's AppArmor restriction, as far as a sandbox
+ *                                 sees it: clone may make namespaces, but the first privileged
+ *                                 step in them, unshare with a namespace flag, is EPERM.
  *
  * clone3 is ENOSYS in every mode (its flags are in memory a filter cannot read). The filter is
  * inherited by the command and everything it starts, as a container's is. */
@@ -31,16 +34,19 @@
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: nouserns_wrap docker|eperm|enospc CMD...\n");
+        fprintf(stderr, "usage: nouserns_wrap docker|eperm|enospc|nocaps CMD...\n");
         return 2;
     }
-    unsigned mask = ALL_NEW, err = EPERM, setns_err = EPERM;
+    unsigned mask = ALL_NEW, unshare_mask = ALL_NEW, err = EPERM, setns_err = EPERM;
     if (strcmp(argv[1], "docker") == 0) {
     } else if (strcmp(argv[1], "eperm") == 0) {
-        mask = CLONE_NEWUSER;
+        mask = unshare_mask = CLONE_NEWUSER;
+        setns_err = 0;
+    } else if (strcmp(argv[1], "nocaps") == 0) {
+        mask = 0;
         setns_err = 0;
     } else if (strcmp(argv[1], "enospc") == 0) {
-        mask = CLONE_NEWUSER;
+        mask = unshare_mask = CLONE_NEWUSER;
         err = ENOSPC;
         setns_err = 0;
     } else {
@@ -57,10 +63,14 @@ int main(int argc, char **argv) {
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setns, 0, 2),
         BPF_STMT(BPF_RET | BPF_K, setns_err ? (SECCOMP_RET_ERRNO | setns_err) : SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0),
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | err),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, unshare_mask, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | err),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),

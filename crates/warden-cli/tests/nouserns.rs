@@ -1,7 +1,8 @@
 //! warden on a host that refuses user namespaces (README, "Without user namespaces"): the
 //! real binary under `tests/c/nouserns_wrap.c`, a seccomp filter that refuses namespaces as
 //! Docker's default profile does (`docker`), or the user namespace alone as a security module
-//! (`eperm`) or `user.max_user_namespaces=0` (`enospc`) do. warden must then run the program
+//! (`eperm`) or `user.max_user_namespaces=0` (`enospc`) do, or as Ubuntu's AppArmor restriction
+//! looks to a sandbox (`nocaps`: namespaces made, the first privileged step in them refused). warden must then run the program
 //! without namespaces, say so once, and keep it from every process, IPC object, abstract socket
 //! and network endpoint outside the sandbox. Each test looks from outside too: the victim
 //! process is alive (SIGUSR1 would have killed it), the listeners accepted nothing, warden
@@ -117,6 +118,8 @@ fn user_namespace_refused_alone_eperm_and_enospc() {
     each_user("user_namespace_refused_alone_eperm_and_enospc", |who| {
         signals(who, "eperm", &[]);
         signals(who, "enospc", &[]);
+        // The AppArmor shape: the namespace is made, its first privileged step refused.
+        signals(who, "nocaps", &[]);
     });
 }
 
