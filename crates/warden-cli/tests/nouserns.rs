@@ -123,40 +123,55 @@ fn user_namespace_refused_alone_eperm_and_enospc() {
     });
 }
 
-/// warden's own pid, its init (the program's parent) and process groups, named by a shell
-/// that execs into the wrapper (so `$$` is warden's pid).
+/// `nouserns_escape ARGS` under warden, run by a shell that execs into the wrapper, so that
+/// `$$` in `args` is warden's own pid.
+fn naming_warden(who: As, args: &str) -> Report {
+    let (prog, bin) = common::program("nouserns_escape");
+    let wrap = common::c_program("nouserns_wrap");
+    let line = format!(
+        "exec {} docker {} run --read {bin} --exec {bin} -- {prog} {args}",
+        wrap.display(),
+        common::warden()
+    );
+    let mut cmd = match who {
+        As::Me => Command::new("sh"),
+        As::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                "sh",
+            ]);
+            c
+        }
+    };
+    cmd.current_dir(common::workdir())
+        .stdin(Stdio::null())
+        .args(["-c", &line]);
+    let (out, _) = common::finish(cmd, common::RUN_DEADLINE);
+    Report::new(&format!("warden as {}", who_tag(who)), out)
+}
+
+/// warden's own pid, its init (the program's parent) and process groups: no signal reaches
+/// them (warden exits 0 with the program's DONE: neither warden nor init took SIGUSR1), and
+/// warden's /proc (its environment, its memory) is not there.
 #[test]
-fn warden_and_init_cannot_be_signalled() {
-    each_user("warden_and_init_cannot_be_signalled", |who| {
-        let (prog, bin) = common::program("nouserns_escape");
-        let wrap = common::c_program("nouserns_wrap");
-        let line = format!(
-            "exec {} docker {} run --read {bin} --exec {bin} -- {prog} signals $$",
-            wrap.display(),
-            common::warden()
-        );
-        let mut cmd = match who {
-            As::Me => Command::new("sh"),
-            As::Nobody => {
-                let mut c = Command::new("/usr/bin/setpriv");
-                c.args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "--",
-                    "sh",
-                ]);
-                c
-            }
-        };
-        cmd.current_dir(common::workdir())
-            .stdin(Stdio::null())
-            .args(["-c", &line]);
-        let (out, _) = common::finish(cmd, common::RUN_DEADLINE);
-        let r = Report::new(&format!("warden as {}", who_tag(who)), out);
-        // warden exited 0 with the program's DONE: neither warden nor init took SIGUSR1.
+fn warden_and_init_cannot_be_signalled_or_read() {
+    each_user("warden_and_init_cannot_be_signalled_or_read", |who| {
+        let r = naming_warden(who, "signals $$");
         r.finished();
         assert_only_inside(&r);
+        let r = naming_warden(
+            who,
+            "proc /proc/$$/environ /proc/$$/mem /proc/$$/cmdline /proc/$$/task/$$/environ",
+        );
+        r.finished();
+        assert_eq!(r.attempts.len(), 4, "{}", r.dump());
+        for a in &r.attempts {
+            assert!(!a.ok(), "{} was read\n{}", a.field("path"), r.dump());
+        }
     });
 }
 
