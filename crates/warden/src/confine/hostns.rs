@@ -5,15 +5,19 @@
 //! namespace at all, no view, and the rules the namespaces held kept by other routes (README,
 //! "Without user namespaces"):
 //!
-//! - signals, `pidfd_open`, scheduling and limits by pid: the agent, against the sandbox's own
-//!   process tree (`crate::agent::hostpids`); Landlock's signal scope (ABI 6) in the kernel;
-//! - other processes' `/proc/PID`: the agent's resolver shows only the caller's own, and
-//!   Landlock refuses ptrace access (`/proc/PID/mem`, `environ`, ...) across its domain;
-//! - System V IPC and POSIX message queues: refused by the agent;
+//! - signals (and `F_SETOWN`'s SIGIO): Landlock's signal scope (ABI 6) holds them to the
+//!   sandbox's domain in the kernel, at delivery; on a kernel without it, the agent decides
+//!   them and every call that names a pid, against the sandbox's own process tree
+//!   (`crate::agent::hostpids`);
+//! - `ptrace`, `process_vm_*`, `pidfd_getfd`, `kcmp`: refused by the filter, and Landlock
+//!   refuses ptrace access (`/proc/PID/mem`, `environ`, ...) across its domain;
+//! - other processes' `/proc/PID`: the agent's resolver shows only the caller's own;
+//! - priorities, limits, scheduling and process groups of other pids, System V IPC and POSIX
+//!   message queues: refused by a stacked filter (`crate::filter::hostns_denials`);
 //! - abstract unix sockets: refused by the agent (it performs every `connect` and `bind`) and
 //!   by Landlock's abstract-socket scope (ABI 6);
-//! - the network: without a net rule, no socket but unix and netlink (the agent refuses the
-//!   rest); with net rules, the agent decides as it always does;
+//! - the network: without a net rule, no socket but unix and netlink (the stacked filter); with
+//!   net rules, the agent decides as it always does;
 //! - as root: the program runs as uid 65534 (or `starting_uid`), with no capability.
 //!
 //! Whether the host refuses is found by trying ([`probe`]), never guessed from versions; the
