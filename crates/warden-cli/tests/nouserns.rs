@@ -481,3 +481,75 @@ fn a_reused_pid_names_a_process_outside_and_is_refused() {
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
+
+/// Whether `pid` still names a `sleep` (a process the sandbox left behind).
+fn sleeping(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0"))
+}
+
+/// Nothing outlives the sandbox without a PID namespace: a daemon (`setsid`, orphaned) is gone
+/// when the program ends, and when warden is told to stop while the program runs.
+#[test]
+fn nothing_outlives_the_sandbox() {
+    each_user("nothing_outlives_the_sandbox", |who| {
+        let pid_of = |path: &std::path::Path| -> Option<i32> {
+            std::fs::read_to_string(path)
+                .ok()?
+                .lines()
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        for stop_warden in [false, true] {
+            let (out_path, out_file) = common::capture_file("outlive-stdout");
+            let script = if stop_warden {
+                "setsid sleep 300 & echo $!; sleep 300"
+            } else {
+                "setsid sleep 300 & echo $!"
+            };
+            let mut cmd = common::warden_cmd_wrapped(who, Some("docker"));
+            cmd.args(["run", "--", "/bin/sh", "-c", script])
+                .stdout(out_file)
+                .stderr(Stdio::null());
+            let mut warden = cmd.spawn().unwrap();
+            let mut daemon = None;
+            for _ in 0..2000 {
+                daemon = pid_of(&out_path);
+                if daemon.is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let daemon = daemon.expect("the program printed its daemon's pid");
+            // The pid is the shell's child until it has exec'd setsid and sleep.
+            for _ in 0..200 {
+                if sleeping(daemon) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if stop_warden {
+                assert!(sleeping(daemon), "the daemon should run while warden does");
+                common::signal(warden.id() as i32, libc::SIGTERM).unwrap();
+            }
+            let (_, timed_out) = common::wait_deadline(&mut warden, common::RUN_DEADLINE);
+            assert!(!timed_out);
+            // init reaps what it kills before it exits; give a last reap a moment.
+            for _ in 0..100 {
+                if !sleeping(daemon) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let left = sleeping(daemon);
+            if left {
+                let _ = common::signal(daemon, libc::SIGKILL);
+            }
+            assert!(
+                !left,
+                "the daemon {daemon} outlived the sandbox (warden stopped: {stop_warden})"
+            );
+        }
+    });
+}

@@ -188,6 +188,9 @@ pub struct Launched {
     channel: OwnedFd,
     /// Whether init has been reaped (its pid may then name another process).
     reaped: std::sync::atomic::AtomicBool,
+    /// Whether init is a PID namespace's, whose death kills every process of the sandbox
+    /// (without namespaces it is only their subreaper: [`Launched::kill`]).
+    namespaces: bool,
 }
 
 /// The owner of a started sandbox: dropping it kills the sandbox and reaps init, on every way
@@ -271,6 +274,10 @@ pub enum Outcome {
     /// init vanished without a report (killed from outside).
     Lost,
 }
+
+/// How long [`Launched::kill`] waits for an init without a PID namespace to end the sandbox's
+/// processes itself before it is killed.
+const KILL_GRACE_MS: i64 = 250;
 
 const MSG_GO: u8 = b'G';
 const MSG_READY: u8 = b'R';
@@ -413,6 +420,7 @@ fn parent_side(
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Launched, LaunchError> {
+    let namespaces = ids.is_some();
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
     };
@@ -483,6 +491,7 @@ fn parent_side(
                 program_root,
                 channel,
                 reaped: Default::default(),
+                namespaces,
             })
         }
         (Some(&MSG_FAILED), _) => {
@@ -663,7 +672,23 @@ impl Launched {
     }
 
     /// Kills the whole sandbox (init's death takes every process of the namespace with it).
+    /// Without namespaces init's death would leave the others to the host's reaper: init is
+    /// told to kill them first ([`Launched::terminate`]: it kills its children, and each orphan
+    /// it inherits, until none is left, then exits), and killed after at most
+    /// [`KILL_GRACE_MS`] if it has not exited by then.
     pub fn kill(&self) {
+        if !self.namespaces && !self.reaped.load(std::sync::atomic::Ordering::SeqCst) {
+            self.terminate();
+            let mut fds = [rustix::event::PollFd::new(
+                &self.init_pidfd,
+                rustix::event::PollFlags::IN,
+            )];
+            let grace = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: KILL_GRACE_MS * 1_000_000,
+            };
+            let _ = rustix::event::poll(&mut fds, Some(&grace));
+        }
         let _ = rustix::process::pidfd_send_signal(&self.init_pidfd, rustix::process::Signal::KILL);
     }
 
