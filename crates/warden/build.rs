@@ -40,6 +40,21 @@ fn main() {
     out.push_str("// What --wx stacks on top: shmat with SHM_EXEC refused.\npub static WX_DENIALS: &[Instruction] = &[\n");
     write_program(&mut out, &wx, "    ");
     out.push_str("];\n");
+    for (name, private) in [
+        ("HOSTNS_DENIALS_PRIVATE", true),
+        ("HOSTNS_DENIALS_NET", false),
+    ] {
+        let hostns = warden_filter::compile_hostns_denials(private)
+            .unwrap_or_else(|e| panic!("compiling the no-namespace denials: {e}"));
+        writeln!(
+            out,
+            "// What a sandbox without namespaces stacks on top (private network: {private}).\n\
+             pub static {name}: &[Instruction] = &["
+        )
+        .unwrap();
+        write_program(&mut out, &hostns, "    ");
+        out.push_str("];\n");
+    }
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(std::path::Path::new(&dir).join("filters.rs"), out).expect("write filters.rs");
     println!("cargo:rerun-if-changed=build.rs");

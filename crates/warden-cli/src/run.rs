@@ -108,6 +108,12 @@ pub struct RunArgs {
     /// (ENOENT), and a write where the policy gives none is a read-only file system (EROFS).
     #[arg(long = "view", env = "WARDEN_VIEW", value_name = "auto|on|off", default_value = "auto", value_parser = ["auto", "on", "off"])]
     view: String,
+    /// Pieces the run must have, or not run (exit 125 and one sentence), comma-separated:
+    /// `userns` (user namespaces: without it, on a host that refuses them, warden runs without
+    /// namespaces, degraded and saying so), `landlock` (Landlock enforcing every right and
+    /// scope warden uses, ABI 6+), `view` (the sandbox's own view, as --view on).
+    #[arg(long = "require", value_name = "userns,landlock,view", value_parser = warden::run::Require::parse)]
+    require: Option<warden::run::Require>,
 
     /// CPU time limit, user+sys of every process of the sandbox (policy: limit-time).
     #[arg(long, value_name = "SEC", help_heading = "Limits", value_parser = limit(LimitKind::Time))]
@@ -284,6 +290,7 @@ pub fn main(args: RunArgs) -> i32 {
             _ => FastPath::InView,
         },
         view,
+        require: args.require.unwrap_or_default(),
         ..RunConfig::default()
     };
     match warden::run::run(cfg) {

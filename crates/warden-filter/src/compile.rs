@@ -183,6 +183,109 @@ pub fn compile_wx_denials() -> Result<Vec<Instruction>, FilterError> {
     export(&ctx)
 }
 
+/// The program a sandbox without namespaces stacks on its profile's (warden's no-namespace
+/// mode), for what its PID, IPC and network namespaces held and the profile runs directly:
+///
+/// - `setpriority` and `ioprio_set` only for `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS` 0 (a user's
+///   or a group's would reach the host's processes); `prlimit64` setting another pid's limits,
+///   `sched_setaffinity`/`sched_setscheduler`/`sched_setparam`/`sched_setattr` and `setpgid`
+///   of another pid: EPERM. (Signals are Landlock's: its signal scope, ABI 6, confines them,
+///   `F_SETOWN`'s SIGIO included, to the sandbox's domain; without it the agent decides.)
+/// - System V IPC and POSIX message queues: the host's, EPERM.
+/// - `private` (no net rule): sockets of any family but unix and netlink, EACCES.
+///
+/// A value with high bits set is refused too, though the kernel reads only the low 32: the
+/// filter errs on the side of refusing.
+pub fn compile_hostns_denials(private: bool) -> Result<Vec<Instruction>, FilterError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).map_err(err("new"))?;
+    ctx.set_act_badarch(ScmpAction::Allow)
+        .map_err(err("badarch"))?;
+    ctx.set_ctl_nnp(false).map_err(err("nnp"))?;
+    let deny = |ctx: &mut ScmpFilterContext,
+                errno: i32,
+                nr: libc::c_long,
+                cmp: &[Cmp],
+                what: &'static str|
+     -> Result<(), FilterError> {
+        ctx.add_rule_conditional(ScmpAction::Errno(errno), ScmpSyscall::from(nr as i32), cmp)
+            .map_err(err(what))?;
+        Ok(())
+    };
+    const IOPRIO_WHO_PROCESS: u64 = 1;
+    for (nr, own_which) in [
+        (libc::SYS_setpriority, libc::PRIO_PROCESS as u64),
+        (libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS),
+    ] {
+        deny(
+            &mut ctx,
+            libc::EPERM,
+            nr,
+            &[Cmp::new(0, Op::NotEqual, own_which)],
+            "priority",
+        )?;
+        deny(
+            &mut ctx,
+            libc::EPERM,
+            nr,
+            &[Cmp::new(1, Op::NotEqual, 0)],
+            "priority",
+        )?;
+    }
+    deny(
+        &mut ctx,
+        libc::EPERM,
+        libc::SYS_prlimit64,
+        &[Cmp::new(0, Op::NotEqual, 0), Cmp::new(2, Op::NotEqual, 0)],
+        "another process's limits",
+    )?;
+    for nr in [
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+        libc::SYS_setpgid,
+    ] {
+        deny(
+            &mut ctx,
+            libc::EPERM,
+            nr,
+            &[Cmp::new(0, Op::NotEqual, 0)],
+            "another process",
+        )?;
+    }
+    for nr in [
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_shmdt,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+    ] {
+        ctx.add_rule(ScmpAction::Errno(libc::EPERM), ScmpSyscall::from(nr as i32))
+            .map_err(err("System V IPC"))?;
+    }
+    if private {
+        let only = [libc::AF_UNIX as u64, libc::AF_NETLINK as u64];
+        for cmp in all_but32(0, &only) {
+            ctx.add_rule_conditional(
+                ScmpAction::Errno(libc::EACCES),
+                ScmpSyscall::from(libc::SYS_socket as i32),
+                &[cmp],
+            )
+            .map_err(err("socket families"))?;
+        }
+    }
+    export(&ctx)
+}
+
 /// The pseudo-C listing of the filter (libseccomp's PFC), for review and for the tests.
 pub fn listing(profile: Profile) -> Result<String, FilterError> {
     let ctx = context(profile)?;

@@ -11,7 +11,9 @@ pub mod abi;
 pub mod compile;
 pub mod syscalls;
 
-pub use compile::{compile, compile_argument_denials, compile_wx_denials, FilterError};
+pub use compile::{
+    compile, compile_argument_denials, compile_hostns_denials, compile_wx_denials, FilterError,
+};
 
 /// One classic-BPF instruction, as `struct sock_filter`.
 pub type Instruction = libc::sock_filter;

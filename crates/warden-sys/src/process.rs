@@ -660,3 +660,54 @@ mod tests {
         assert_eq!(linked, listed);
     }
 }
+
+/// Whether this process runs under a seccomp filter (`PR_GET_SECCOMP` says 2): a container
+/// engine's profile, another supervisor's, a test's. Such a filter may refuse the namespaces
+/// warden makes, which only trying tells ([`probe_namespaces`]).
+pub fn under_seccomp_filter() -> bool {
+    // SAFETY: PR_GET_SECCOMP takes no pointer and returns the mode (0, 1 or 2), or -1; a filter
+    // that refuses prctl makes it -1 with an errno, which counts as a filter.
+    let rc = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    rc != 0
+}
+
+/// Why a probe of the sandbox's namespaces failed.
+#[derive(Debug)]
+pub enum NamespaceRefusal {
+    /// The `clone` that makes them failed with this error (a seccomp profile's EPERM,
+    /// `user.max_user_namespaces=0`'s ENOSPC, a kernel without them: EINVAL).
+    Clone(io::Error),
+    /// The user namespace was made, but the capabilities in it are refused (Ubuntu's AppArmor
+    /// restriction): its first privileged step, making a network namespace, failed with this.
+    Capabilities(io::Error),
+}
+
+/// Tries the sandbox's `clone` with `flags` (a user namespace and the others), and in the child
+/// the first step that needs the namespace's capabilities (`unshare(CLONE_NEWNET)`); the child
+/// exits at once. The caller must be single-threaded (see [`clone_process`]). Costs one clone
+/// and a network namespace: only for hosts that may refuse them.
+pub fn probe_namespaces(flags: u64) -> Result<(), NamespaceRefusal> {
+    match clone_process(flags).map_err(NamespaceRefusal::Clone)? {
+        Cloned::Child(_) => {
+            let code = match private_network() {
+                Ok(()) => 0,
+                // An exit code carries the errno (they all fit in 8 bits).
+                Err(e) => e.raw_os_error().unwrap_or(libc::EPERM) & 0xff,
+            };
+            exit_now(code)
+        }
+        Cloned::Parent { pid, pidfd } => {
+            drop(pidfd);
+            let (status, _) = wait_with_usage(pid).map_err(NamespaceRefusal::Clone)?;
+            match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+                Some(0) => Ok(()),
+                Some(errno) => Err(NamespaceRefusal::Capabilities(
+                    io::Error::from_raw_os_error(errno),
+                )),
+                None => Err(NamespaceRefusal::Capabilities(io::Error::other(
+                    "the probe's child was killed",
+                ))),
+            }
+        }
+    }
+}

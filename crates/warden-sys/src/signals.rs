@@ -189,10 +189,75 @@ extern "C" fn kill_everyone_else(_: libc::c_int) {
     kill_all_others();
 }
 
+/// Set once by an init that runs without a PID namespace of its own ([`without_namespace`]).
+static NO_NAMESPACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For a sandbox's init that has no PID namespace (warden's no-namespace mode): makes it the
+/// subreaper of everything it starts (an orphan of the sandbox is reparented to it, not to the
+/// host's init), and makes [`kill_all_others`] kill its children rather than `kill(-1)`, which
+/// outside a PID namespace would reach every process of the user's (or, as root, of the host).
+pub fn without_namespace() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    NO_NAMESPACE.store(true, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
+}
+
 /// `kill(-1, SIGKILL)`: from a PID namespace's init, every other process of the namespace.
+/// Without one ([`without_namespace`]): every child of the caller, which is the subreaper of
+/// all the sandbox started; their children, orphaned, become its children and are killed on the
+/// next call (init calls this again each time it reaps one).
 pub fn kill_all_others() {
+    if NO_NAMESPACE.load(std::sync::atomic::Ordering::SeqCst) {
+        kill_children();
+        return;
+    }
     // SAFETY: kill takes two integers and touches no memory; it is async-signal-safe.
     unsafe { libc::kill(-1, libc::SIGKILL) };
+}
+
+/// SIGKILL to every child of the calling (single-threaded) process, read from
+/// `/proc/thread-self/children` with raw calls only (it runs in a signal handler). A child
+/// that has not been reaped keeps its pid, so none of the pids read can name another process.
+fn kill_children() {
+    let mut buf = [0u8; 4096];
+    // SAFETY: open, read and close are async-signal-safe; the path is a NUL-terminated literal
+    // and `buf` is ours, valid for its length.
+    let n = unsafe {
+        let fd = libc::open(
+            c"/proc/thread-self/children".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        n
+    };
+    if n <= 0 {
+        return;
+    }
+    let mut pid: i32 = 0;
+    for &b in &buf[..n as usize] {
+        if b.is_ascii_digit() {
+            pid = pid.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+        } else {
+            if pid > 0 {
+                // SAFETY: as in the namespace case; `pid` is an unreaped child of ours.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            pid = 0;
+        }
+    }
+    if pid > 0 {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Whether [`without_namespace`] was called in this process.
+pub fn is_without_namespace() -> bool {
+    NO_NAMESPACE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// For the sandbox's init: on [`TERMINATE`], kill every other process of the namespace, and
@@ -224,6 +289,52 @@ pub fn thread_kill(tgid: u32, tid: u32, sig: libc::c_int) {
             sig,
         )
     };
+}
+
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for one thread, which `pidfd_send_signal` then signals
+/// alone.
+pub const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+
+/// `PIDFD_SIGNAL_THREAD` (Linux 6.9): `pidfd_send_signal` to the thread the pidfd names.
+pub const PIDFD_SIGNAL_THREAD: u32 = 1;
+
+/// `pidfd_open(pid, flags)`: a descriptor for the process (or, with [`PIDFD_THREAD`], the
+/// thread) `pid` names now. Holding it does not keep the number from being reused once that
+/// process is reaped, but every signal sent through it reaches that process or nothing.
+pub fn pidfd_open(pid: i32, flags: u32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor to us, and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(rc as i32) })
+}
+
+/// `pidfd_send_signal(pidfd, sig, info, flags)`, `info` being a `siginfo_t` as copied from a
+/// caller (the kernel checks its `si_signo` and `si_code` as for `rt_sigqueueinfo`).
+pub fn pidfd_send_signal(
+    pidfd: BorrowedFd<'_>,
+    sig: i32,
+    info: Option<&[u8; 128]>,
+    flags: u32,
+) -> io::Result<()> {
+    let info_ptr = info.map_or(std::ptr::null(), |i| i.as_ptr());
+    // SAFETY: the descriptor is borrowed for the call; `info` is null or points at 128 bytes
+    // (sizeof(siginfo_t)) that live across it, which the kernel only reads.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            info_ptr,
+            flags,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -27,9 +27,33 @@ pub fn wx_denials() -> &'static [Instruction] {
     generated::WX_DENIALS
 }
 
+/// The program a sandbox without namespaces stacks as well
+/// (`warden_filter::compile_hostns_denials`): priorities, limits and scheduling of other
+/// processes, System V IPC and message queues refused, and with a `private` network (no net
+/// rule) every socket family but unix and netlink.
+pub fn hostns_denials(private: bool) -> &'static [Instruction] {
+    if private {
+        generated::HOSTNS_DENIALS_PRIVATE
+    } else {
+        generated::HOSTNS_DENIALS_NET
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_hostns_denials_match_a_fresh_compile() {
+        for private in [true, false] {
+            let fresh = warden_filter::compile_hostns_denials(private).unwrap();
+            let embedded = hostns_denials(private);
+            assert_eq!(embedded.len(), fresh.len());
+            for (a, b) in embedded.iter().zip(&fresh) {
+                assert_eq!((a.code, a.jt, a.jf, a.k), (b.code, b.jt, b.jf, b.k));
+            }
+        }
+    }
 
     #[test]
     fn embedded_wx_denials_match_a_fresh_compile() {

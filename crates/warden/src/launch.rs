@@ -72,6 +72,13 @@ pub struct Command {
     /// The sandbox's own file system view, built by init in a fresh mount namespace before the
     /// program starts (`None`: the sandbox sees the host's tree, and the agent decides).
     pub view: Option<warden_policy::view::ViewPlan>,
+    /// Whether the sandbox gets its namespaces. `false` on a host that refuses them
+    /// (`crate::confine::hostns`): no new namespace at all, init is the subreaper of the
+    /// sandbox's processes instead of a PID namespace's init, no id maps, no private network.
+    pub namespaces: bool,
+    /// Without namespaces, and without a net rule: no socket but unix and netlink
+    /// ([`crate::filter::hostns_denials`]), as the private network namespace gave.
+    pub no_network: bool,
 }
 
 /// Where a setup step in the sandbox failed.
@@ -181,6 +188,9 @@ pub struct Launched {
     channel: OwnedFd,
     /// Whether init has been reaped (its pid may then name another process).
     reaped: std::sync::atomic::AtomicBool,
+    /// Whether init is a PID namespace's, whose death kills every process of the sandbox
+    /// (without namespaces it is only their subreaper: [`Launched::kill`]).
+    namespaces: bool,
 }
 
 /// The owner of a started sandbox: dropping it kills the sandbox and reaps init, on every way
@@ -264,6 +274,10 @@ pub enum Outcome {
     /// init vanished without a report (killed from outside).
     Lost,
 }
+
+/// How long [`Launched::kill`] waits for an init without a PID namespace to end the sandbox's
+/// processes itself before it is killed.
+const KILL_GRACE_MS: i64 = 250;
 
 const MSG_GO: u8 = b'G';
 const MSG_READY: u8 = b'R';
@@ -350,7 +364,9 @@ pub fn launch(
 
     // warden calls launch before it starts any thread (the agent starts afterwards);
     // clone_process checks that.
-    let namespaces = if cmd.view.is_some() {
+    let namespaces = if !cmd.namespaces {
+        0
+    } else if cmd.view.is_some() {
         SANDBOX_NAMESPACES | libc::CLONE_NEWNS as u64
     } else {
         SANDBOX_NAMESPACES
@@ -386,7 +402,8 @@ pub fn launch(
             crate::timings::mark("clone");
             drop(theirs);
             drop(landlock);
-            let launched = parent_side(pid, pidfd, ours, cmd.ids, attach, fill);
+            let ids = cmd.namespaces.then_some(cmd.ids);
+            let launched = parent_side(pid, pidfd, ours, ids, attach, fill);
             if let Some(p) = &placement {
                 p.restore();
             }
@@ -399,14 +416,15 @@ fn parent_side(
     pid: i32,
     pidfd: OwnedFd,
     channel: OwnedFd,
-    ids: IdMap,
+    ids: Option<IdMap>,
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Launched, LaunchError> {
+    let namespaces = ids.is_some();
     let kill = |pidfd: &OwnedFd| {
         let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
     };
-    if let Err(e) = write_id_maps(pid, ids) {
+    if let Err(e) = ids.map(|ids| write_id_maps(pid, ids)).unwrap_or(Ok(())) {
         kill(&pidfd);
         return Err(LaunchError::IdMap(e));
     }
@@ -473,6 +491,7 @@ fn parent_side(
                 program_root,
                 channel,
                 reaped: Default::default(),
+                namespaces,
             })
         }
         (Some(&MSG_FAILED), _) => {
@@ -653,7 +672,23 @@ impl Launched {
     }
 
     /// Kills the whole sandbox (init's death takes every process of the namespace with it).
+    /// Without namespaces init's death would leave the others to the host's reaper: init is
+    /// told to kill them first ([`Launched::terminate`]: it kills its children, and each orphan
+    /// it inherits, until none is left, then exits), and killed after at most
+    /// [`KILL_GRACE_MS`] if it has not exited by then.
     pub fn kill(&self) {
+        if !self.namespaces && !self.reaped.load(std::sync::atomic::Ordering::SeqCst) {
+            self.terminate();
+            let mut fds = [rustix::event::PollFd::new(
+                &self.init_pidfd,
+                rustix::event::PollFlags::IN,
+            )];
+            let grace = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: KILL_GRACE_MS * 1_000_000,
+            };
+            let _ = rustix::event::poll(&mut fds, Some(&grace));
+        }
         let _ = rustix::process::pidfd_send_signal(&self.init_pidfd, rustix::process::Signal::KILL);
     }
 
@@ -697,6 +732,14 @@ struct Child<'a> {
 fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThread) -> ! {
     let placement = child.placement.clone();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // Without a PID namespace, init is the subreaper of the sandbox's processes, and ends them
+    // as its children (never kill(-1), which would reach the host's).
+    if !child.cmd.namespaces {
+        if let Err(e) = crate::sys::signals::without_namespace() {
+            fail(channel.as_fd(), Stage::Fork, &e);
+            process::exit_now(1);
+        }
+    }
     // The program's process starts before the view is built, and makes the sandbox's network
     // namespace while init builds it (the two are the dearest steps of a start, and
     // independent); it waits on `view` for init's word that the view is in place. It starts
@@ -823,6 +866,11 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
                 // (and so in warden's) resource usage.
                 crate::sys::signals::kill_all_others();
             }
+            // Without a PID namespace the orphans of a child just reaped are init's children
+            // now: they go too.
+            Ok(_) if program_status.is_some() && !cmd.namespaces => {
+                crate::sys::signals::kill_all_others();
+            }
             Ok(_) => continue,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             Err(_) => break,
@@ -882,13 +930,16 @@ fn detach_and_pin(cmd: &Command, tty: Option<BorrowedFd<'_>>) -> io::Result<()> 
 /// loopback up, then init's word; fills in init's marks, or says why not (`None`: init went
 /// without a word, and says why itself).
 fn network_and_view(
+    namespaces: bool,
     view: BorrowedFd<'_>,
     marks: &mut [u64; SANDBOX_MARKS.len()],
 ) -> Result<(), Option<(Stage, io::Error)>> {
-    process::private_network().map_err(|e| Some((Stage::Network, e)))?;
-    // Loopback starts down; up, processes of the sandbox can talk to each other. Failure only
-    // costs that, so it is not fatal.
-    let _ = process::loopback_up();
+    if namespaces {
+        process::private_network().map_err(|e| Some((Stage::Network, e)))?;
+        // Loopback starts down; up, processes of the sandbox can talk to each other. Failure
+        // only costs that, so it is not fatal.
+        let _ = process::loopback_up();
+    }
     let mut msg = [0u8; VIEW_MSG_LEN];
     let mut got = 0;
     poll_briefly(view);
@@ -936,7 +987,7 @@ fn program_child(
         fail(channel, Stage::Resources, &e);
         process::exit_now(125);
     }
-    match network_and_view(view.as_fd(), &mut child.marks) {
+    match network_and_view(child.cmd.namespaces, view.as_fd(), &mut child.marks) {
         Ok(()) => {
             // Started early, this process may have been moved out of the host's tree (by
             // init's first pivot) before it found the host's /proc: the view's own serves.
@@ -984,7 +1035,16 @@ fn program_child(
         process::exit_now(125);
     }
     // Every capability goes before the filter that would refuse the calls that drop them.
+    // Without namespaces the program's process holds none (warden as root became an
+    // unprivileged uid first), and may not change its securebits: no_new_privs is its lock.
     if let Err(e) = crate::confine::privileges::drop_all_for_program(child.cmd.ids.range.is_some())
+        .or_else(|e| {
+            if child.cmd.namespaces || holds_capabilities() {
+                Err(e)
+            } else {
+                Ok(())
+            }
+        })
     {
         fail(channel, Stage::Capabilities, &e);
         process::exit_now(125);
@@ -1000,7 +1060,12 @@ fn program_child(
     }
     // The argument denials first (a filter with no listener); the kernel runs both programs on
     // every call and the stricter verdict wins.
-    if let Err(e) = seccomp::install(crate::filter::argument_denials()) {
+    if let Err(e) = seccomp::install(crate::filter::argument_denials()).and_then(|()| {
+        match child.cmd.namespaces {
+            true => Ok(()),
+            false => seccomp::install(crate::filter::hostns_denials(child.cmd.no_network)),
+        }
+    }) {
         fail(channel, Stage::Seccomp, &e);
         process::exit_now(125);
     }
@@ -1077,6 +1142,13 @@ fn program_child(
         127
     } else {
         126
+    })
+}
+
+/// Whether the calling process holds any capability (effective or permitted).
+fn holds_capabilities() -> bool {
+    crate::confine::privileges::current().map_or(true, |(effective, permitted)| {
+        !effective.is_empty() || !permitted.is_empty()
     })
 }
 

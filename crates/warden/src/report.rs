@@ -32,6 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
+//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -172,6 +173,8 @@ pub struct Measured {
     pub disk: Option<(u64, u64)>,
     /// With `--log`: the decisions not written to it because it reached its bound.
     pub log_dropped: Option<u64>,
+    /// Why the run had no namespaces (the host refused them), when it had none.
+    pub no_namespaces: Option<String>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -315,6 +318,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if let Some(n) = m.log_dropped {
         put("log-dropped", n.into());
     }
+    if let Some(reason) = &m.no_namespaces {
+        put("mode", "no-namespaces".into());
+        put("mode-reason", reason.clone().into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -405,6 +412,7 @@ mod tests {
             copies: None,
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
+            no_namespaces: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
@@ -412,6 +420,24 @@ mod tests {
             }),
             sockets: None,
         }
+    }
+
+    #[test]
+    fn a_run_without_namespaces_says_so_and_others_do_not() {
+        let limits = Limits::default();
+        let plain = entries(&Measured::default(), &limits, Format::Json);
+        assert!(!plain.iter().any(|(k, _)| k == "mode"));
+        let m = Measured {
+            no_namespaces: Some("clone(CLONE_NEWUSER): EPERM".into()),
+            ..Measured::default()
+        };
+        let e = entries(&m, &limits, Format::Meta);
+        let get = |k: &str| e.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("mode"), Some("no-namespaces".into()));
+        assert_eq!(
+            get("mode-reason"),
+            Some("clone(CLONE_NEWUSER): EPERM".into())
+        );
     }
 
     fn meta(m: &Measured, limits: &Limits) -> String {

@@ -317,13 +317,35 @@ pub const RUN_DEADLINE: Duration = Duration::from_secs(300);
 /// The one `warden` command builder: `warden` as `who` (through setpriv for [`As::Nobody`]),
 /// from [`workdir`], with stdin closed and a plain environment ([`SYSTEM_PATH`], `LC_ALL=C`,
 /// `TZ=UTC`, and the tests' own `TMPDIR`). Callers add the arguments and may change any of that.
+///
+/// With `WARDEN_TEST_WRAP=MODE` (docker, eperm or enospc), warden runs under
+/// `tests/c/nouserns_wrap.c` in that mode: a seccomp filter that refuses namespaces as such a
+/// host does, so any suite can be run against warden's no-namespace mode.
 pub fn warden_cmd(who: As) -> Command {
+    let wrap = std::env::var("WARDEN_TEST_WRAP")
+        .ok()
+        .filter(|m| !m.is_empty());
+    warden_cmd_wrapped(who, wrap.as_deref())
+}
+
+/// [`warden_cmd`], under `nouserns_wrap MODE` when `wrap` names a mode.
+pub fn warden_cmd_wrapped(who: As, wrap: Option<&str>) -> Command {
+    let mut line: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(mode) = wrap {
+        line.push(c_program("nouserns_wrap").into_os_string());
+        line.push(mode.into());
+    }
+    line.push(warden().into());
     let mut cmd = match who {
-        As::Me => Command::new(warden()),
+        As::Me => {
+            let mut c = Command::new(&line[0]);
+            c.args(&line[1..]);
+            c
+        }
         As::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(warden());
+                .args(&line);
             c
         }
     };

@@ -25,6 +25,7 @@ pub mod capsicum;
 pub mod decode;
 pub mod fs;
 pub mod held;
+pub mod hostpids;
 pub mod incoming;
 pub mod log;
 pub mod net;
@@ -110,6 +111,10 @@ pub struct Agent {
     exec_rules: crate::confine::landlock::ExecRules,
     /// Capability mode (`--capability-mode`): every call is [`capsicum`]'s.
     capsicum: Option<Arc<warden_capsicum::Session>>,
+    /// Without namespaces: the sandbox's init ([`Confinement::host_pids`]).
+    host_pids: Option<i32>,
+    /// [`Confinement::without_namespaces`].
+    without_namespaces: bool,
     /// `--wx`: memfds are refused ([`Confinement::wx`]).
     wx: bool,
     /// The rest of the first workers and the watchdog, started with the first request
@@ -175,6 +180,13 @@ pub struct Confinement {
     /// `--wx`: memfds are refused (a memfd mapped executable and, again, writable is memory
     /// the program writes and runs; `launch::Command::deny_exec_memory` does the rest).
     pub wx: bool,
+    /// Without namespaces (`crate::confine::hostns`), where the filter sends the agent the
+    /// calls that name processes: the sandbox's init, whose descendants are the only processes
+    /// those calls may name ([`hostpids`]).
+    pub host_pids: Option<i32>,
+    /// The sandbox has no namespaces (`crate::confine::hostns`): abstract unix socket names
+    /// are the host's.
+    pub without_namespaces: bool,
 }
 
 impl Agent {
@@ -216,6 +228,8 @@ impl Agent {
             stand_ins: stand_in::Table::default(),
             exec_rules: confinement.exec_rules,
             capsicum: confinement.capsicum,
+            host_pids: confinement.host_pids,
+            without_namespaces: confinement.without_namespaces,
             wx: confinement.wx,
             rest: std::sync::Once::new(),
             memory: MemoryRoute::default(),
@@ -386,7 +400,11 @@ impl Agent {
         let start = std::time::Instant::now();
         let cpu_start = thread_cpu();
         slot.set(Some((notif.id, crate::sys::signals::current_thread())));
-        let family = delegated_family(&notif, self.net.mode, self.capsicum.is_some());
+        let family = delegated_family(
+            &notif,
+            self.net.mode,
+            self.capsicum.is_some() || self.host_pids.is_some(),
+        );
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.handle(notif, family, start)
@@ -535,8 +553,14 @@ fn policy_serves(client: &Client<'_>, call: call::Call) -> Served {
         C::Socket(a) => net::socket(client, a),
         C::Send(a) => net::send(client, a),
         C::Accept(a) => net::accept(client, a),
-        // Only capability mode's profile sends these, and [`capsicum`] answers them all.
-        C::Checked(_) => Err(rustix::io::Errno::NOSYS),
+        // Only capability mode's profile sends these: [`capsicum`] answers them all, or, in a
+        // sandbox without namespaces, [`hostpids`].
+        C::Checked(a) => match client.agent.host_pids {
+            Some(init) => {
+                hostpids::serve(client, init, a).map_err(rustix::io::Errno::from_raw_os_error)
+            }
+            None => Err(rustix::io::Errno::NOSYS),
+        },
     }
 }
 
@@ -646,6 +670,11 @@ impl Client<'_> {
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.agent.policy
+    }
+
+    /// Whether the sandbox runs without namespaces (`crate::confine::hostns`).
+    pub fn without_namespaces(&self) -> bool {
+        self.agent.without_namespaces
     }
 
     /// The network context.

@@ -251,6 +251,17 @@ fn private_connect_failed(c: &Client, sock: &OwnedFd, addr: &[u8], errno: i32) -
 fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled {
     let (addr, is_connect) = (&call.args().addr, call.args().connect);
     let Some(path) = super::decode::unix_path(addr) else {
+        // Abstract names are the network namespace's; without one of the sandbox's own
+        // (`crate::confine::hostns`) they are the host's, and refused (an unnamed bind, an
+        // address of the family alone, is not a name).
+        if c.without_namespaces() && addr.len() > 2 {
+            return Err(c.refuse(
+                "abstract unix socket",
+                "abstract unix socket names are the host's: this host refuses namespaces, so \
+                 the sandbox has no network namespace of its own",
+                libc::EPERM,
+            ));
+        }
         return raw_call(sock, addr, is_connect);
     };
     let w = c.resolver().walk(

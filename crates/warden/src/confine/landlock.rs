@@ -643,6 +643,16 @@ pub fn found(path: &str) -> Found {
     }
 }
 
+/// Whether this kernel's Landlock scopes a domain's signals and abstract unix sockets to the
+/// domain (ABI 6, Linux 6.12): in warden's no-namespace mode, the kernel's lock on both.
+pub fn enforces_scopes() -> bool {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
+        .and_then(|r| r.create())
+        .is_ok()
+}
+
 /// Whether this kernel's Landlock enforces every right the fast path relies on (ABI 5: the
 /// truncate and device-ioctl rights; warden asks for all of its target ABI).
 pub fn enforces_everything() -> bool {

@@ -3,6 +3,7 @@
 //! a bug lets through), the namespaces plus id maps the sandbox lives in, and the privileges the
 //! agent keeps while it acts for the sandbox.
 
+pub mod hostns;
 pub mod landlock;
 pub mod namespaces;
 pub mod privileges;

@@ -123,6 +123,9 @@ pub fn execute(
         exec_rules,
         capsicum: cfg.capsicum.clone(),
         wx: cfg.wx,
+        // Only where the filter sends them the calls that name processes (no Landlock scopes).
+        host_pids: (!command.namespaces && profile.capability_mode).then_some(sandbox.init_pid),
+        without_namespaces: !command.namespaces,
     };
     let served = Served {
         policy,

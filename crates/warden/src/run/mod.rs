@@ -77,6 +77,41 @@ pub struct RunConfig {
     /// `--capability-mode`: the program runs in capability mode holding the objects recorded
     /// here (docs/design.md, section 9); `None`: the policy decides.
     pub capsicum: Option<std::sync::Arc<warden_capsicum::Session>>,
+    /// `--require`: what the run must have, or not run (a host that lacks it is refused with
+    /// one sentence instead of the degraded mode warden would otherwise choose).
+    pub require: Require,
+}
+
+/// `warden run --require userns,landlock,view`: the pieces a run must have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Require {
+    /// User namespaces (and so the PID, IPC, UTS and network namespaces): without them, no
+    /// run rather than the no-namespace mode (`crate::confine::hostns`).
+    pub userns: bool,
+    /// Landlock enforcing every right and scope warden uses (ABI 6 and up).
+    pub landlock: bool,
+    /// The sandbox's own view (as `--view on`).
+    pub view: bool,
+}
+
+impl Require {
+    /// Parses `--require`'s comma list.
+    pub fn parse(list: &str) -> Result<Require, String> {
+        let mut r = Require::default();
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "userns" => r.userns = true,
+                "landlock" => r.landlock = true,
+                "view" => r.view = true,
+                other => {
+                    return Err(format!(
+                        "--require: unknown piece `{other}` (known: userns, landlock, view)"
+                    ))
+                }
+            }
+        }
+        Ok(r)
+    }
 }
 
 /// `warden run --view`: whether the sandbox sees a file system built from the policy (a mount
@@ -207,7 +242,23 @@ impl Session {
         // Before warden opens anything itself, so a passed number is one warden inherited.
         check_pass_fds(&cfg.pass_fds)?;
         let reports = Reports::open(&cfg)?;
-        let ids = plan::with_id_range(id_map(&cfg.policy), &cfg.policy)?;
+        let mut cfg = cfg;
+        let no_namespaces = match without_namespaces(&mut cfg) {
+            Ok(no) => no,
+            Err(f) => {
+                // The reports say why there was no run.
+                let measured = Measured {
+                    failure: Some(f.message.clone()),
+                    ..Measured::default()
+                };
+                reports.write(&measured, &cfg.policy.limits)?;
+                return Err(f);
+            }
+        };
+        let ids = match &no_namespaces {
+            Some(_) => no_namespace_ids(&cfg.policy)?,
+            None => plan::with_id_range(id_map(&cfg.policy), &cfg.policy)?,
+        };
         let scratch = match cfg.policy.uses_scratch() {
             true => match Scratch::create(ids, cfg.keep, "the scratch directory") {
                 Ok(s) => {
@@ -231,7 +282,10 @@ impl Session {
             ids,
             scratch,
             reports,
-            measured: Measured::default(),
+            measured: Measured {
+                no_namespaces: no_namespaces.map(|n| n.reason),
+                ..Measured::default()
+            },
             exiting: None,
             terminal: terminal::Saved::take(),
         })
@@ -266,6 +320,16 @@ impl Session {
         let inherits_directory = stdio::inherits_a_directory(&stdio, &cfg.pass_fds);
         let scratch = self.scratch.as_ref().map(|s| s.path.as_path());
         let mut plan = Plan::decide(cfg, policy, ids, scratch, inherits_directory)?;
+        if self.measured.no_namespaces.is_some() {
+            plan.without_namespaces();
+        }
+        if cfg.require.view && plan.command.view.is_none() {
+            return Err(failure(
+                EXIT_WARDEN,
+                "--require view: this run would have no view of its own (--view off, or a \
+                 kernel without the new mount API)",
+            ));
+        }
         crate::timings::mark("plan");
         let copies =
             copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), &mut self.measured)?;
@@ -341,6 +405,104 @@ impl Session {
 }
 
 /// warden's ids outside and the program's inside: the policy's starting ids, or the caller's.
+/// Whether the run goes without namespaces: the host refuses them
+/// ([`crate::confine::hostns::probe`]), and `--require` does not ask for what they give. Then
+/// the run has no view (`cfg.view` becomes [`ViewMode::Off`]), and warden says so once.
+fn without_namespaces(
+    cfg: &mut RunConfig,
+) -> Result<Option<crate::confine::hostns::NoNamespaces>, Failure> {
+    if cfg.require.landlock
+        && !(crate::confine::landlock::enforces_everything()
+            && crate::confine::landlock::enforces_scopes())
+    {
+        return Err(failure(
+            EXIT_WARDEN,
+            "--require landlock: this kernel's Landlock does not enforce every right and scope \
+             warden uses (ABI 6 or later is needed)",
+        ));
+    }
+    let Some(no) = crate::confine::hostns::probe() else {
+        return Ok(None);
+    };
+    if cfg.require.userns {
+        return Err(failure(
+            EXIT_WARDEN,
+            format!(
+                "--require userns: this host refuses user namespaces ({}), and the run would \
+                 have none",
+                no.reason
+            ),
+        ));
+    }
+    if cfg.require.view || cfg.view == ViewMode::On {
+        return Err(failure(
+            EXIT_WARDEN,
+            format!(
+                "the sandbox's own view needs namespaces, which this host refuses ({}); run \
+                 without --view on / --require view to run on the host's tree",
+                no.reason
+            ),
+        ));
+    }
+    cfg.view = ViewMode::Off;
+    let root = rustix::process::geteuid().is_root();
+    let uid = root.then(|| no_namespace_uid(&cfg.policy));
+    eprintln!("{}", crate::confine::hostns::notice(&no, uid));
+    Ok(Some(no))
+}
+
+/// The uid a root warden runs the program as without namespaces: `starting_uid` when the policy
+/// names one other than 0, else 65534.
+fn no_namespace_uid(policy: &Policy) -> u32 {
+    policy.starting_uid.filter(|&u| u != 0).unwrap_or(65534)
+}
+
+/// The ids of a run without namespaces: no map, the program's ids are the kernel's. As root,
+/// an unprivileged uid ([`no_namespace_uid`]), which warden becomes before the start (the agent
+/// acts with exactly the program's credentials); a policy that insists on uid 0, or on ids
+/// other than an unprivileged user's own, cannot be run.
+fn no_namespace_ids(policy: &Policy) -> Result<IdMap, Failure> {
+    let euid = rustix::process::geteuid().as_raw();
+    let egid = rustix::process::getegid().as_raw();
+    if policy.map_ids.is_some() {
+        return Err(failure(
+            EXIT_WARDEN,
+            "map-ids maps ids in the sandbox's user namespace, which this host refuses",
+        ));
+    }
+    let (uid, gid) = if euid == 0 {
+        if policy.starting_uid == Some(0) || policy.starting_gid == Some(0) {
+            return Err(failure(
+                EXIT_WARDEN,
+                "the policy's starting_uid/starting_gid 0 would run the program as root on the \
+                 host itself: this host refuses user namespaces, so warden will not; remove \
+                 them (the program then runs as uid 65534)",
+            ));
+        }
+        let uid = no_namespace_uid(policy);
+        (uid, policy.starting_gid.unwrap_or(65534))
+    } else {
+        if policy.starting_uid.is_some_and(|u| u != euid)
+            || policy.starting_gid.is_some_and(|g| g != egid)
+        {
+            return Err(failure(
+                EXIT_WARDEN,
+                "the policy's starting_uid/starting_gid need a user namespace to map, which this \
+                 host refuses: without one the program runs with warden's own ids",
+            ));
+        }
+        (euid, egid)
+    };
+    Ok(IdMap {
+        inside_uid: uid,
+        outside_uid: uid,
+        inside_gid: gid,
+        outside_gid: gid,
+        identity: false,
+        range: None,
+    })
+}
+
 fn id_map(policy: &Policy) -> IdMap {
     let euid = rustix::process::geteuid().as_raw();
     let egid = rustix::process::getegid().as_raw();
@@ -459,4 +621,22 @@ fn check_pass_fds(fds: &[i32]) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod require_tests {
+    use super::Require;
+
+    #[test]
+    fn require_reads_its_comma_list_and_names_what_it_does_not_know() {
+        assert_eq!(Require::parse(""), Ok(Require::default()));
+        let r = Require::parse("userns, view").unwrap();
+        assert!(r.userns && r.view && !r.landlock);
+        assert!(Require::parse("userns,landlock,view").unwrap().landlock);
+        let e = Require::parse("userns,pidns").unwrap_err();
+        assert!(
+            e.contains("`pidns`") && e.contains("known: userns, landlock, view"),
+            "{e}"
+        );
+    }
 }

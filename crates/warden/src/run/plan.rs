@@ -162,6 +162,8 @@ impl Plan {
             keep_terminal: cfg.terminal,
             deny_exec_memory: cfg.wx,
             view,
+            namespaces: true,
+            no_network: false,
         };
         Ok(Plan {
             policy,
@@ -172,6 +174,22 @@ impl Plan {
             profile,
             net,
         })
+    }
+
+    /// The run without namespaces (`crate::confine::hostns`): the sandbox is started with
+    /// none, under a second filter for what the namespaces held ([`crate::filter::
+    /// hostns_denials`]). Signals are then Landlock's (its signal scope holds them to the
+    /// sandbox's domain); on a kernel whose Landlock has no scopes, the filter sends the calls
+    /// that name other processes to the agent instead (capability mode's profile: the same
+    /// calls), which holds them to the sandbox's own processes (`crate::agent::hostpids`).
+    pub fn without_namespaces(&mut self) {
+        self.command.namespaces = false;
+        self.command.no_network = self.net.mode == crate::syscalls::Network::Private;
+        // WARDEN_AGENT_SIGNALS=1 takes the agent's route on any kernel (for its tests, and
+        // for a kernel whose scopes are not trusted).
+        if !landlock::enforces_scopes() || std::env::var_os("WARDEN_AGENT_SIGNALS").is_some() {
+            self.profile.capability_mode = true;
+        }
     }
 
     /// How the registry and `warden ps` name who decides the program's file calls.
