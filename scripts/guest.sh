@@ -24,6 +24,7 @@
 #         --no-userns    user.max_user_namespaces=0: user namespaces refused
 #         --no-landlock  the kernel's lsm= list without landlock
 #         --ext4         the root is an ext4 file system on a virtio-blk disk
+#         --disk-tmp     (with --ext4) /tmp on that root, as Debian 12 installs it, not a tmpfs
 #       Environment passed to COMMAND: PATH, TERM, RUST_TEST_THREADS, RUST_BACKTRACE, RUST_LOG,
 #       RUST_MIN_STACK, every WARDEN_* variable of the caller, and each --env (NAME=VALUE, or
 #       NAME for the caller's value).
@@ -257,7 +258,7 @@ cleanup() {
 }
 
 cmd_run() {
-  kernel="" systemd=0 no_userns=0 no_landlock=0 ext4=0 mem=3G cpus=2 timeout=1800 log=""
+  kernel="" systemd=0 no_userns=0 no_landlock=0 ext4=0 disk_tmp=0 mem=3G cpus=2 timeout=1800 log=""
   local envs=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -266,6 +267,7 @@ cmd_run() {
       --no-userns) no_userns=1 ;;
       --no-landlock) no_landlock=1 ;;
       --ext4) ext4=1 ;;
+      --disk-tmp) disk_tmp=1 ;;
       --mem) mem=${2:?--mem needs a size}; shift ;;
       --cpus) cpus=${2:?--cpus needs a count}; shift ;;
       --timeout) timeout=${2:?--timeout needs seconds}; shift ;;
@@ -278,6 +280,7 @@ cmd_run() {
   done
   [ $# -gt 0 ] || die "run: no command (guest.sh run --kernel 6.1 -- COMMAND ARGS...)"
   [ -n "$kernel" ] || die "run: --kernel 6.1 or --kernel 6.12"
+  [ $disk_tmp = 0 ] || [ $ext4 = 1 ] || die "run: --disk-tmp puts /tmp on the ext4 root: it needs --ext4"
   kernel_suite "$kernel" >/dev/null
   [[ $timeout =~ ^[0-9]+$ ]] || die "run: --timeout takes whole seconds"
   local kdir=$cache/kernel-$kernel
@@ -347,6 +350,7 @@ cmd_run() {
   local drive=()
   if [ $ext4 = 1 ]; then
     append+=" warden.root=ext4"
+    [ $disk_tmp = 0 ] || append+=" warden.tmp=disk"
     make_ext4_root "$tmp/root.ext4" "$job/mounts"
     drive=(-drive "file=$tmp/root.ext4,format=raw,if=virtio,cache=unsafe")
   fi
