@@ -251,6 +251,10 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   qemu_pid="" vfs_pid="" cat_pids=""
+  # --log keeps the console of a guest stopped early too.
+  if [ -n "${log:-}" ] && [ -n "${tmp:-}" ] && [ -f "$tmp/console" ]; then
+    cp "$tmp/console" "$log" 2>/dev/null || true
+  fi
   if [ -n "${tmp:-}" ] && [ -d "$tmp" ]; then
     # Nothing was mounted on the host: virtiofsd's bind of / lived in its own mount namespace.
     rm -rf "$tmp"
