@@ -222,10 +222,17 @@ shq() {
 
 # PVM (a paravirtual KVM, /sys/module/kvm_pvm) runs no ordinary guest kernel: TCG there, and
 # wherever /dev/kvm is missing or refused. Real KVM (vmx or svm) is the fast path.
-accel_args() {
+accel_kind() {
   if [ "${WARDEN_GUEST_ACCEL:-}" = tcg ] || [ -e /sys/module/kvm_pvm ] || [ ! -w /dev/kvm ] ||
     ! grep -qwE 'vmx|svm' /proc/cpuinfo; then
-    accel=tcg
+    echo tcg
+  else
+    echo kvm
+  fi
+}
+
+accel_args() {
+  if [ "$accel" = tcg ]; then
     # QEMU 7.2's TCG miscomputes the flags of a gs-prefixed cmpxchg16b, which 6.12's per-CPU
     # slab fast path uses: that guest oopses within seconds of most boots without cx16. 6.1 does
     # not use it and keeps the CPU model whole.
@@ -233,7 +240,6 @@ accel_args() {
     [ "$kernel" = 6.1 ] || cpu=max,-cx16
     echo -accel tcg,thread=multi -cpu $cpu
   else
-    accel=kvm
     echo -accel kvm -cpu host
   fi
 }
@@ -380,6 +386,7 @@ cmd_run() {
   done
 
   local accel_opts
+  accel=$(accel_kind)
   accel_opts=$(accel_args)
   : >"$tmp/status"
   : >"$tmp/console"
