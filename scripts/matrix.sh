@@ -88,7 +88,7 @@ summarize() {
   block=$(sed -n "/^==> suite $suite start\$/,/^==> suite $suite end /p" "$log")
   end=$(grep -a "^==> suite $suite end " <<<"$block" || true)
   if [ -z "$end" ]; then
-    printf 'matrix: %-17s %-9s NOT RUN (the guest ended first)\n' "$name" "$suite"
+    printf 'matrix: %-17s %-10s NOT RUN (the guest ended first)\n' "$name" "$suite"
     return 1
   fi
   rc=$(sed 's/.* rc=\([0-9]*\).*/\1/' <<<"$end")
@@ -97,7 +97,7 @@ summarize() {
   if [ -z "$result" ]; then
     local why="crashed"
     [ "$rc" = 124 ] || [ "$rc" = 137 ] && why="timed out after ${suite_timeout}s"
-    printf 'matrix: %-17s %-9s %s (rc=%s), %4ss\n' "$name" "$suite" "$why" "$rc" "$secs"
+    printf 'matrix: %-17s %-10s %s (rc=%s), %4ss\n' "$name" "$suite" "$why" "$rc" "$secs"
     return 1
   fi
   # test result: FAILED. 80 passed; 6 failed; 0 ignored; 0 measured; 0 filtered out; ...
@@ -106,7 +106,7 @@ summarize() {
   passed=$(sed 's/.* \([0-9]*\) passed.*/\1/' <<<"$result")
   failed=$(sed 's/.* \([0-9]*\) failed.*/\1/' <<<"$result")
   ignored=$(sed 's/.* \([0-9]*\) ignored.*/\1/' <<<"$result")
-  printf 'matrix: %-17s %-9s %-6s %3s passed %3s failed %3s ignored %5ss\n' \
+  printf 'matrix: %-17s %-10s %-6s %3s passed %3s failed %3s ignored %5ss\n' \
     "$name" "$suite" "$verdict" "$passed" "$failed" "$ignored" "$secs"
   [ "$rc" = 0 ]
 }
