@@ -27,15 +27,26 @@ command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 [ -x /usr/bin/node ] || need+=(nodejs)
 [ -x /usr/bin/uptime ] || need+=(procps)
-if [ ${#need[@]} -gt 0 ]; then
+# The kernel matrix (scripts/guest.sh, scripts/matrix.sh): QEMU and its virtiofsd, busybox for
+# the guests' initramfs, mkfs.ext4 for an ext4 root (apt-get download and dpkg-deb fetch the
+# guests' Debian kernels without installing them). Without recommends: qemu-system-x86's
+# would bring a graphical stack and firmware the guests do not use.
+need_norec=()
+[ -x /usr/bin/qemu-system-x86_64 ] && [ -x /usr/lib/qemu/virtiofsd ] || need_norec+=(qemu-system-x86)
+[ -x /bin/busybox ] || need_norec+=(busybox-static)
+[ -x /sbin/mkfs.ext4 ] || need_norec+=(e2fsprogs)
+if [ ${#need[@]} -gt 0 ] || [ ${#need_norec[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: missing packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
+    echo "setup: missing packages: ${need[*]} ${need_norec[*]}; install them as root (apt-get install ${need[*]}; apt-get install --no-install-recommends ${need_norec[*]})" >&2
     exit 1
   fi
-  echo "setup: installing ${need[*]}" >&2
+  echo "setup: installing ${need[*]} ${need_norec[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq "${need[@]}" >/dev/null
+  if [ ${#need[@]} -gt 0 ]; then apt-get install -y -qq "${need[@]}" >/dev/null; fi
+  if [ ${#need_norec[@]} -gt 0 ]; then
+    apt-get install -y -qq --no-install-recommends "${need_norec[@]}" >/dev/null
+  fi
 fi
 if ! command -v cargo >/dev/null; then
   echo "setup: cargo not found; install Rust (rustup) first" >&2

@@ -82,6 +82,12 @@ echo "== soak: many hostile sandboxes at once for 2 minutes, the adversarial sui
 # in /tmp, the cgroups or the registry, and no escape under load.
 bash scripts/soak.sh "${SOAK_MINUTES:-2}" || failed=1
 
+if [ "${WARDEN_MATRIX:-1}" != 0 ]; then
+  echo "== the kernel matrix: the kernel-dependent suites in QEMU guests (Debian 6.1 and 6.12, cgroup v2, no user namespaces, no Landlock, an ext4 root; WARDEN_MATRIX=0 skips it)"
+  # scripts/matrix.sh: about 35 minutes under TCG on 2 cores; logs in target/guests/logs/.
+  bash scripts/matrix.sh || failed=1
+fi
+
 bash scripts/skips.sh summary "$skipdir" "$skipdir/all.log" "$skipdir/fast-path.log" \
   "$skipdir/view-agent.log" "$skipdir/host-tree.log" "$skipdir/host-tree-fast-path.log" || failed=1
 if [ $failed -ne 0 ]; then

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs test binaries one after the other inside a guest (scripts/matrix.sh starts it through
+# `guest.sh run`), each bounded in time, between marker lines matrix.sh reads back:
+#   ==> suite NAME start
+#   ==> suite NAME end rc=N seconds=S
+# Usage: suites.sh SUITE_TIMEOUT NAME=EXECUTABLE...
+# A NAME ending in :off runs its suite on the host's tree (WARDEN_VIEW=off, as scripts/test.sh's
+# host-tree pass does), so what the kernel does to warden's other parts shows even where the
+# view fails.
+# Skips are counted as on the host (scripts/test.sh): WARDEN_REQUIRE is what this guest has,
+# probed here by scripts/skips.sh, so a test may skip only for what the guest's kernel lacks.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+limit=$1
+shift
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-2}
+skipdir=$(mktemp -d /tmp/warden-skips.XXXXXX)
+export WARDEN_SKIP_DIR=$skipdir
+# Probed here always: a WARDEN_REQUIRE test.sh exported names what the host has, not the guest.
+WARDEN_REQUIRE=$(bash scripts/skips.sh probe)
+export WARDEN_REQUIRE
+echo "==> guest $(uname -r); $(cat /proc/cmdline)"
+echo "==> guest has: ${WARDEN_REQUIRE:-nothing probed}; cgroup: $(stat -fc %T /sys/fs/cgroup); own cgroup $(cut -d: -f3 /proc/self/cgroup)"
+echo "==> user.max_user_namespaces=$(cat /proc/sys/user/max_user_namespaces); lsm=$(cat /sys/kernel/security/lsm 2>/dev/null || echo '?')"
+failed=0
+for suite in "$@"; do
+  name=${suite%%=*}
+  exe=${suite#*=}
+  echo "==> suite $name start"
+  start=$(date +%s)
+  rc=0
+  # --kill-after: a test binary that ignores SIGTERM (a hung sandbox) is killed all the same.
+  case $name in
+    *:off) WARDEN_VIEW=off timeout --kill-after=10 "$limit" "$exe" 2>&1 || rc=$? ;;
+    *) timeout --kill-after=10 "$limit" "$exe" 2>&1 || rc=$? ;;
+  esac
+  echo "==> suite $name end rc=$rc seconds=$(($(date +%s) - start))"
+  [ $rc -eq 0 ] || failed=1
+done
+if [ -s "$skipdir/skips.tsv" ]; then
+  sort -u "$skipdir/skips.tsv" | sed 's/^/==> skip /'
+fi
+rm -rf "$skipdir"
+exit $failed
