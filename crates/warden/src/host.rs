@@ -679,6 +679,24 @@ fn detached_tree() -> Result<(), rustix::io::Errno> {
     )
 }
 
+/// Whether a filter with a listener can be installed here (tried in a child): `Err` with the
+/// kernel's errno when not (`EBUSY`: a supervisor's listener above warden; `EPERM`: a filter
+/// above refuses filters, as warden's own does inside warden). Without it no mode of warden can
+/// start; asked only where a start is already degraded ([`crate::confine::hostns`]).
+pub fn listener_possible() -> Result<(), i32> {
+    let answers = probe::in_child(|a| {
+        a[0] = match probe::install_allow_all_listener(0) {
+            Ok(_) => 0,
+            Err(e) => probe::errno(&e),
+        }
+    });
+    match answers.map(|a| a[0]) {
+        Ok(0) => Ok(()),
+        Ok(e) => Err(e),
+        Err(_) => Err(libc::ETIMEDOUT),
+    }
+}
+
 fn seccomp() -> Seccomp {
     // Slots: wait-killable-recv, listener, continue, addfd-send.
     let answers = probe::in_child(|a| {

@@ -424,6 +424,21 @@ fn without_namespaces(
     let Some(no) = crate::confine::hostns::probe() else {
         return Ok(None);
     };
+    // Inside warden, or under another supervisor: the agent cannot exist here either, and
+    // nothing weaker would be a sandbox.
+    if let Err(e) = crate::host::listener_possible() {
+        return Err(failure(
+            EXIT_WARDEN,
+            format!(
+                "cannot start the sandbox: this host refuses user namespaces ({}) and a seccomp \
+                 filter above warden refuses its agent's listener ({}; warden inside warden, or \
+                 another sandbox that uses seccomp); run warden outside it (`warden doctor` says \
+                 what this host gives)",
+                no.reason,
+                crate::host::errno_name(e)
+            ),
+        ));
+    }
     if cfg.require.userns {
         return Err(failure(
             EXIT_WARDEN,
