@@ -179,6 +179,8 @@ pub enum Lack {
     Program,
     /// No JDK (`javac`, `java`): large, so scripts/setup.sh does not install one.
     Jdk,
+    /// No `*xattrat` system calls (`listxattrat` and the rest: Linux 6.13).
+    XattrAt,
 }
 
 impl Lack {
@@ -194,6 +196,7 @@ impl Lack {
             Lack::SecondCpu => "second-cpu",
             Lack::Program => "program",
             Lack::Jdk => "jdk",
+            Lack::XattrAt => "xattrat",
         }
     }
 }
