@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 #                     and its adversarial tests, as root and as uid 65534
 #   6.12-no-landlock  Landlock left out of lsm=: warden refuses in one sentence, and doctor says why
 matrix=(
-  "6.1-systemd      | --kernel 6.1 --systemd --ext4 --disk-tmp | view limits%cgroup"
+  "6.1-systemd      | --kernel 6.1 --systemd --ext4 --disk-tmp | view%6.1 limits%cgroup"
   "6.12-ext4        | --kernel 6.12 --ext4                     | view escape"
   "6.12-no-userns   | --kernel 6.12 --no-userns                | nouserns"
   "6.12-no-landlock | --kernel 6.12 --no-landlock              | escape%landlock doctor"

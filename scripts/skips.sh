@@ -4,7 +4,7 @@
 #   bash scripts/skips.sh probe
 #       Prints, comma-separated, the keys of what this machine has among the only reasons a test
 #       may skip (`Lack` in crates/warden-cli/tests/common/mod.rs): root, nobody, i386, x32,
-#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat. Each probe asks the machine the way the
+#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat, mdwe. Each probe asks the machine the way the
 #       tests do. test.sh passes the list to the tests as WARDEN_REQUIRE: a test that skips for
 #       lack of one of them fails.
 #
@@ -42,6 +42,10 @@ probe() {
     have+=(memory-cgroup)
   fi
   if [ "$(nproc)" -ge 2 ]; then have+=(second-cpu); fi
+  # mdwe: PR_GET_MDWE (66) answers where the kernel has memory-deny-write-execute (Linux 6.3).
+  if /usr/bin/python3 -c 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).prctl(66,0,0,0,0) >= 0 else 1)' 2>/dev/null; then
+    have+=(mdwe)
+  fi
   # xattrat: listxattrat (465, Linux 6.13) answers anything but ENOSYS where the kernel has it.
   if /usr/bin/python3 -c 'import ctypes,sys; l=ctypes.CDLL(None,use_errno=True); r=l.syscall(465,-100,b"/",0,None,0); sys.exit(1 if r<0 and ctypes.get_errno()==38 else 0)' 2>/dev/null; then
     have+=(xattrat)

@@ -1465,6 +1465,29 @@ const MEMORY_ROUTES: [&str; 7] = [
 
 fn wx_routes(who: As) {
     let fx = Fixture::new("wx", who);
+    // PR_GET_MDWE: EINVAL where the kernel has no memory-deny-write-execute (before 6.3). There
+    // --wx must refuse to start, in a sentence, and the routes cannot be tried.
+    let mdwe = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).prctl(66,0,0,0,0) >= 0 else 1)",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    if !mdwe {
+        let args = ["run", "--wx", "--", "/bin/true"];
+        let o = run_warden(who, common::workdir(), &args);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(125), "{err}");
+        assert!(err.contains("PR_SET_MDWE"), "{err}");
+        common::skip(
+            "wx_leaves_no_route_to_code_that_is_not_an_executable_file (its routes)",
+            common::Lack::Mdwe,
+            "this kernel has no PR_SET_MDWE (Linux 6.3): --wx refuses to start, as checked",
+        );
+        return;
+    }
     let script = fx.dir.join("wx_attack.py");
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wx_attack.py"),

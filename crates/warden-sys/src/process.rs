@@ -171,6 +171,24 @@ pub fn refuse_exec_gain() -> io::Result<()> {
     Err(e)
 }
 
+/// Whether this kernel has [`refuse_exec_gain`]'s prctl: `PR_GET_MDWE` answers anything but
+/// `EINVAL` (Linux 6.3). Asked by warden before a `--wx` run, so that the refusal is said in a
+/// sentence before anything starts.
+pub fn refuses_exec_gain_here() -> bool {
+    const PR_GET_MDWE: libc::c_int = 66;
+    // SAFETY: PR_GET_MDWE takes no pointer and changes nothing; it returns the caller's flags.
+    let r = unsafe {
+        libc::prctl(
+            PR_GET_MDWE,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    r >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+}
+
 /// `unshare(CLONE_NEWNET)`: the caller (the sandbox's program process, before it runs
 /// anything) gets a network namespace of its own, owned by its user namespace, with only a
 /// loopback interface, still down ([`loopback_up`]).

@@ -181,6 +181,8 @@ pub enum Lack {
     Jdk,
     /// No `*xattrat` system calls (`listxattrat` and the rest: Linux 6.13).
     XattrAt,
+    /// No memory-deny-write-execute (`PR_SET_MDWE`, Linux 6.3), which `--wx` needs.
+    Mdwe,
 }
 
 impl Lack {
@@ -197,6 +199,7 @@ impl Lack {
             Lack::Program => "program",
             Lack::Jdk => "jdk",
             Lack::XattrAt => "xattrat",
+            Lack::Mdwe => "mdwe",
         }
     }
 }

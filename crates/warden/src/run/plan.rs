@@ -107,6 +107,13 @@ impl Plan {
         } else {
             policy
         };
+        if cfg.wx && !crate::sys::process::refuses_exec_gain_here() {
+            return Err(failure(
+                EXIT_WARDEN,
+                "--wx needs the kernel's memory-deny-write-execute (PR_SET_MDWE, Linux 6.3), \
+                 which this kernel does not have; run without --wx",
+            ));
+        }
         let cwd = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
             (None, Some((dir, _))) => PathBuf::from(dir),
