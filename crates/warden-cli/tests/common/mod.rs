@@ -390,6 +390,19 @@ pub fn wait_deadline(child: &mut Child, timeout: Duration) -> (ExitStatus, bool)
     }
 }
 
+/// `bound`, a deadline that only tells a hung sandbox from a slow one, times
+/// `WARDEN_TEST_TIME_SCALE` (default 1): the kernel matrix's guests run under QEMU's TCG, 5-10x
+/// slower than the host (scripts/guest/suites.sh sets it there). What a test asserts about time
+/// is its own and is not scaled.
+pub fn hang_bound(bound: Duration) -> Duration {
+    let scale = std::env::var("WARDEN_TEST_TIME_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&n| n >= 1)
+        .unwrap_or(1);
+    bound * scale
+}
+
 /// Runs `cmd` with its stdout and stderr captured through files (not pipes: nothing needs
 /// reading while we wait, and whether warden copes with pipes is a test's subject of its own)
 /// and a deadline: it is killed after `timeout` (a hung sandbox must fail a test, not hang the
@@ -404,6 +417,7 @@ pub fn finish_with(
     timeout: Duration,
     adjust: impl FnOnce(&mut Command),
 ) -> (Output, Duration) {
+    let timeout = hang_bound(timeout);
     let (out_path, out) = capture_file("stdout");
     let (err_path, err) = capture_file("stderr");
     cmd.stdout(out).stderr(err);
