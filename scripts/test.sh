@@ -84,7 +84,8 @@ bash scripts/soak.sh "${SOAK_MINUTES:-2}" || failed=1
 
 if [ "${WARDEN_MATRIX:-1}" != 0 ]; then
   echo "== the kernel matrix: the kernel-dependent suites in QEMU guests (Debian 6.1 and 6.12, cgroup v2, no user namespaces, no Landlock, an ext4 root; WARDEN_MATRIX=0 skips it)"
-  # scripts/matrix.sh: about 35 minutes under TCG on 2 cores; logs in target/guests/logs/.
+  # scripts/matrix.sh: about 25 minutes under TCG on 2 cores, one guest at a time; logs in
+  # target/guests/logs/ (docs/guests.md).
   bash scripts/matrix.sh || failed=1
 fi
 
