@@ -44,6 +44,8 @@ for suite in "$@"; do
       cpu_time_counts_every_process_of_the_sandbox) ;;
     *%landlock) filters=(without_landlock) ;;
     # What the view holds on 6.1 (docs/guests.md lists the view tests that still fail there).
+    # Not a_read_only_map_..._through_the_agent: the agent's part, the same on every kernel and
+    # run on 6.12 in full, and past 900 s under TCG beside another guest.
     *%6.1) filters=(--exact a_map_the_host_cannot_hold_is_refused_by_check_and_run
       a_private_copy_leaves_the_host_tree_byte_identical_and_diff_names_exactly_the_changes
       a_denied_path_is_unreachable_by_every_route_and_the_view_cannot_be_changed
@@ -52,7 +54,6 @@ for suite in "$@"; do
       files_the_policy_does_not_call_executable_cannot_run_by_any_route filtered_tree_control
       git_in_a_private_copy_runs_as_natively_and_leaves_the_repository
       the_program_holds_no_capability_also_as_root
-      a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent
       wx_leaves_no_route_to_code_that_is_not_an_executable_file) ;;
     *%*) echo "suites.sh: unknown test set in $name" >&2; exit 2 ;;
     # Forks through the PID space until a thread id comes back, six times: minutes a round
