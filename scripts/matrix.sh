@@ -36,7 +36,7 @@ matrix=(
   "6.12-no-landlock | --kernel 6.12 --no-landlock              | escape%landlock doctor"
 )
 # Bounds: one suite, and a whole guest beyond its suites' sum (boot, probes, power-off).
-suite_timeout=${MATRIX_SUITE_TIMEOUT:-900}
+suite_timeout=${MATRIX_SUITE_TIMEOUT:-1200}
 guest_slack=300
 
 logs=${MATRIX_LOGS:-target/guests/logs}
