@@ -8,7 +8,7 @@
 #   bash scripts/matrix.sh                 the whole matrix (about 35 min under TCG, 2 cores)
 #   MATRIX_ONLY=6.12-ext4 bash scripts/matrix.sh      one guest (a comma list of names)
 #   MATRIX_SUITES=view bash scripts/matrix.sh         these suites in every guest instead
-#   MATRIX_LOGS=DIR, MATRIX_SUITE_TIMEOUT=SECONDS (900)  where the logs go, one suite's bound
+#   MATRIX_LOGS=DIR, MATRIX_SUITE_TIMEOUT=SECONDS (1200)  where the logs go, one suite's bound
 #
 # Exits 1 if a suite fails or a guest does not finish. docs/guests.md has the timings.
 set -euo pipefail
