@@ -867,13 +867,99 @@ def bench_agent():
             "load": {"before": load_before, "after": loadavg()}}
 
 
+# --- modes: the degraded modes issue 36 added, each on this host by the refusal that causes it --
+
+# Each mode: (key, label, argv prefix before `warden run`, warden flags). The refusals are made
+# by a seccomp filter around warden, as a container profile or a locked-down host makes them
+# (run.sh builds the wrappers from tests/c): the run is then in the mode a host without the
+# primitive gives.
+def mode_prefixes():
+    wrap = os.path.join(bindir, "nouserns_wrap")
+    supervise = os.path.join(bindir, "supervise")
+    deny = lambda calls: ["/usr/bin/env", "SUPERVISE_NO_LISTENER=1", f"SUPERVISE_DENY={calls}",
+                          supervise]
+    return [
+        ("default", "default (a view, user namespaces, Landlock)", [], []),
+        ("host_tree", "host's tree (--view off)", [], ["--view", "off"]),
+        ("nouserns", "no user namespaces (Docker's default profile)", [wrap, "docker"], []),
+        ("proc_mem", "arguments read through /proc/PID/mem (process_vm_readv refused)",
+         deny("process_vm_readv,process_vm_writev"), []),
+    ]
+
+
+def bench_modes():
+    """Per-call cost (bench/microbench.c) and the start (/bin/true) in each mode, interleaved
+    with native in the same runs."""
+    allowed = os.path.join(work, "allowed")
+    args = [os.path.join(bindir, "microbench"), os.path.join(allowed, "data.txt"),
+            os.path.join(work, "denied.txt"), str(iterations)]
+    grants = ["--read", allowed, "--read", bindir, "--exec", bindir]
+    modes = mode_prefixes()
+    micro_argv = {"native": args}
+    start_argv = {"native": ["/bin/true"]}
+    for key, _label, prefix, flags in modes:
+        micro_argv[key] = prefix + sandboxed(*flags, *grants) + args
+        start_argv[key] = prefix + sandboxed(*flags) + ["/bin/true"]
+    names = tuple(micro_argv)
+
+    def once(mode):
+        run_checked(f"the {mode} microbenchmark", micro_argv[mode])
+        result = {}
+        for line in read_out().splitlines():
+            name, ns, err = line.split()
+            result[name] = (float(ns), int(err))
+        for key, _label, want_native, want_confined in MICRO:
+            if key not in result:
+                sys.exit(f"run.sh: {mode} microbenchmark printed no {key} line")
+            got = result[key][1]
+            if mode == "native":
+                ok = got == want_native
+            elif key == "open_denied":
+                # Refused: by the agent or Landlock (EACCES), or absent from a view (ENOENT).
+                ok = got in (errno.EACCES, errno.ENOENT)
+            else:
+                ok = got == want_confined
+            if not ok:
+                sys.exit(f"run.sh: modes: {mode} {key}: the call ended with errno {got}")
+        return {k: v[0] for k, v in result.items()}
+
+    micro = {m: {k: [] for k, *_ in MICRO} for m in names}
+    start = {m: [] for m in names}
+    for m in names:  # warm-up
+        once(m)
+        run_checked(f"startup ({m})", start_argv[m])
+    for r in range(reps):
+        for m in orders(r, names):
+            for k, v in once(m).items():
+                if k in micro[m]:
+                    micro[m][k].append(v)
+    for r in range(startup_runs):
+        for m in orders(r, names):
+            ns, _ = run_checked(f"startup ({m})", start_argv[m])
+            start[m].append(ns / 1000)
+    rows = []
+    for key, label, _prefix, _flags in modes:
+        row = {"mode": key, "label": label}
+        for k, *_ in MICRO:
+            n = statistics.median(micro["native"][k])
+            w = statistics.median(micro[key][k])
+            row[k] = {"ns_per_op": round(w, 1), "ratio": ratio(w, n)}
+        n = statistics.median(start["native"])
+        w = statistics.median(start[key])
+        row["startup"] = {"us": round(w, 1), "ratio": ratio(w, n)}
+        rows.append(row)
+    native = {k: round(statistics.median(micro["native"][k]), 1) for k, *_ in MICRO}
+    native["startup_us"] = round(statistics.median(start["native"]), 1)
+    return {"rows": rows, "native": native, "load": loadavg()}
+
+
 # --- main --------------------------------------------------------------------------------------
 
 results = {}
 for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("net", bench_net),
                    ("scaling", bench_scaling),
                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive),
-                   ("agent", bench_agent), ("capsicum", bench_capsicum)]:
+                   ("agent", bench_agent), ("capsicum", bench_capsicum), ("modes", bench_modes)]:
     if section in sections:
         progress(f"{section}...")
         results[section] = fn()
@@ -922,6 +1008,8 @@ if as_json:
         doc["agent"] = results["agent"]
     if "capsicum" in results:
         doc["capsicum"] = results["capsicum"]
+    if "modes" in results:
+        doc["modes"] = results["modes"]
     doc["elapsed_s"] = round(elapsed, 1)
     print(json.dumps(doc, indent=2))
     sys.exit(0)
@@ -1091,3 +1179,15 @@ if "capsicum" in results:
           "penalty = sandboxed - plain under warden (paper: 2.37 ms)",
           ("file", "native plain", "native pdfork", "warden plain", "warden sandboxed",
            "penalty us", "sandboxed/plain"), rows)
+if "modes" in results:
+    m = results["modes"]
+    nat = m["native"]
+    keys = [("open_close", "open+close"), ("stat", "stat"), ("geteuid", "geteuid x50")]
+    rows = [("native", *(f"{nat[k]:.0f} ns" for k, _ in keys), f"{nat['startup_us']:.0f} us")]
+    for r in m["rows"]:
+        rows.append((r["label"], *(f"{r[k]['ns_per_op']:.0f} ({x(r[k]['ratio'])})" for k, _ in keys),
+                     f"{r['startup']['us']:.0f} ({x(r['startup']['ratio'])})"))
+    table(f"modes: each degraded mode on this host, made by the refusal that causes it (a seccomp "
+          f"filter around warden); per call: medians of {reps} runs of {iterations} iterations, "
+          f"startup: median of {startup_runs} runs of /bin/true; load {m['load']:.1f}",
+          ("mode", *(label for _, label in keys), "startup"), rows)

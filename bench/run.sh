@@ -33,6 +33,11 @@
 #             from a cwd 4 deep; the report's agent-time and
 #             agent-cpu divided by the delegated stats, and the round trip, for this warden and,
 #             with --base PATH, another build in the same runs (interleaved)
+#   modes     the per-call cost (open+close, stat, geteuid) and the start of /bin/true in each mode
+#             warden degrades to where a host lacks a primitive, each made here by the refusal
+#             that causes it (a seccomp filter around warden: tests/c/nouserns_wrap.c,
+#             tests/c/supervise.c): the default, the host's tree, no user namespaces, arguments
+#             read through /proc/PID/mem
 #   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively
 #             and under `warden run --capsicum`: cap_enter, a call with a rights check against
 #             without (pread on a limited descriptor, openat beneath a directory capability),
@@ -47,7 +52,7 @@
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
-#                         reactive,capsicum
+#                         reactive,agent,capsicum,modes
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --base PATH           agent: also measure this warden binary (an older build), interleaved
 #   --reps N              micro: interleaved runs (7; quick 5; at least 5)
@@ -69,7 +74,7 @@ set -eu
 started=$(date +%s.%N)
 json=0
 quick=0
-only=micro,startup,net,scaling,gzip,build,reactive,agent,capsicum
+only=micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes
 warden= base=
 reps= iterations= startup_runs= scale_total= scale_reps= gzip_reps= build_reps= build_modules=
 build_jobs=1 queries= reactive_runs= reactive_cpus= connections=
@@ -141,8 +146,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum)" >&2
+        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum|modes) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes)" >&2
            exit 2 ;;
     esac
 done
@@ -167,6 +172,10 @@ chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
 for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench clockstamp; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
+done
+# The modes section's wrappers: the refusals of a container profile or a locked-down host.
+for p in supervise nouserns_wrap; do
+    cc -O2 -Wall -o "$work/bin/$p" "tests/c/$p.c"
 done
 cc -O2 -Wall -I crates/warden-capsicum/c -o "$work/bin/capbench" bench/capbench.c \
     crates/warden-capsicum/c/capsicum.c -lz
