@@ -336,11 +336,18 @@ pub fn warden_cmd(who: As) -> Command {
 
 /// [`warden_cmd`], under `nouserns_wrap MODE` when `wrap` names a mode.
 pub fn warden_cmd_wrapped(who: As, wrap: Option<&str>) -> Command {
-    let mut line: Vec<std::ffi::OsString> = Vec::new();
+    let mut prefix: Vec<std::ffi::OsString> = Vec::new();
     if let Some(mode) = wrap {
-        line.push(c_program("nouserns_wrap").into_os_string());
-        line.push(mode.into());
+        prefix.push(c_program("nouserns_wrap").into_os_string());
+        prefix.push(mode.into());
     }
+    warden_cmd_under(who, prefix)
+}
+
+/// [`warden_cmd`] with `prefix` (a wrapper program and its arguments) before `warden`, the
+/// whole line run as `who`.
+pub fn warden_cmd_under(who: As, prefix: Vec<std::ffi::OsString>) -> Command {
+    let mut line = prefix;
     line.push(warden().into());
     let mut cmd = match who {
         As::Me => {

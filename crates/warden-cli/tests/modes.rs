@@ -1,0 +1,226 @@
+//! Everyday commands in every mode warden runs in (issue 36): a shell pipeline, `make`, `python3`
+//! and `curl` to an allowed address work alike in the full design and in each degraded mode, and
+//! the one-line notice of a degraded mode appears exactly when the run is degraded.
+//!
+//! Each mode is made on this host by the refusal that causes it on another: a seccomp filter
+//! around warden (`tests/c/nouserns_wrap.c` refuses namespaces as Docker's default profile does;
+//! `tests/c/supervise.c` refuses the calls `SUPERVISE_DENY` names, as some container profiles
+//! do). The kernel is real in every case: only what warden is allowed to use differs.
+
+mod common;
+
+use common::{each_user, who_tag, As};
+use std::path::Path;
+use std::process::Command;
+
+/// A mode: how warden is started to be in it, and the notice it prints then (none for a run
+/// that is not degraded).
+struct Mode {
+    name: &'static str,
+    /// Wrapper program (a `tests/c` name) and its arguments, put before `warden`.
+    wrap: Option<(&'static str, &'static [&'static str])>,
+    /// Environment for the wrapper.
+    env: &'static [(&'static str, &'static str)],
+    /// Options of `warden run`.
+    flags: &'static [&'static str],
+    /// What the notice says, or `None`: then stderr carries no `warden:` line at all.
+    notice: Option<&'static str>,
+    /// The notice comes with the first call that takes the other route, so a run may end
+    /// without it (once at most), rather than at the start (exactly once).
+    on_use: bool,
+}
+
+const MODES: &[Mode] = &[
+    Mode {
+        name: "full",
+        wrap: None,
+        env: &[],
+        flags: &[],
+        notice: None,
+        on_use: false,
+    },
+    Mode {
+        name: "host-tree",
+        wrap: None,
+        env: &[],
+        flags: &["--view", "off"],
+        notice: None,
+        on_use: false,
+    },
+    Mode {
+        name: "no-userns",
+        wrap: Some(("nouserns_wrap", &["docker"])),
+        env: &[],
+        flags: &[],
+        notice: Some("warden: no user namespaces here"),
+        on_use: false,
+    },
+    // Not weaker, another route: the agent reads arguments through /proc/PID/mem, and says so
+    // the first time it does.
+    Mode {
+        name: "proc-mem",
+        wrap: Some(("supervise", &[])),
+        env: &[
+            ("SUPERVISE_NO_LISTENER", "1"),
+            ("SUPERVISE_DENY", "process_vm_readv,process_vm_writev"),
+        ],
+        flags: &[],
+        notice: Some("warden: process_vm_readv is refused here"),
+        on_use: true,
+    },
+];
+
+/// `warden` as `who` in `mode`, from `dir`.
+fn warden_in(mode: &Mode, who: As, dir: &Path) -> Command {
+    let mut prefix: Vec<std::ffi::OsString> = Vec::new();
+    if let Some((prog, args)) = mode.wrap {
+        prefix.push(common::c_program(prog).into_os_string());
+        prefix.extend(args.iter().map(Into::into));
+    }
+    let mut cmd = common::warden_cmd_under(who, prefix);
+    cmd.envs(mode.env.iter().copied()).current_dir(dir);
+    cmd
+}
+
+/// Runs `script` under `sh -c` in `mode` with `extra` options; returns (status ok, stdout,
+/// stderr).
+fn run(mode: &Mode, who: As, dir: &Path, extra: &[&str], script: &str) -> (bool, String, String) {
+    let mut cmd = warden_in(mode, who, dir);
+    cmd.arg("run")
+        .args(mode.flags)
+        .args(extra)
+        .args(["--", "/bin/sh", "-c", script]);
+    let (out, _) = common::finish(cmd, common::RUN_DEADLINE);
+    (
+        out.status.success(),
+        common::stdout(&out),
+        common::stderr(&out),
+    )
+}
+
+/// The notice, exactly when the mode is degraded: one line naming what is missing; none at all
+/// otherwise.
+fn check_notice(mode: &Mode, stderr: &str, what: &str) {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warden:"))
+        .collect();
+    match mode.notice {
+        None => assert!(
+            lines.is_empty(),
+            "{} ({what}): a run that is not degraded printed {lines:?}",
+            mode.name
+        ),
+        Some(n) => {
+            let seen = lines.iter().filter(|l| l.starts_with(n)).count();
+            let want = if mode.on_use { 0..=1 } else { 1..=1 };
+            assert!(
+                want.contains(&seen) && seen == lines.len(),
+                "{} ({what}): want the notice {n:?} {want:?} times and no other line, \
+                 stderr:\n{stderr}",
+                mode.name
+            );
+        }
+    }
+}
+
+fn everyday(who: As) {
+    // A server on the host, and a file it serves; the sandbox may connect to it by one rule.
+    let served = common::fresh_dir(&format!("modes-served-{}", who_tag(who)));
+    common::write_file(&served.join("hello.txt"), "hello from the host\n", 0o644);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            for conn in listener.incoming() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(mut c) = conn else { continue };
+                let mut buf = [0u8; 2048];
+                let _ = c.read(&mut buf);
+                let body = "hello from the host\n";
+                let _ = write!(
+                    c,
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        })
+    };
+    let dir = common::fresh_dir(&format!("modes-{}", who_tag(who)));
+    let policy = dir.join("net.policy");
+    common::write_file(
+        &policy,
+        format!("net-allow outgoing tcp 127.0.0.1 {port}\n"),
+        0o644,
+    );
+    let policy = policy.to_str().unwrap().to_string();
+    for mode in MODES {
+        // A pipeline.
+        let (ok, out, err) = run(
+            mode,
+            who,
+            &dir,
+            &[],
+            "printf 'b\\na\\nc\\n' | sort | tr a-z A-Z | head -2",
+        );
+        assert!(
+            ok && out == "A\nB\n",
+            "{}: pipeline: {out:?}\n{err}",
+            mode.name
+        );
+        check_notice(mode, &err, "pipeline");
+        // make: a makefile written and built in the run's own scratch directory.
+        let (ok, out, err) = run(
+            mode,
+            who,
+            &dir,
+            &[],
+            "cd \"$(mktemp -d)\" && printf 'all: b\\n\\t@cat b\\nb: a\\n\\t@tr x y < a > b\\na:\\n\\t@echo xox > a\\n' > Makefile && make -s",
+        );
+        assert!(ok && out == "yoy\n", "{}: make: {out:?}\n{err}", mode.name);
+        check_notice(mode, &err, "make");
+        // python3, the system's.
+        let (ok, out, err) = run(
+            mode,
+            who,
+            &dir,
+            &[],
+            "/usr/bin/python3 -c 'import json, hashlib; print(json.dumps(hashlib.sha256(b\"x\").hexdigest()[:8]))'",
+        );
+        assert!(
+            ok && out == "\"2d711642\"\n",
+            "{}: python3: {out:?}\n{err}",
+            mode.name
+        );
+        check_notice(mode, &err, "python3");
+        // curl to the allowed address gets the page; to the same host's other port it does not.
+        let script = format!(
+            "/usr/bin/curl -sS --max-time 20 http://127.0.0.1:{port}/hello.txt; \
+             /usr/bin/curl -sS --max-time 20 http://127.0.0.1:{}/ >/dev/null 2>&1 && echo OTHER-REACHED; true",
+            if port == 65535 { 65534 } else { port + 1 }
+        );
+        let (ok, out, err) = run(mode, who, &dir, &["--policy", &policy], &script);
+        assert!(
+            ok && out == "hello from the host\n",
+            "{}: curl: {out:?}\n{err}",
+            mode.name
+        );
+        check_notice(mode, &err, "curl");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    server.join().unwrap();
+}
+
+#[test]
+fn everyday_commands_work_in_every_mode_and_only_a_degraded_one_says_so() {
+    each_user(
+        "everyday_commands_work_in_every_mode_and_only_a_degraded_one_says_so",
+        everyday,
+    );
+}
