@@ -790,7 +790,15 @@ fn files_the_agent_opens_count_against_the_memory_limit() {
     let (prog, bin) = program("limit_agent_mem");
     // The agent opens them (`never`): in the kernel-first run the program opens its own files,
     // which the kernel charges to the sandbox's group on any layout.
-    let roomy = ["--read", &bin, "--exec", &bin, "--mem", "256M", "--fast-path=never"];
+    let roomy = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--mem",
+        "256M",
+        "--fast-path=never",
+    ];
     let r = sandbox_cmd(As::Me, "limit_agent_mem", &roomy, &[&prog, "6", "19000"]);
     r.expect_ok();
     let opened: i64 = r
@@ -802,7 +810,15 @@ fn files_the_agent_opens_count_against_the_memory_limit() {
     assert!(opened > 50_000, "{}", r.dump());
     // A struct file is 256 bytes of slab; count at least 100 bytes a descriptor (KiB).
     r.expect_int_in("cg-mem", opened / 10..=256 * 1024);
-    let tight = ["--read", &bin, "--exec", &bin, "--mem", "16M", "--fast-path=never"];
+    let tight = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--mem",
+        "16M",
+        "--fast-path=never",
+    ];
     // The OOM killer picks one of the program's processes (init never: Cgroup::attach); which
     // one decides between SG (the parent) and RE (a child; the parent then reports fewer).
     sandbox_cmd(As::Me, "limit_agent_mem", &tight, &[&prog, "6", "19000"])
@@ -828,12 +844,18 @@ fn sockets_the_agent_makes_count_against_the_memory_limit() {
     let policy = dir.join("net.policy");
     std::fs::write(&policy, "net-allow outgoing tcp 127.0.0.1 9\n").unwrap();
     common::chmod(&policy, 0o644);
-    let probe = "import socket, sys\nheld = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        \
+    let probe =
+        "import socket, sys\nheld = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        \
                  held.append(socket.socket())\nexcept OSError as e:\n    print('error', e.errno)\n\
                  print('made=%d' % len(held), flush=True)\n";
     let made = |mem: &str, n: &str| {
         let opts = ["--policy", s(&policy), "--mem", mem, "--sockets", "100000"];
-        sandbox_cmd(As::Me, "agent sockets", &opts, &["/usr/bin/python3", "-c", probe, n])
+        sandbox_cmd(
+            As::Me,
+            "agent sockets",
+            &opts,
+            &["/usr/bin/python3", "-c", probe, n],
+        )
     };
     let none = made("256M", "0");
     none.expect_ok().expect_stdout_has("made=0");
@@ -850,7 +872,10 @@ fn sockets_the_agent_makes_count_against_the_memory_limit() {
     let tight = made("48M", "40000");
     tight
         .expect_stdout_lacks("made=40000", "40,000 sockets fit in 48 MiB")
-        .expect_stdout_lacks("error 24", "the descriptor limit stopped it, not the memory limit")
+        .expect_stdout_lacks(
+            "error 24",
+            "the descriptor limit stopped it, not the memory limit",
+        )
         .expect_int_in("cg-mem", ..=48 * 1024 * 105 / 100);
     let killed = tight.report.get("cg-oom-killed").is_some_and(|v| v == "1");
     tight.ensure(
