@@ -41,7 +41,8 @@ for suite in "$@"; do
     *%cgroup) filters=(memory_hog_is_an_oom_kill_under_a_cgroup memory_limit_covers_every_process_under_a_cgroup
       memory_limit_from_a_policy_file memory_under_limit_is_ok fork_bomb_is_capped_and_cleaned_up
       threads_count_toward_processes few_children_under_process_limit_are_ok
-      cpu_time_counts_every_process_of_the_sandbox) ;;
+      cpu_time_counts_every_process_of_the_sandbox sockets_the_agent_makes_count_against_the_memory_limit
+      agent_state_is_bounded_by_the_memory_limit) ;;
     *%landlock) filters=(without_landlock) ;;
     # What the view holds on 6.1 (docs/guests.md lists the view tests that still fail there).
     # Not a_read_only_map_..._through_the_agent: the agent's part, the same on every kernel and

@@ -788,7 +788,17 @@ fn files_the_agent_opens_count_against_the_memory_limit() {
         return;
     }
     let (prog, bin) = program("limit_agent_mem");
-    let roomy = ["--read", &bin, "--exec", &bin, "--mem", "256M"];
+    // The agent opens them (`never`): in the kernel-first run the program opens its own files,
+    // which the kernel charges to the sandbox's group on any layout.
+    let roomy = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--mem",
+        "256M",
+        "--fast-path=never",
+    ];
     let r = sandbox_cmd(As::Me, "limit_agent_mem", &roomy, &[&prog, "6", "19000"]);
     r.expect_ok();
     let opened: i64 = r
@@ -800,13 +810,78 @@ fn files_the_agent_opens_count_against_the_memory_limit() {
     assert!(opened > 50_000, "{}", r.dump());
     // A struct file is 256 bytes of slab; count at least 100 bytes a descriptor (KiB).
     r.expect_int_in("cg-mem", opened / 10..=256 * 1024);
-    let tight = ["--read", &bin, "--exec", &bin, "--mem", "16M"];
+    let tight = [
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--mem",
+        "16M",
+        "--fast-path=never",
+    ];
     // The OOM killer picks one of the program's processes (init never: Cgroup::attach); which
     // one decides between SG (the parent) and RE (a child; the parent then reports fewer).
     sandbox_cmd(As::Me, "limit_agent_mem", &tight, &[&prog, "6", "19000"])
         .expect_key("cg-oom-killed", "1")
         .expect_int_in("cg-mem", 12 * 1024..=17 * 1024)
         .expect_stdout_lacks("opened=114000", "the program held every file under 16 MiB");
+}
+
+/// The sockets the agent makes for the sandbox (with a `net-allow` rule, `socket` is the agent's)
+/// are charged to the sandbox's memory limit on every cgroup layout: v1 by the agent's workers
+/// joining the memory group, v2 by warden's process moving beside the sandbox's group under
+/// the run's limit. A socket is kilobytes of kernel memory: 4,000 of them grow the group by
+/// 4 MiB at least over the same program making none; under 48 MiB, 40,000 do not fit and the
+/// run is stopped by the limit (an OOM kill of the program, or the kernel's ENOMEM), not by the
+/// descriptor limit. Light enough for a guest under emulation, unlike 114,000 opens.
+#[test]
+fn sockets_the_agent_makes_count_against_the_memory_limit() {
+    let test = "sockets_the_agent_makes_count_against_the_memory_limit";
+    if !memory_cgroup(test) {
+        return;
+    }
+    let dir = open_dir("agent-sockets", As::Me);
+    let policy = dir.join("net.policy");
+    std::fs::write(&policy, "net-allow outgoing tcp 127.0.0.1 9\n").unwrap();
+    common::chmod(&policy, 0o644);
+    let probe =
+        "import socket, sys\nheld = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        \
+                 held.append(socket.socket())\nexcept OSError as e:\n    print('error', e.errno)\n\
+                 print('made=%d' % len(held), flush=True)\n";
+    let made = |mem: &str, n: &str| {
+        let opts = ["--policy", s(&policy), "--mem", mem, "--sockets", "100000"];
+        sandbox_cmd(
+            As::Me,
+            "agent sockets",
+            &opts,
+            &["/usr/bin/python3", "-c", probe, n],
+        )
+    };
+    let none = made("256M", "0");
+    none.expect_ok().expect_stdout_has("made=0");
+    let some = made("256M", "4000");
+    some.expect_ok().expect_stdout_has("made=4000");
+    let grew = some.int("cg-mem") - none.int("cg-mem");
+    some.ensure(
+        grew >= 4000,
+        format_args!(
+            "4,000 sockets made by the agent grew the sandbox's group by {grew} KiB (want 4,000 at \
+             least): they were not charged to it"
+        ),
+    );
+    let tight = made("48M", "40000");
+    tight
+        .expect_stdout_lacks("made=40000", "40,000 sockets fit in 48 MiB")
+        .expect_stdout_lacks(
+            "error 24",
+            "the descriptor limit stopped it, not the memory limit",
+        )
+        .expect_int_in("cg-mem", ..=48 * 1024 * 105 / 100);
+    let killed = tight.report.get("cg-oom-killed").is_some_and(|v| v == "1");
+    tight.ensure(
+        killed || tight.stdout().contains("error 12"),
+        "neither an OOM kill nor ENOMEM ended the run at the limit",
+    );
 }
 
 /// Under a cgroup the limit is the whole sandbox's: three processes of 64 MiB each do not fit

@@ -39,6 +39,21 @@ pub struct Cgroup {
     /// checks a migration against the opener's credentials, so warden can still move the
     /// sandbox in after it has switched to `starting_uid`.
     procs: Vec<fs::File>,
+    /// v2: the run's own group, which holds the sandbox's (`dirs[0]`) and the agent's side by
+    /// side and carries the memory limit for both ([`Cgroup::charge_agent`]).
+    run: Option<RunGroup>,
+}
+
+/// A v2 run's groups: `top` (the memory limit), `top/sandbox` (the program's, with the process
+/// limit) and `top/agent`, where warden moves itself while it serves the sandbox, from
+/// `origin` (where it was just before: set by [`Cgroup::charge_agent`]).
+#[derive(Debug)]
+struct RunGroup {
+    top: PathBuf,
+    agent: PathBuf,
+    /// The v2 mount's directory, to find warden's own group under.
+    mount: Mount,
+    origin: std::sync::Mutex<Option<PathBuf>>,
 }
 
 /// What limits to write into a new group.
@@ -51,6 +66,7 @@ pub struct CgroupLimits {
 }
 
 /// One cgroup mount: its mount point, the part of the hierarchy it shows, and its type.
+#[derive(Clone, Debug)]
 struct Mount {
     point: PathBuf,
     root: String,
@@ -191,15 +207,41 @@ impl Cgroup {
             return Ok(None);
         }
         remove_stale(&parent);
-        let dir = parent.join(name);
-        match fs::create_dir(&dir) {
-            Ok(()) => Ok(Some(Cgroup {
-                version: Version::V2,
-                dirs: vec![dir],
-                procs: Vec::new(),
-            })),
-            Err(e) if is_unavailable(&e) => Ok(None),
-            Err(e) => Err(e),
+        let top = parent.join(name);
+        match fs::create_dir(&top) {
+            Ok(()) => {}
+            Err(e) if is_unavailable(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let cg = Cgroup {
+            version: Version::V2,
+            dirs: vec![top.join("sandbox")],
+            procs: Vec::new(),
+            run: Some(RunGroup {
+                agent: top.join("agent"),
+                top,
+                mount: m.clone(),
+                origin: Default::default(),
+            }),
+        };
+        let made = (|| {
+            let run = cg.run.as_ref().expect("just made");
+            fs::write(run.top.join("cgroup.subtree_control"), "+memory +pids")?;
+            fs::create_dir(&cg.dirs[0])?;
+            fs::create_dir(&run.agent)
+        })();
+        match made {
+            Ok(()) => Ok(Some(cg)),
+            Err(e) => {
+                cg.remove();
+                Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot make the run's cgroups under {}: {e}",
+                        parent.display()
+                    ),
+                ))
+            }
         }
     }
 
@@ -229,6 +271,7 @@ impl Cgroup {
                         version: Version::V1,
                         dirs,
                         procs: Vec::new(),
+                        run: None,
                     };
                     cg.remove();
                     return if is_unavailable(&e) { Ok(None) } else { Err(e) };
@@ -239,6 +282,7 @@ impl Cgroup {
             version: Version::V1,
             dirs,
             procs: Vec::new(),
+            run: None,
         }))
     }
 
@@ -252,10 +296,12 @@ impl Cgroup {
             }
             match self.version {
                 Version::V2 => {
+                    // The run's group: the sandbox's and the agent's work for it together.
+                    let top = self.run.as_ref().map_or(&self.dirs[0], |r| &r.top);
                     if let Some(m) = limits.memory {
-                        write(&self.dirs[0], "memory.max", m)?;
+                        write(top, "memory.max", m)?;
                         // Swap is memory too; without this a hog would page out and go on.
-                        let _ = write(&self.dirs[0], "memory.swap.max", 0);
+                        let _ = write(top, "memory.swap.max", 0);
                     }
                     if let Some(n) = limits.tasks {
                         write(&self.dirs[0], "pids.max", n)?;
@@ -326,6 +372,31 @@ impl Cgroup {
         }
     }
 
+    /// cgroup v2: moves warden's whole process (every thread of it) into the run's `agent`
+    /// group, beside the sandbox's under the run's memory limit, until [`Cgroup::remove`]: the
+    /// sockets, files and dentries the agent creates for the sandbox, and what warden
+    /// allocates meanwhile, count against the sandbox's limit as on v1 ([`memory_tasks`]).
+    /// At the limit the OOM killer looks in the run's group, where the program's processes
+    /// are its first choice (`oom_score_adj` 1000, `launch`). The process limit stays on the
+    /// sandbox's group alone: warden's threads are not the program's. Call in warden's own
+    /// process, after the sandbox is cloned (its init starts in the group warden is in).
+    ///
+    /// [`memory_tasks`]: Cgroup::memory_tasks
+    pub fn charge_agent(&self) -> io::Result<()> {
+        let Some(run) = &self.run else { return Ok(()) };
+        // Where warden is now: not necessarily the group it started in, which enabling the
+        // controllers may have left for its leaf ([`LEAF`]).
+        let here = own_groups()
+            .into_iter()
+            .find(|(c, _)| c.is_empty())
+            .and_then(|(_, g)| own_dir(&run.mount, &g))
+            .ok_or_else(|| io::Error::other("warden's own cgroup v2 group is not mounted here"))?;
+        let mut origin = run.origin.lock().unwrap_or_else(|e| e.into_inner());
+        fs::write(run.agent.join("cgroup.procs"), "0")?;
+        *origin = Some(here);
+        Ok(())
+    }
+
     /// CPU time (user+sys) of everything that ran in the group.
     pub fn cpu_time(&self) -> Option<Duration> {
         match self.version {
@@ -344,7 +415,7 @@ impl Cgroup {
     /// The group's peak memory use, bytes.
     pub fn peak_memory(&self) -> Option<u64> {
         match self.version {
-            Version::V2 => read_u64(&self.dirs[0].join("memory.peak")),
+            Version::V2 => read_u64(&self.memory_dir().join("memory.peak")),
             Version::V1 => read_u64(&self.dirs[0].join("memory.max_usage_in_bytes")),
         }
     }
@@ -355,8 +426,13 @@ impl Cgroup {
             Version::V2 => ("memory.events", "oom_kill"),
             Version::V1 => ("memory.oom_control", "oom_kill"),
         };
-        let text = fs::read_to_string(self.dirs[0].join(file)).ok()?;
+        let text = fs::read_to_string(self.memory_dir().join(file)).ok()?;
         key_value(&text, key)
+    }
+
+    /// Where the memory limit is: the run's group on v2, the sandbox's on v1.
+    fn memory_dir(&self) -> &Path {
+        self.run.as_ref().map_or(&self.dirs[0], |r| &r.top)
     }
 
     /// Removes the groups. Call after the sandbox's processes are gone; a group whose last task
@@ -374,7 +450,16 @@ impl Cgroup {
                 }
             }
         }
-        for dir in self.dirs.iter().rev() {
+        if let Some(run) = &self.run {
+            let origin = run.origin.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(origin) = origin {
+                // Back where warden was (its leaf, or the root group), so the run's groups
+                // can go.
+                let _ = fs::write(origin.join("cgroup.procs"), "0");
+            }
+        }
+        let run = self.run.iter().flat_map(|r| [&r.agent, &r.top]);
+        for dir in self.dirs.iter().rev().chain(run) {
             for _ in 0..50 {
                 match fs::remove_dir(dir) {
                     Ok(()) => break,
@@ -583,7 +668,11 @@ fn remove_stale(parent: &Path) {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            // Fails harmlessly (EBUSY) if processes are still inside.
+            // Fails harmlessly (EBUSY) if processes are still inside. A v2 run's group goes
+            // with its two children.
+            for child in ["sandbox", "agent"] {
+                let _ = fs::remove_dir(entry.path().join(child));
+            }
             let _ = fs::remove_dir(entry.path());
         }
     }

@@ -295,6 +295,14 @@ fn start_agent(
     if let Some(tasks) = cgroup.and_then(|cg| cg.memory_tasks()) {
         agent.charge_workers_to(tasks);
     }
+    if let Some(cg) = cgroup {
+        cg.charge_agent().map_err(|e| {
+            failure(
+                EXIT_WARDEN,
+                format!("cannot move warden into the run's cgroup for its agent: {e}"),
+            )
+        })?;
+    }
     agent.start();
     serve_grants(cfg.capsicum.as_ref());
     Ok(agent)
