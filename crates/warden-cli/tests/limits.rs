@@ -845,7 +845,9 @@ fn sockets_the_agent_makes_count_against_the_memory_limit() {
     std::fs::write(&policy, "net-allow outgoing tcp 127.0.0.1 9\n").unwrap();
     common::chmod(&policy, 0o644);
     let probe =
-        "import socket, sys\nheld = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        \
+        "import resource, socket, sys\nsoft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n\
+         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\n\
+         held = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        \
                  held.append(socket.socket())\nexcept OSError as e:\n    print('error', e.errno)\n\
                  print('made=%d' % len(held), flush=True)\n";
     let made = |mem: &str, n: &str| {
