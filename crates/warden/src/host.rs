@@ -538,6 +538,18 @@ impl Probe {
     }
 }
 
+/// Whether this process may take a descriptor with `pidfd_getfd`, asked of itself: a seccomp
+/// profile that refuses the call (Docker's default without `CAP_SYS_PTRACE`) refuses it
+/// whatever the target, and the kernel lets a process take its own. Three system calls, for a
+/// run's start ([`Process::pidfd_getfd`] asks a child, for `warden doctor`).
+pub fn pidfd_getfd_here() -> bool {
+    use rustix::process::{getpid, pidfd_open, PidfdFlags};
+    let Ok(me) = pidfd_open(getpid(), PidfdFlags::empty()) else {
+        return false;
+    };
+    crate::sys::unotify::pidfd_getfd(me.as_fd(), std::os::fd::AsRawFd::as_raw_fd(&me)).is_ok()
+}
+
 /// How many seccomp filters this process runs under (`Seccomp_filters:` of `/proc/self/status`;
 /// with an older kernel that lacks the field, 1 when `Seccomp:` says filter mode). One read, for
 /// a failure's message.
