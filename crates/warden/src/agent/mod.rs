@@ -495,6 +495,11 @@ impl Agent {
         // ENOENT from SEND or ADDFD means the caller is gone: nothing to answer, nothing leaked
         // (our descriptor is dropped here either way).
         let delivered = match answer {
+            // A made object answered by a plain SEND, to a caller that a signal is about to
+            // interrupt: not sent, so that the restart finds it unmade ([`restart`]).
+            Ok(Answer::Reply(_)) if created.is_some() && restart::interrupting(notif.pid) => {
+                Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+            }
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
             Ok(Answer::WritableFd(fd, cloexec)) => {
                 // Two steps, our reference closed in between (see `unotify::addfd`).
@@ -588,7 +593,10 @@ impl Agent {
                 })
             })
         };
-        if regular && writable() {
+        // Without WAIT_KILLABLE_RECV, in one step: a SEND racing the signal that interrupts its
+        // caller may succeed and still be lost (the caller restarts the call), where ADDFD|SEND
+        // fails with ESRCH, so that what the open made is undone ([`restart`]).
+        if regular && writable() && self.wait_killable {
             Ok(Answer::WritableFd(fd, cloexec))
         } else {
             Ok(Answer::Fd(fd, cloexec))

@@ -16,6 +16,14 @@
 //!   because the caller was interrupted, is undone: the name is removed again if it still
 //!   names what the agent made. The restarted call then creates it as if for the first time.
 //!
+//! - [`interrupting`]: a plain answer (`SEND`) that races the signal can succeed and still be
+//!   lost (the caller's wait broke before the answer landed, and it restarts the call), where
+//!   `ADDFD | SEND` fails with `ESRCH`. Opens are answered with `ADDFD | SEND` here; a `mkdir`
+//!   is not answered when a signal aimed at the caller's thread is pending (its wait will
+//!   break, and the restart finds the directory unmade). A signal sent to the whole process,
+//!   or arriving between that look and the answer, can still lose a `mkdir`'s answer: the
+//!   restarted `mkdir` then fails with `EEXIST` for the directory the first one made.
+//!
 //! What is not undone (docs/fallbacks.md): a rename, unlink, link, symlink, bind or connect
 //! done for an interrupted request stays done, and the restarted call gets the answer the
 //! kernel would give now (`ENOENT`, `EEXIST`, `EISCONN`), as after a native call interrupted
@@ -57,6 +65,23 @@ impl Drop for Turn<'_> {
         busy.remove(&self.tid);
         self.turns.free.notify_all();
     }
+}
+
+/// Whether thread `tid` has a signal pending for itself that it does not block: its wait for
+/// an answer is interrupted then (a signal it ignores is never queued). A process-wide
+/// pending signal does not count, since another thread may take it.
+pub fn interrupting(tid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    let mask = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    mask("SigPnd:") & !mask("SigBlk:") != 0
 }
 
 /// What a request created: the name `name` in the directory `parent`, the object
