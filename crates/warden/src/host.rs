@@ -501,10 +501,27 @@ impl Probe {
         }
         if !self.process.pidfd_getfd.yes() {
             out.push(format!(
-                "pidfd_getfd is refused ({}): allow it in the container's seccomp profile \
-                 (Docker's default allows it from 5.6 with CAP_SYS_PTRACE only).",
+                "pidfd_getfd is refused ({}): warden takes its listener from a helper instead, \
+                 and the agent looks the program's descriptors up through /proc/PID/fd, which \
+                 serves every call that looks a path up through a descriptor or changes its \
+                 file; the calls that act on a descriptor's own open file (a socket's connect, \
+                 bind, accept or send, inotify watches, descriptors passed on) are refused. \
+                 Allow pidfd_getfd in the container's seccomp profile for those (Docker's \
+                 default allows it from 5.6 with CAP_SYS_PTRACE only: `--cap-add SYS_PTRACE`).",
                 self.process.pidfd_getfd.describe()
             ));
+        }
+        if self.seccomp.wait_killable_recv == Answer::No(libc::EINVAL)
+            && self.seccomp.listener.yes()
+        {
+            out.push(
+                "This kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+): warden \
+                 installs its listener without it, serves each thread's calls one at a time and \
+                 undoes a file or directory made for a call a signal interrupted; a rename, \
+                 unlink or connect so interrupted stays done (docs/fallbacks.md). A newer kernel \
+                 gives the exact behaviour."
+                    .into(),
+            );
         }
         let no_cgroup = self.cgroups.warden_uses.is_none();
         if no_cgroup && self.cgroups.v2 && !self.cgroups.may_create_child.yes() {
