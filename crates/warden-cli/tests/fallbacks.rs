@@ -282,8 +282,29 @@ fn without_wait_killable_recv_the_default_run_works_and_says_so() {
         |who| {
             let script = "cat /etc/hostname; cat /etc/shadow 2>&1 >/dev/null | sed 's/^.*: //'";
             let hostname = std::fs::read_to_string("/etc/hostname").unwrap();
-            for refuse in [&[][..], NO_WAIT_KILLABLE] {
-                let out = under(who, refuse, &["run", "--", "/bin/sh", "-c", script]);
+            let reports = common::fresh_dir(&format!("fallback-reports-{}", common::who_tag(who)));
+            if who == As::Nobody {
+                std::os::unix::fs::chown(&reports, Some(65534), Some(65534)).unwrap();
+            }
+            for (refuse, fallbacks) in [
+                (&[][..], None),
+                (NO_WAIT_KILLABLE, Some("wait-killable-recv")),
+                (NEITHER, Some("pidfd_getfd,wait-killable-recv")),
+            ] {
+                let report = reports.join(format!("report-{}", refuse.len()));
+                let out = under(
+                    who,
+                    refuse,
+                    &[
+                        "run",
+                        "--report",
+                        report.to_str().unwrap(),
+                        "--",
+                        "/bin/sh",
+                        "-c",
+                        script,
+                    ],
+                );
                 let ctx = format!(
                     "as {who:?}, refusing {refuse:?}:\n{}\n{}",
                     common::stdout(&out),
@@ -303,6 +324,12 @@ fn without_wait_killable_recv_the_default_run_works_and_says_so() {
                     notices(&out, KILLABLE_NOTICE),
                     usize::from(!refuse.is_empty()),
                     "the notice once, exactly when the flag is missing: {ctx}"
+                );
+                // The report names what the run did without.
+                assert_eq!(
+                    common::report_field(&report, "fallbacks").as_deref(),
+                    fallbacks,
+                    "{ctx}"
                 );
             }
         },

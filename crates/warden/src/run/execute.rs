@@ -97,6 +97,7 @@ pub fn execute(
     // Asked once: how the listener reaches warden, and how the agent takes descriptors.
     let takes_descriptors = crate::host::pidfd_getfd_here();
     if !takes_descriptors {
+        measured.fallbacks.push("pidfd_getfd");
         eprintln!(
             "warden: pidfd_getfd is refused here (a container's seccomp profile): the agent \
              looks the program's descriptors up through /proc/PID/fd, and refuses (EPERM) the \
@@ -142,6 +143,7 @@ pub fn execute(
         takes_descriptors,
     };
     if !sandbox.wait_killable {
+        measured.fallbacks.push("wait-killable-recv");
         eprintln!(
             "warden: this kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+), so \
              a signal may interrupt a call the agent is serving: the agent serves each thread's \
