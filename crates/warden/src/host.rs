@@ -504,8 +504,10 @@ impl Probe {
                 "pidfd_getfd is refused ({}): warden takes its listener from a helper instead, \
                  and the agent looks the program's descriptors up through /proc/PID/fd, which \
                  serves every call that looks a path up through a descriptor or changes its \
-                 file; the calls that act on a descriptor's own open file (a socket's connect, \
-                 bind, accept or send, inotify watches, descriptors passed on) are refused. \
+                 file, and sockets the agent made under net-allow IP rules; the other calls that \
+                 act on a descriptor's own open file (connect, bind, accept or send on a unix \
+                 socket or one of the private network, inotify watches, descriptors passed on) \
+                 are refused. \
                  Allow pidfd_getfd in the container's seccomp profile for those (Docker's \
                  default allows it from 5.6 with CAP_SYS_PTRACE only: `--cap-add SYS_PTRACE`).",
                 self.process.pidfd_getfd.describe()
@@ -516,8 +518,8 @@ impl Probe {
         {
             out.push(
                 "This kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+): warden \
-                 installs its listener without it, serves each thread's calls one at a time and \
-                 undoes a file or directory made for a call a signal interrupted; a rename, \
+                 installs its listener without it, serves each thread's creating calls one at a \
+                 time and undoes a file or directory made for a call a signal interrupted; a rename, \
                  unlink or connect so interrupted stays done (docs/fallbacks.md). A newer kernel \
                  gives the exact behaviour."
                     .into(),

@@ -140,13 +140,24 @@ pub struct Agent {
 /// changes its file's metadata, and for reopening it (what the kernel does for the caller
 /// through `/proc/self/fd`). A call that must act on the description itself (a socket's
 /// `connect`, `bind`, `accept` or send, an inotify watch, a descriptor passed on with
-/// `SCM_RIGHTS`, Capsicum's rights) is refused with `EPERM` there, never continued.
+/// `SCM_RIGHTS`, Capsicum's rights) is refused with `EPERM` there, never continued, except on
+/// a socket the agent made itself (under `net-allow` IP rules): the agent keeps its copy of
+/// those ([`DescriptorRoute::sockets`]) and finds it by the inode the caller's descriptor names.
 #[derive(Default)]
 struct DescriptorRoute {
     through_proc: std::sync::atomic::AtomicBool,
+    /// On the `/proc` route, the agent's copies of the sockets it made for the sandbox, by
+    /// inode: an unconnected or listening TCP socket, a UDP socket. A connected TCP socket is
+    /// not kept (the agent's copy would keep the connection open after the program closes it:
+    /// its peer would wait for an end that never comes); copies of sockets the sandbox no
+    /// longer holds are dropped when there are more than [`KEPT_PRUNE_AT`].
+    sockets: Mutex<std::collections::HashMap<u64, OwnedFd>>,
     /// Whether the run was told that a call on a descriptor's own object was refused.
     object_said: std::sync::atomic::AtomicBool,
 }
+
+/// How many kept sockets make the agent look which the sandbox still holds.
+const KEPT_PRUNE_AT: usize = 64;
 
 impl DescriptorRoute {
     fn through_proc(&self) -> bool {
@@ -164,9 +175,9 @@ impl DescriptorRoute {
             eprintln!(
                 "warden: pidfd_getfd is refused here ({}); the agent looks descriptors up \
                  through /proc/PID/fd instead, and refuses (EPERM) the calls that must act on a \
-                 descriptor's open file itself (a socket's connect, bind, accept or send; \
-                 inotify; passing descriptors); allow pidfd_getfd in the container's seccomp \
-                 profile for those (`warden doctor` says more)",
+                 descriptor's open file itself (connect, bind, accept or send on a socket it \
+                 did not make itself; inotify; passing descriptors); allow pidfd_getfd in the \
+                 container's seccomp profile for those (`warden doctor` says more)",
                 crate::host::errno_name(e)
             );
         }
@@ -470,7 +481,8 @@ impl Agent {
         // descriptor to be installed, and interrupting that wait would lose the reply.
         // Without WAIT_KILLABLE_RECV, a restarted call waits until its interrupted first try is
         // finished and undone ([`restart`]).
-        let _turn = (!self.wait_killable).then(|| self.turns.take(notif.pid));
+        let _turn = (!self.wait_killable && restart::may_create(&notif))
+            .then(|| self.turns.take(notif.pid));
         let start = std::time::Instant::now();
         let cpu_start = thread_cpu();
         slot.set(Some((notif.id, crate::sys::signals::current_thread())));
@@ -1084,8 +1096,56 @@ impl Client<'_> {
                 other => return other,
             }
         }
+        // A socket the agent made: its own copy, found by the inode the caller's names.
+        let theirs = self.fd_object(fd)?;
+        if let Ok(st) = rustix::fs::fstat(&theirs) {
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Socket {
+                let kept = self.agent.descriptors.sockets.lock();
+                if let Some(ours) = kept.ok().as_ref().and_then(|k| k.get(&st.st_ino)) {
+                    let same = rustix::fs::fstat(ours).is_ok_and(|o| o.st_dev == st.st_dev);
+                    if same {
+                        return ours
+                            .try_clone()
+                            .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE));
+                    }
+                }
+            }
+        }
         self.agent.descriptors.object_refused(self.syscall());
         Err(libc::EPERM)
+    }
+
+    /// On the `/proc` route ([`DescriptorRoute`]), keeps the agent's copy of `sock`, a socket
+    /// it made for the sandbox, so that later calls on the caller's descriptor of it can be
+    /// served. Costs nothing where `pidfd_getfd` works.
+    pub fn keep_socket(&self, sock: &OwnedFd) {
+        if !self.agent.descriptors.through_proc() {
+            return;
+        }
+        let (Ok(st), Ok(copy)) = (rustix::fs::fstat(sock), sock.try_clone()) else {
+            return;
+        };
+        let Ok(mut kept) = self.agent.descriptors.sockets.lock() else {
+            return;
+        };
+        if kept.len() >= KEPT_PRUNE_AT {
+            if let Some(ns) = self.pid_namespace() {
+                let live = held::held_in_namespace(ns);
+                kept.retain(|inode, _| live.contains(inode));
+            }
+        }
+        kept.insert(st.st_ino, copy);
+    }
+
+    /// Drops the agent's kept copy of `sock` ([`Client::keep_socket`]): a TCP socket once
+    /// connected needs the agent no more, and its copy would hold the connection open.
+    pub fn forget_socket(&self, sock: &OwnedFd) {
+        if let (Ok(st), Ok(mut kept)) = (
+            rustix::fs::fstat(sock),
+            self.agent.descriptors.sockets.lock(),
+        ) {
+            kept.remove(&st.st_ino);
+        }
     }
 
     /// The object the caller's descriptor `fd` names, for a path looked up through it or its

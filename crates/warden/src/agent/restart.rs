@@ -8,10 +8,13 @@
 //! the first request is done: an `O_CREAT | O_EXCL` open would find its own file and answer
 //! `EEXIST`, a `mkdir` likewise. Two things keep the answers right here:
 //!
-//! - [`Turns`]: the requests of one thread are served one at a time, so the restarted request
-//!   is served only after the interrupted one has finished (and been undone). A thread has one
-//!   call at a time of its own, so this costs nothing but the restart's wait; the watchdog
-//!   interrupts a worker blocked for a dropped request, so the wait is short.
+//! - [`Turns`]: the creating requests of one thread ([`may_create`]) are served one at a
+//!   time, so the restarted request is served only after the interrupted one has finished (and
+//!   been undone). A thread has one call at a time of its own, so this costs nothing but the
+//!   restart's wait; the watchdog interrupts a worker blocked for a dropped request, so the
+//!   wait is short. Only creating calls take turns: a thread id can change hands (`execve` in
+//!   another thread gives it the leader's), and the new owner's calls must not wait behind a
+//!   dead caller's long walk.
 //! - [`Created`]: an open that created a file, or a `mkdir`, whose answer could not be given
 //!   because the caller was interrupted, is undone: the name is removed again if it still
 //!   names what the agent made. The restarted call then creates it as if for the first time.
@@ -33,6 +36,18 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::sync::{Condvar, Mutex};
+
+/// Whether the request may create a file or directory the agent would undo: an open with
+/// `O_CREAT` (`openat2`'s flags are in memory: always), `creat`, `mkdir`, `mkdirat`.
+pub fn may_create(notif: &crate::sys::unotify::Notification) -> bool {
+    let creat = |flags: u64| flags & libc::O_CREAT as u64 != 0;
+    match i64::from(notif.nr) {
+        libc::SYS_open => creat(notif.args[1]),
+        libc::SYS_openat => creat(notif.args[2]),
+        libc::SYS_openat2 | libc::SYS_creat | libc::SYS_mkdir | libc::SYS_mkdirat => true,
+        _ => false,
+    }
+}
 
 /// The threads whose request a worker is serving (only without `WAIT_KILLABLE_RECV`).
 #[derive(Default)]

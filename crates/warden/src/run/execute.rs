@@ -101,9 +101,9 @@ pub fn execute(
         eprintln!(
             "warden: pidfd_getfd is refused here (a container's seccomp profile): the agent \
              looks the program's descriptors up through /proc/PID/fd, and refuses (EPERM) the \
-             calls that must act on a descriptor's own open file (a socket's connect, bind, \
-             accept or send; inotify watches; descriptors passed on); allow pidfd_getfd \
-             (`warden doctor` says more)"
+             calls that must act on a descriptor's own open file (connect, bind, accept or send \
+             on a socket it did not make itself under a net-allow IP rule; inotify watches; \
+             descriptors passed on); allow pidfd_getfd (`warden doctor` says more)"
         );
     }
     let sandbox = launch::launch(
@@ -147,8 +147,8 @@ pub fn execute(
         eprintln!(
             "warden: this kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+), so \
              a signal may interrupt a call the agent is serving: the agent serves each thread's \
-             calls one at a time and removes a file or directory made for a call that was \
-             interrupted; a rename, unlink or connect so interrupted stays done \
+             creating calls one at a time and removes a file or directory made for a call that \
+             was interrupted; a rename, unlink or connect so interrupted stays done \
              (docs/fallbacks.md)"
         );
     }
