@@ -74,6 +74,23 @@ WARDEN_BIN=$refusal/warden WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS
   -p warden-cli --test escape 2>&1 | tee "$skipdir/memory-route.log" || failed=1
 rm -rf -- "$refusal"
 
+echo "== the adversarial suite on the host's tree with pidfd_getfd refused and no WAIT_KILLABLE_RECV (WARDEN_VIEW=off)"
+# Docker's default profile refuses pidfd_getfd (without CAP_SYS_PTRACE) and kernels before 5.19
+# have no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: warden takes its listener from a helper, the
+# agent looks descriptors up through /proc/PID/fd and refuses the calls that need a socket's own
+# open file, and it serves each thread's calls one at a time (docs/fallbacks.md). Every check
+# must hold as before. supervise.c refuses pidfd_getfd (EPERM) and the flag (EINVAL) around the
+# warden the tests run. About as long as the escape suite itself (~1 min on 2 cores).
+refusal=$(mktemp -d)
+chmod 755 "$refusal"
+cc -O1 -Wall -o "$refusal/supervise" tests/c/supervise.c
+printf '#!/bin/sh\nSUPERVISE_NO_LISTENER=1 SUPERVISE_DENY=pidfd_getfd SUPERVISE_NO_WAIT_KILLABLE=1 exec %s %s "$@"\n' \
+  "$refusal/supervise" "$PWD/target/x86_64-unknown-linux-musl/debug/warden" > "$refusal/warden"
+chmod 755 "$refusal/warden"
+WARDEN_BIN=$refusal/warden WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
+  -p warden-cli --test escape 2>&1 | tee "$skipdir/descriptor-route.log" || failed=1
+rm -rf -- "$refusal"
+
 echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
 

@@ -4,9 +4,12 @@
  * execs argv[1..]. A process under it that installs a filter with a listener of its own gets
  * EBUSY: the kernel allows one listener per filter chain.
  *
- * SUPERVISE_DENY=NAME[,NAME...] (process_vm_readv, process_vm_writev, pread64, pwrite64) also
- * refuses those calls with EPERM, as some container profiles do, so the agent below must take
- * its other route (or refuse). SUPERVISE_NO_LISTENER=1 installs the filter without a listener
+ * SUPERVISE_DENY=NAME[,NAME...] (process_vm_readv, process_vm_writev, pread64, pwrite64,
+ * pidfd_getfd) also refuses those calls with EPERM, as some container profiles do (Docker's
+ * default refuses pidfd_getfd without CAP_SYS_PTRACE), so the agent below must take its other
+ * route (or refuse). SUPERVISE_NO_WAIT_KILLABLE=1 makes seccomp(SECCOMP_SET_MODE_FILTER) with
+ * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV fail with EINVAL, as a kernel before 5.19 does (RHEL
+ * 9's 5.14), so warden must install its listener without it. SUPERVISE_NO_LISTENER=1 installs the filter without a listener
  * (acct fails with ENOSYS), so warden can start under it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,19 +33,34 @@ int main(int argc, char **argv) {
     }
     const char *deny = getenv("SUPERVISE_DENY");
     int listen = !(getenv("SUPERVISE_NO_LISTENER"));
-    struct sock_filter prog[16];
+    int no_wait_killable = getenv("SUPERVISE_NO_WAIT_KILLABLE") != NULL;
+    struct sock_filter prog[32];
     int n = 0;
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
     prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1);
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
                                              listen ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ERRNO | ENOSYS);
+    if (no_wait_killable) {
+        /* seccomp(SECCOMP_SET_MODE_FILTER, flags & WAIT_KILLABLE_RECV, ...): EINVAL, the answer of
+         * a kernel that does not know the flag. The arguments are 64-bit; the flags fit in the
+         * low half (x86-64 is little-endian). */
+        prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 5);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+        prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_SET_MODE_FILTER, 0, 3);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
+        prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, 0, 1);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL);
+        /* Every path above leaves nr or an argument in the accumulator: load nr again. */
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    }
     static const struct {
         const char *name;
         int nr;
     } known[] = {{"process_vm_readv", SYS_process_vm_readv},
                  {"process_vm_writev", SYS_process_vm_writev},
                  {"pread64", SYS_pread64},
-                 {"pwrite64", SYS_pwrite64}};
+                 {"pwrite64", SYS_pwrite64},
+                 {"pidfd_getfd", SYS_pidfd_getfd}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (!deny)
             break;

@@ -88,6 +88,48 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
     }
 }
 
+/// `clone(CLONE_FILES | CLONE_PARENT)` without a new stack: a fork-like process that shares
+/// this process's descriptor table and is its parent's child (which reaps it), not ours. For the
+/// program's process to hand its listener over without `pidfd_getfd`: the helper, started
+/// before the listener's filter and so outside it, sends what the program's process puts in
+/// their shared table. `None` in the helper. Refuses to run in a multithreaded process.
+pub fn fork_sharing_files() -> io::Result<Option<i32>> {
+    ensure_single_threaded()?;
+    let flags = (libc::CLONE_FILES | libc::CLONE_PARENT) as u64;
+    // SAFETY: x86_64 clone(flags, stack, parent_tid, child_tid, tls) with a null stack: the
+    // child runs on a copy of our stack, as with fork; no pointer is passed. We checked above
+    // that no other thread exists, so the child inherits no lock held by another.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            0usize,
+        )
+    };
+    match rc {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid as i32)),
+    }
+}
+
+/// A close-on-exec duplicate of descriptor number `fd` of this process's table: for the
+/// helper of [`fork_sharing_files`], to which the process sharing its table said a number.
+/// A number that is not open is `EBADF`.
+pub fn dup_number(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC takes the number as a plain integer (the kernel looks it up and
+    // fails with EBADF if nothing is open there) and returns a new descriptor nobody owns.
+    let rc = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor from F_DUPFD_CLOEXEC, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(rc) })
+}
+
 /// `fork(2)`, for the sandbox's init to start the program: a process of one thread, as
 /// `proof` says.
 pub fn fork(proof: OneThread) -> io::Result<Option<i32>> {

@@ -38,16 +38,27 @@ pub fn install(program: &[Instruction]) -> io::Result<()> {
 }
 
 /// Installs `program` on the calling thread (and so on everything it will fork and exec) and
-/// returns the listener descriptor. The caller must have set no_new_privs first.
+/// returns the listener descriptor, and whether the caller's wait for an answer is killable
+/// only (`SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`, Linux 5.19). The caller must have set
+/// no_new_privs first.
+///
+/// Without that flag (a kernel before 5.19 answers `EINVAL`: RHEL 9's 5.14) the filter is
+/// installed plain: any signal then interrupts a caller whose request the agent already
+/// received, and the call restarts as a new request; the agent must account for that
+/// (docs/fallbacks.md).
 ///
 /// Runs in the sandbox's first process between fork and exec: it allocates nothing.
-pub fn install_with_listener(program: &[Instruction]) -> io::Result<OwnedFd> {
+pub fn install_with_listener(program: &[Instruction]) -> io::Result<(OwnedFd, bool)> {
     // WAIT_KILLABLE_RECV: once the agent has received a request, only a fatal signal
     // interrupts the caller's wait. Otherwise a signal would restart the call after the
     // agent had already performed it (creating a file twice, say).
-    let flags =
-        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
-    let rc = set_filter(program, flags as libc::c_ulong)?;
+    let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong;
+    let killable = libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV as libc::c_ulong;
+    let (rc, killable) = match set_filter(program, listener | killable) {
+        Ok(rc) => (rc, true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (set_filter(program, listener)?, false),
+        Err(e) => return Err(e),
+    };
     // SAFETY: with NEW_LISTENER, success returns a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(rc as i32) })
+    Ok((unsafe { OwnedFd::from_raw_fd(rc as i32) }, killable))
 }

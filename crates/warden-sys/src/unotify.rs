@@ -270,7 +270,7 @@ mod tests {
                 jf: 0,
                 k: libc::SECCOMP_RET_ALLOW,
             }];
-            let listener = crate::seccomp::install_with_listener(&allow).unwrap();
+            let (listener, _) = crate::seccomp::install_with_listener(&allow).unwrap();
             is_listener(listener.as_fd())
         })
         .join()

@@ -501,10 +501,29 @@ impl Probe {
         }
         if !self.process.pidfd_getfd.yes() {
             out.push(format!(
-                "pidfd_getfd is refused ({}): allow it in the container's seccomp profile \
-                 (Docker's default allows it from 5.6 with CAP_SYS_PTRACE only).",
+                "pidfd_getfd is refused ({}): warden takes its listener from a helper instead, \
+                 and the agent looks the program's descriptors up through /proc/PID/fd, which \
+                 serves every call that looks a path up through a descriptor or changes its \
+                 file, and sockets the agent made under net-allow IP rules; the other calls that \
+                 act on a descriptor's own open file (connect, bind, accept or send on a unix \
+                 socket or one of the private network, inotify watches, descriptors passed on) \
+                 are refused. \
+                 Allow pidfd_getfd in the container's seccomp profile for those (Docker's \
+                 default allows it from 5.6 with CAP_SYS_PTRACE only: `--cap-add SYS_PTRACE`).",
                 self.process.pidfd_getfd.describe()
             ));
+        }
+        if self.seccomp.wait_killable_recv == Answer::No(libc::EINVAL)
+            && self.seccomp.listener.yes()
+        {
+            out.push(
+                "This kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+): warden \
+                 installs its listener without it, serves each thread's creating calls one at a \
+                 time and undoes a file or directory made for a call a signal interrupted; a rename, \
+                 unlink or connect so interrupted stays done (docs/fallbacks.md). A newer kernel \
+                 gives the exact behaviour."
+                    .into(),
+            );
         }
         let no_cgroup = self.cgroups.warden_uses.is_none();
         if no_cgroup && self.cgroups.v2 && !self.cgroups.may_create_child.yes() {
@@ -536,6 +555,18 @@ impl Probe {
         }
         out
     }
+}
+
+/// Whether this process may take a descriptor with `pidfd_getfd`, asked of itself: a seccomp
+/// profile that refuses the call (Docker's default without `CAP_SYS_PTRACE`) refuses it
+/// whatever the target, and the kernel lets a process take its own. Three system calls, for a
+/// run's start ([`Process::pidfd_getfd`] asks a child, for `warden doctor`).
+pub fn pidfd_getfd_here() -> bool {
+    use rustix::process::{getpid, pidfd_open, PidfdFlags};
+    let Ok(me) = pidfd_open(getpid(), PidfdFlags::empty()) else {
+        return false;
+    };
+    crate::sys::unotify::pidfd_getfd(me.as_fd(), std::os::fd::AsRawFd::as_raw_fd(&me)).is_ok()
 }
 
 /// How many seccomp filters this process runs under (`Seccomp_filters:` of `/proc/self/status`;

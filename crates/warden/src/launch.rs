@@ -191,6 +191,10 @@ pub struct Launched {
     /// Whether init is a PID namespace's, whose death kills every process of the sandbox
     /// (without namespaces it is only their subreaper: [`Launched::kill`]).
     namespaces: bool,
+    /// Whether the program's filter waits killably (`WAIT_KILLABLE_RECV`, Linux 5.19): when
+    /// not, a signal interrupts a call the agent is serving, and the call restarts
+    /// ([`crate::sys::seccomp::install_with_listener`]).
+    pub wait_killable: bool,
 }
 
 /// The owner of a started sandbox: dropping it kills the sandbox and reaps init, on every way
@@ -318,7 +322,27 @@ const LANDLOCK: usize = 7;
 const PRIVILEGES: usize = 8;
 const FILTERS: usize = 9;
 /// The listener message: the tag, the descriptor's number, the readings.
-const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
+/// How the program's process hands its listener (and the root it sees) to warden.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handover {
+    /// `filter` lets the kernel perform the program's `sendmsg` (no agent needed): the
+    /// listener goes to warden with its message ([`send_with_descriptors`]), which holds it
+    /// open until warden reads it, and the program need not wait for warden.
+    Message,
+    /// The program's `sendmsg` goes to the agent that this very listener is for: warden takes
+    /// the listener with `pidfd_getfd` while the program's process waits for [`MSG_TAKEN`].
+    Taken,
+    /// As [`Handover::Taken`] where `pidfd_getfd` is refused (Docker's default seccomp profile
+    /// without `CAP_SYS_PTRACE`): a helper started before the listener's filter, and so
+    /// outside it, shares the program's process's descriptor table and sends the listener
+    /// with the message ([`handover_helper`]). It costs a process for a moment (counted by a
+    /// `--processes` limit), so it is the route only where the other is refused.
+    Helper,
+}
+
+/// The listener's message: [`MSG_LISTENER`], its descriptor number (4 bytes), the marks (8 bytes
+/// each), then whether its filter has `WAIT_KILLABLE_RECV` (1 byte).
+const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len() + 1;
 
 /// Starts `cmd` in a new sandbox. The caller must be single-threaded (it forks). `attach`, when
 /// given, is called with init's pid before "go" (to move it into a cgroup); the program's
@@ -326,11 +350,13 @@ const LISTENER_LEN: usize = 5 + 8 * SANDBOX_MARKS.len();
 /// `fill` adds the rules of `landlock`'s ruleset through a descriptor of warden's
 /// ([`Prepared::filler`]) once init has been told to go, so warden does it while init builds
 /// the view; the program applies the ruleset only after warden says it is complete.
+/// `pidfd_getfd`: warden may take descriptors so ([`crate::host::pidfd_getfd_here`]).
 pub fn launch(
     cmd: &Command,
     landlock: Prepared,
     filter: &[Instruction],
     sends_in_kernel: bool,
+    pidfd_getfd: bool,
     attach: Option<&dyn Fn(i32) -> io::Result<()>>,
     fill: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
@@ -371,6 +397,13 @@ pub fn launch(
     } else {
         SANDBOX_NAMESPACES
     };
+    let handover = if sends_in_kernel {
+        Handover::Message
+    } else if pidfd_getfd {
+        Handover::Taken
+    } else {
+        Handover::Helper
+    };
     let placement = crate::placement::Placement::plan(cmd.cpus.is_some());
     let cloned = process::clone_process(namespaces).map_err(|e| {
         if let Some(p) = &placement {
@@ -389,7 +422,7 @@ pub fn launch(
                 envp: &envp,
                 landlock,
                 filter,
-                sends_in_kernel,
+                handover,
                 joins_cgroup: attach.is_some(),
                 marks: [0; SANDBOX_MARKS.len()],
             };
@@ -455,8 +488,10 @@ fn parent_side(
     // A listener that came without its descriptors is taken with pidfd_getfd, and the program
     // waits for warden's word that it was.
     let program_waits = passed.is_empty();
+    let mut wait_killable = true;
     let listener = match (msg.first(), sender) {
         (Some(&MSG_LISTENER), Some(sender)) if msg.len() == LISTENER_LEN => {
+            wait_killable = msg[LISTENER_LEN - 1] != 0;
             for (name, at) in SANDBOX_MARKS.iter().zip(msg[5..].chunks_exact(8)) {
                 let at = u64::from_ne_bytes(at.try_into().unwrap_or_default());
                 crate::timings::mark_at(name, at);
@@ -492,6 +527,7 @@ fn parent_side(
                 channel,
                 reaped: Default::default(),
                 namespaces,
+                wait_killable,
             })
         }
         (Some(&MSG_FAILED), _) => {
@@ -718,10 +754,8 @@ struct Child<'a> {
     envp: &'a [*const libc::c_char],
     landlock: Prepared,
     filter: &'a [Instruction],
-    /// `filter` lets the kernel perform the program's `sendmsg` (no agent needed): the listener
-    /// goes to warden with its message, with the root the program sees
-    /// ([`send_with_descriptors`]).
-    sends_in_kernel: bool,
+    /// How the listener reaches warden.
+    handover: Handover,
     /// warden moves init to a cgroup at "go": the program's process is forked after it.
     joins_cgroup: bool,
     /// The clock's readings at the end of each of [`SANDBOX_MARKS`] (0: not reached).
@@ -883,6 +917,84 @@ fn sandbox_init(channel: OwnedFd, child: Child<'_>, one_thread: process::OneThre
         let _ = send(channel.as_fd(), &encode_end(status, usage));
     }
     process::exit_now(0)
+}
+
+/// How long the program's process and its handover helper wait for each other's word.
+const HELPER_WAIT_SECONDS: i64 = 30;
+
+/// Starts [`handover_helper`], sharing our descriptor table; returns our ends of the two pipes
+/// (to it, from it).
+fn start_helper(channel: BorrowedFd<'_>, root: BorrowedFd<'_>) -> io::Result<(OwnedFd, OwnedFd)> {
+    let cloexec = rustix::pipe::PipeFlags::CLOEXEC;
+    let (helper_reads, to_helper) = rustix::pipe::pipe_with(cloexec)?;
+    let (from_helper, helper_writes) = rustix::pipe::pipe_with(cloexec)?;
+    match process::fork_sharing_files()? {
+        None => handover_helper(channel, root, helper_reads.as_fd(), helper_writes.as_fd()),
+        // Ends the helper's are left open: the table is shared, and the helper reads and
+        // writes them after this returns.
+        Some(_) => {
+            std::mem::forget((helper_reads, helper_writes));
+            Ok((to_helper, from_helper))
+        }
+    }
+}
+
+/// Whether `fd` became readable within [`HELPER_WAIT_SECONDS`].
+fn readable_in_time(fd: BorrowedFd<'_>) -> bool {
+    let wait = rustix::time::Timespec {
+        tv_sec: HELPER_WAIT_SECONDS,
+        tv_nsec: 0,
+    };
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    rustix::event::poll(&mut fds, Some(&wait)).is_ok_and(|n| n > 0)
+}
+
+/// The program's process: gives the helper the listener's message and waits for its word that
+/// it was sent.
+fn helper_sent(to_helper: &OwnedFd, from_helper: &OwnedFd, msg: &[u8; LISTENER_LEN]) -> bool {
+    if !rustix::io::write(to_helper, msg).is_ok_and(|n| n == msg.len()) {
+        return false;
+    }
+    let mut word = [0u8; 1];
+    readable_in_time(from_helper.as_fd())
+        && rustix::io::read(from_helper, &mut word).is_ok_and(|n| n == 1)
+        && word[0] == MSG_TAKEN
+}
+
+/// The handover helper ([`Handover::Helper`]): a process outside the listener's filter that
+/// shares the program's process's descriptor table. It reads the listener's message, sends it
+/// to warden with the listener (named by its number in the message) and `root`, says so, and
+/// exits; init reaps it. Nothing it holds is closed before it exits: the table is shared.
+fn handover_helper(
+    channel: BorrowedFd<'_>,
+    root: BorrowedFd<'_>,
+    from_program: BorrowedFd<'_>,
+    to_program: BorrowedFd<'_>,
+) -> ! {
+    let mut msg = [0u8; LISTENER_LEN];
+    let got = readable_in_time(from_program)
+        && rustix::io::read(from_program, &mut msg).is_ok_and(|n| n == LISTENER_LEN);
+    if !got {
+        process::exit_now(1);
+    }
+    let number = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+    // warden checks that what arrives is a listener (`received`).
+    let sent = process::dup_number(number)
+        .and_then(|listener| send_with_descriptors(channel, &msg, [listener.as_fd(), root]));
+    match sent {
+        Ok(()) => {
+            let _ = rustix::io::write(to_program, &[MSG_TAKEN]);
+            process::exit_now(0)
+        }
+        Err(e) => {
+            fail(channel, Stage::Handoff, &e);
+            let _ = rustix::io::write(to_program, &[MSG_FAILED]);
+            process::exit_now(1)
+        }
+    }
 }
 
 /// Init's second word to the program's process, after the view's: the view is sealed
@@ -1071,7 +1183,7 @@ fn program_child(
     }
     // The root this process sees, for the listener's message: opened before the filter, which
     // may send opens to the agent.
-    let root = match child.sends_in_kernel.then(|| {
+    let root = match (child.handover != Handover::Taken).then(|| {
         rustix::fs::open(
             "/",
             rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
@@ -1085,7 +1197,18 @@ fn program_child(
             process::exit_now(125);
         }
     };
-    let listener = match seccomp::install_with_listener(child.filter) {
+    // The helper starts before the listener's filter, so that its sendmsg is the kernel's.
+    let helper = match (child.handover, &root) {
+        (Handover::Helper, Some(root)) => match start_helper(channel, root.as_fd()) {
+            Ok(pipes) => Some(pipes),
+            Err(e) => {
+                fail(channel, Stage::Handoff, &e);
+                process::exit_now(125);
+            }
+        },
+        _ => None,
+    };
+    let (listener, wait_killable) = match seccomp::install_with_listener(child.filter) {
         Ok(l) => l,
         Err(e) => {
             fail(channel, Stage::Seccomp, &e);
@@ -1099,7 +1222,15 @@ fn program_child(
     for (slot, at) in msg[5..].chunks_exact_mut(8).zip(child.marks) {
         slot.copy_from_slice(&at.to_ne_bytes());
     }
-    if let Some(root) = root {
+    msg[LISTENER_LEN - 1] = u8::from(wait_killable);
+    if let Some((to_helper, from_helper)) = helper {
+        // The helper sends the listener from the table we share; it has said why if it could
+        // not. Ours closes once it has (the message holds the listener then).
+        if !helper_sent(&to_helper, &from_helper, &msg) {
+            process::exit_now(125);
+        }
+        drop((listener, root, to_helper, from_helper));
+    } else if let Some(root) = root {
         // The kernel performs this sendmsg: the listener goes with the message, which holds it
         // open until warden reads it, and the program need not wait for warden.
         if let Err(e) = send_with_descriptors(channel, &msg, [listener.as_fd(), root.as_fd()]) {

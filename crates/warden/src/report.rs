@@ -33,6 +33,7 @@
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
 //! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
+//! | `fallbacks` | the primitives this host lacked and that the run replaced by another route (docs/fallbacks.md), comma-separated: `pidfd_getfd`, `wait-killable-recv`; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -175,6 +176,9 @@ pub struct Measured {
     pub log_dropped: Option<u64>,
     /// Why the run had no namespaces (the host refused them), when it had none.
     pub no_namespaces: Option<String>,
+    /// The primitives this host lacked, for which the run took another route
+    /// (docs/fallbacks.md): `pidfd_getfd`, `wait-killable-recv`.
+    pub fallbacks: Vec<&'static str>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -322,6 +326,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         put("mode", "no-namespaces".into());
         put("mode-reason", reason.clone().into());
     }
+    if !m.fallbacks.is_empty() {
+        put("fallbacks", m.fallbacks.join(",").into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -413,6 +420,7 @@ mod tests {
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
             no_namespaces: None,
+            fallbacks: Vec::new(),
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
@@ -434,6 +442,15 @@ mod tests {
         let e = entries(&m, &limits, Format::Meta);
         let get = |k: &str| e.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         assert_eq!(get("mode"), Some("no-namespaces".into()));
+        assert_eq!(get("fallbacks"), None);
+        let m = Measured {
+            fallbacks: vec!["pidfd_getfd", "wait-killable-recv"],
+            ..Measured::default()
+        };
+        let e = entries(&m, &limits, Format::Meta);
+        assert!(e
+            .iter()
+            .any(|(k, v)| k == "fallbacks" && *v == "pidfd_getfd,wait-killable-recv"));
         assert_eq!(
             get("mode-reason"),
             Some("clone(CLONE_NEWUSER): EPERM".into())

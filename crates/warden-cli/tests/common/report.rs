@@ -156,6 +156,26 @@ impl Report {
         self
     }
 
+    /// Whether warden ran without `pidfd_getfd` (a container's profile refuses it; warden says
+    /// so at start): the calls on the program's own sockets are then refused, EPERM, on purpose
+    /// (docs/fallbacks.md).
+    pub fn own_sockets_refused(&self) -> bool {
+        self.stderr().contains("pidfd_getfd is refused here")
+    }
+
+    /// `names`, attempts on the program's own sockets, where [`Report::own_sockets_refused`]:
+    /// each must have failed with EPERM, and the names are returned for
+    /// [`Report::benign_ok_rest_denied_but`]. Elsewhere, nothing.
+    pub fn own_socket_calls<'a>(&self, names: &[&'a str]) -> Vec<&'a str> {
+        if !self.own_sockets_refused() {
+            return Vec::new();
+        }
+        for name in names {
+            self.errno(name, "EPERM");
+        }
+        names.to_vec()
+    }
+
     pub fn denied(&self, name: &str) -> &Self {
         assert!(
             !self.get(name).ok(),

@@ -79,6 +79,9 @@ pub struct Client<'a> {
     /// Whether the descriptor answered was opened for writing, when the handler knows (it
     /// spares asking the kernel).
     pub(super) writable: std::cell::Cell<Option<bool>>,
+    /// What this request created, to be undone if its answer cannot be given (only without
+    /// `WAIT_KILLABLE_RECV`: [`super::restart`]).
+    pub(super) created: std::cell::RefCell<Option<super::restart::Created>>,
 }
 
 impl<'a> Client<'a> {
@@ -102,6 +105,16 @@ impl<'a> Client<'a> {
             granted: std::cell::RefCell::new(None),
             keeps_grant,
             writable: std::cell::Cell::new(None),
+            created: std::cell::RefCell::new(None),
+        }
+    }
+
+    /// Records that this request made `name` in `parent` (a directory if `dir`), so that it
+    /// is removed again should the caller be interrupted before it learns so (a filter without
+    /// `WAIT_KILLABLE_RECV`: [`super::restart`]). Costs nothing otherwise.
+    pub fn made(&self, parent: &std::os::fd::OwnedFd, name: &std::ffi::CStr, dir: bool) {
+        if !self.agent.wait_killable {
+            *self.created.borrow_mut() = super::restart::Created::of(parent, name, dir);
         }
     }
 

@@ -202,7 +202,13 @@ fn open_walked(
             check_existing(c, call, w, FileType::from_raw_mode(st.st_mode))?;
             fd
         }
-        other => other?,
+        created => {
+            let fd = created?;
+            if create.fresh {
+                c.made(&w.parent, name, false);
+            }
+            fd
+        }
     };
     c.opened_for_writing(of.bits() as i32 & crate::sys::abi::O_ACCMODE != libc::O_RDONLY);
     Ok(Answer::Fd(fd, flags & libc::O_CLOEXEC != 0))
@@ -463,6 +469,7 @@ pub fn mkdir(c: &Client, call: Live<PathArgs>) -> Served {
     let name = w.name.as_deref().ok_or(Errno::EXIST)?;
     let mode = safe_mode(a.bits, true) & !c.ids_of(&call)?.umask;
     rustix::fs::mkdirat(&w.parent, name, Mode::from_bits_retain(mode))?;
+    c.made(&w.parent, name, true);
     Ok(Answer::Reply(Reply::Value(0)))
 }
 

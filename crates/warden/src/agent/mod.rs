@@ -31,6 +31,7 @@ pub mod log;
 pub mod net;
 pub mod pool;
 pub mod resolve;
+pub mod restart;
 pub mod stand_in;
 
 use crate::confine::namespaces::IdMap;
@@ -122,6 +123,75 @@ pub struct Agent {
     rest: std::sync::Once,
     /// How the agent reads and writes the program's memory.
     memory: MemoryRoute,
+    /// How the agent takes the program's descriptors.
+    descriptors: DescriptorRoute,
+    /// [`Confinement::wait_killable`].
+    wait_killable: bool,
+    /// Without `wait_killable`: each thread's requests one at a time ([`restart`]).
+    turns: restart::Turns,
+}
+
+/// How the agent takes the caller's descriptors: `pidfd_getfd` until the kernel refuses it
+/// (EPERM from a container's seccomp profile: Docker's default without `CAP_SYS_PTRACE`;
+/// ENOSYS before 5.6), then `/proc/<tid>/fd/N` for the rest of the run, said once on stderr.
+///
+/// That route opens the object a descriptor names (`O_PATH`), not the caller's open file
+/// description: enough for every call that only looks a path up through the descriptor or
+/// changes its file's metadata, and for reopening it (what the kernel does for the caller
+/// through `/proc/self/fd`). A call that must act on the description itself (a socket's
+/// `connect`, `bind`, `accept` or send, an inotify watch, a descriptor passed on with
+/// `SCM_RIGHTS`, Capsicum's rights) is refused with `EPERM` there, never continued, except on
+/// a socket the agent made itself (under `net-allow` IP rules): the agent keeps its copy of
+/// those ([`DescriptorRoute::sockets`]) and finds it by the inode the caller's descriptor names.
+#[derive(Default)]
+struct DescriptorRoute {
+    through_proc: std::sync::atomic::AtomicBool,
+    /// On the `/proc` route, the agent's copies of the sockets it made for the sandbox, by
+    /// inode: an unconnected or listening TCP socket, a UDP socket. A connected TCP socket is
+    /// not kept (the agent's copy would keep the connection open after the program closes it:
+    /// its peer would wait for an end that never comes); copies of sockets the sandbox no
+    /// longer holds are dropped when there are more than [`KEPT_PRUNE_AT`].
+    sockets: Mutex<std::collections::HashMap<u64, OwnedFd>>,
+    /// Whether the run was told that a call on a descriptor's own object was refused.
+    object_said: std::sync::atomic::AtomicBool,
+}
+
+/// How many kept sockets make the agent look which the sandbox still holds.
+const KEPT_PRUNE_AT: usize = 64;
+
+impl DescriptorRoute {
+    fn through_proc(&self) -> bool {
+        self.through_proc.load(Ordering::Relaxed)
+    }
+
+    /// Whether errno `e` of `pidfd_getfd` says the call itself is refused here.
+    fn refused(e: i32) -> bool {
+        e == libc::EPERM || e == libc::ENOSYS
+    }
+
+    /// Takes `/proc/<tid>/fd` from now on, because `pidfd_getfd` failed with `e`.
+    fn switch(&self, e: i32) {
+        if !self.through_proc.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "warden: pidfd_getfd is refused here ({}); the agent looks descriptors up \
+                 through /proc/PID/fd instead, and refuses (EPERM) the calls that must act on a \
+                 descriptor's open file itself (connect, bind, accept or send on a socket it \
+                 did not make itself; inotify; passing descriptors); allow pidfd_getfd in the \
+                 container's seccomp profile for those (`warden doctor` says more)",
+                crate::host::errno_name(e)
+            );
+        }
+    }
+
+    /// Says once that the call `name` was refused for want of `pidfd_getfd`.
+    fn object_refused(&self, name: &str) {
+        if !self.object_said.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "warden: {name} refused (EPERM): it acts on the program's own descriptor, which \
+                 the agent cannot take without pidfd_getfd"
+            );
+        }
+    }
 }
 
 /// How the agent reaches the program's memory: `process_vm_readv`/`process_vm_writev` until
@@ -187,6 +257,12 @@ pub struct Confinement {
     /// The sandbox has no namespaces (`crate::confine::hostns`): abstract unix socket names
     /// are the host's.
     pub without_namespaces: bool,
+    /// The program's filter has `WAIT_KILLABLE_RECV`; without it a signal may interrupt a call
+    /// the agent is serving ([`restart`]).
+    pub wait_killable: bool,
+    /// `pidfd_getfd` works here ([`crate::host::pidfd_getfd_here`]); without it the agent
+    /// takes the other route from the start ([`DescriptorRoute`]).
+    pub takes_descriptors: bool,
 }
 
 impl Agent {
@@ -233,6 +309,12 @@ impl Agent {
             wx: confinement.wx,
             rest: std::sync::Once::new(),
             memory: MemoryRoute::default(),
+            descriptors: DescriptorRoute {
+                through_proc: (!confinement.takes_descriptors).into(),
+                ..DescriptorRoute::default()
+            },
+            wait_killable: confinement.wait_killable,
+            turns: restart::Turns::default(),
         }))
     }
 
@@ -397,9 +479,14 @@ impl Agent {
         // (under the lock the watchdog signals with) before the reply, because during
         // ADDFD|SEND the kernel already counts the request as answered while we wait for the
         // descriptor to be installed, and interrupting that wait would lose the reply.
+        // Without WAIT_KILLABLE_RECV, a restarted call waits until its interrupted first try is
+        // finished and undone ([`restart`]).
+        let _turn = (!self.wait_killable && restart::may_create(&notif))
+            .then(|| self.turns.take(notif.pid));
         let start = std::time::Instant::now();
         let cpu_start = thread_cpu();
         slot.set(Some((notif.id, crate::sys::signals::current_thread())));
+        let mut created = None;
         let family = delegated_family(
             &notif,
             self.net.mode,
@@ -407,7 +494,7 @@ impl Agent {
         );
         let answer = match family {
             Some(family) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.handle(notif, family, start)
+                self.handle(notif, family, start, &mut created)
             }))
             .unwrap_or(Err(rustix::io::Errno::IO)),
             None => Err(rustix::io::Errno::NOSYS),
@@ -419,7 +506,12 @@ impl Agent {
         let listener = self.listener.as_fd();
         // ENOENT from SEND or ADDFD means the caller is gone: nothing to answer, nothing leaked
         // (our descriptor is dropped here either way).
-        let _ = match answer {
+        let delivered = match answer {
+            // A made object answered by a plain SEND, to a caller that a signal is about to
+            // interrupt: not sent, so that the restart finds it unmade ([`restart`]).
+            Ok(Answer::Reply(_)) if created.is_some() && restart::interrupting(notif.pid) => {
+                Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+            }
             Ok(Answer::Reply(reply)) => unotify::send(listener, notif.id, reply),
             Ok(Answer::WritableFd(fd, cloexec)) => {
                 // Two steps, our reference closed in between (see `unotify::addfd`).
@@ -453,6 +545,13 @@ impl Agent {
                 unotify::Reply::Errno(errno.raw_os_error()),
             ),
         };
+        // The caller was interrupted (no WAIT_KILLABLE_RECV) and never learnt what was made
+        // for it: unmade, so that its restarted call makes it again ([`restart`]).
+        if let (Err(e), Some(created)) = (&delivered, created) {
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                created.undo();
+            }
+        }
         if let Some((family, _)) = family {
             self.stats.served(family, took);
         }
@@ -466,11 +565,14 @@ impl Agent {
         notif: unotify::Notification,
         (family, name): (Family, &'static str),
         start: std::time::Instant,
+        created: &mut Option<restart::Created>,
     ) -> Served {
         // Only an open answers with a descriptor of a path, the grant `warden inspect` shows:
         // the other calls need not copy the path they allowed.
         let client = Client::new(self, notif, name, start, family == Family::Open);
-        let (fd, cloexec) = match self.dispatch(&client, family) {
+        let served = self.dispatch(&client, family);
+        *created = client.created.take();
+        let (fd, cloexec) = match served {
             Ok(Answer::Fd(fd, cloexec)) => (fd, cloexec),
             other => return other,
         };
@@ -503,7 +605,10 @@ impl Agent {
                 })
             })
         };
-        if regular && writable() {
+        // Without WAIT_KILLABLE_RECV, in one step: a SEND racing the signal that interrupts its
+        // caller may succeed and still be lost (the caller restarts the call), where ADDFD|SEND
+        // fails with ESRCH, so that what the open made is undone ([`restart`]).
+        if regular && writable() && self.wait_killable {
             Ok(Answer::WritableFd(fd, cloexec))
         } else {
             Ok(Answer::Fd(fd, cloexec))
@@ -932,6 +1037,11 @@ impl Client<'_> {
 
     /// Whether the caller's descriptor `fd` is close-on-exec (its `/proc/<tid>/fdinfo`).
     pub fn fd_cloexec(&self, fd: i32) -> Result<bool, i32> {
+        Ok(self.fd_flags(fd)? & libc::O_CLOEXEC as u32 != 0)
+    }
+
+    /// The open flags of the caller's descriptor `fd` (its `/proc/<tid>/fdinfo`).
+    fn fd_flags(&self, fd: i32) -> Result<u32, i32> {
         use std::io::Read;
         let name = std::ffi::CString::new(format!("fdinfo/{fd}")).map_err(|_| libc::EBADF)?;
         let f = rustix::fs::openat(
@@ -951,7 +1061,7 @@ impl Client<'_> {
             .find_map(|l| l.strip_prefix("flags:"))
             .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
             .ok_or(libc::EBADF)?;
-        Ok(flags & libc::O_CLOEXEC as u32 != 0)
+        Ok(flags)
     }
 
     /// The calling thread's current directory, as an `O_PATH` descriptor of the real object.
@@ -975,13 +1085,121 @@ impl Client<'_> {
         Ok(cwd)
     }
 
-    /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the object the
-    /// caller names, never a path it could change.
+    /// A duplicate of the caller's descriptor `fd` (`pidfd_getfd`): exactly the open file the
+    /// caller names, never a path it could change. Where `pidfd_getfd` is refused
+    /// ([`DescriptorRoute`]) the call is refused with `EPERM`: the callers need the open file
+    /// itself (a socket, an inotify instance), which no other route gives.
+    pub fn fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+        if !self.agent.descriptors.through_proc() {
+            match self.fd_by_pidfd(fd) {
+                Err(e) if DescriptorRoute::refused(e) => self.agent.descriptors.switch(e),
+                other => return other,
+            }
+        }
+        // A socket the agent made: its own copy, found by the inode the caller's names.
+        let theirs = self.fd_object(fd)?;
+        if let Ok(st) = rustix::fs::fstat(&theirs) {
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Socket {
+                let kept = self.agent.descriptors.sockets.lock();
+                if let Some(ours) = kept.ok().as_ref().and_then(|k| k.get(&st.st_ino)) {
+                    let same = rustix::fs::fstat(ours).is_ok_and(|o| o.st_dev == st.st_dev);
+                    if same {
+                        return ours
+                            .try_clone()
+                            .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE));
+                    }
+                }
+            }
+        }
+        self.agent.descriptors.object_refused(self.syscall());
+        Err(libc::EPERM)
+    }
+
+    /// On the `/proc` route ([`DescriptorRoute`]), keeps the agent's copy of `sock`, a socket
+    /// it made for the sandbox, so that later calls on the caller's descriptor of it can be
+    /// served. Costs nothing where `pidfd_getfd` works.
+    pub fn keep_socket(&self, sock: &OwnedFd) {
+        if !self.agent.descriptors.through_proc() {
+            return;
+        }
+        let (Ok(st), Ok(copy)) = (rustix::fs::fstat(sock), sock.try_clone()) else {
+            return;
+        };
+        let Ok(mut kept) = self.agent.descriptors.sockets.lock() else {
+            return;
+        };
+        if kept.len() >= KEPT_PRUNE_AT {
+            if let Some(ns) = self.pid_namespace() {
+                let live = held::held_in_namespace(ns);
+                kept.retain(|inode, _| live.contains(inode));
+            }
+        }
+        kept.insert(st.st_ino, copy);
+    }
+
+    /// Drops the agent's kept copy of `sock` ([`Client::keep_socket`]): a TCP socket once
+    /// connected needs the agent no more, and its copy would hold the connection open.
+    pub fn forget_socket(&self, sock: &OwnedFd) {
+        if let (Ok(st), Ok(mut kept)) = (
+            rustix::fs::fstat(sock),
+            self.agent.descriptors.sockets.lock(),
+        ) {
+            kept.remove(&st.st_ino);
+        }
+    }
+
+    /// The object the caller's descriptor `fd` names, for a path looked up through it or its
+    /// file's metadata: a duplicate ([`Client::fd`]), or where `pidfd_getfd` is refused, an
+    /// `O_PATH` descriptor of the same object opened through `/proc/<tid>/fd/N`.
+    ///
+    /// That open goes by the path afresh and the request is checked live after it: the caller
+    /// was alive throughout, so the thread id named the caller's task (a thread id changes
+    /// hands only when its task has died, and a caller that dies ends its request), and the
+    /// table read is the caller's own (`/proc/<tid>/fd` is the thread's, as `PIDFD_THREAD`).
+    /// What stood at `fd` then is what the caller named; a descriptor swapped in meanwhile is
+    /// one it holds too, and the call is checked on the object found, as with `pidfd_getfd`.
+    fn fd_object(&self, fd: i32) -> Result<OwnedFd, i32> {
+        if !self.agent.descriptors.through_proc() {
+            match self.fd_by_pidfd(fd) {
+                Err(e) if DescriptorRoute::refused(e) => self.agent.descriptors.switch(e),
+                other => return other,
+            }
+        }
+        if fd < 0 {
+            return Err(libc::EBADF);
+        }
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let theirs = openat(
+            CWD,
+            format!("/proc/{}/fd/{fd}", self.tid()),
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e.raw_os_error() {
+            libc::ENOENT => libc::EBADF,
+            e => e,
+        })?;
+        self.live()?;
+        Ok(theirs)
+    }
+
+    /// Whether the caller's descriptor `fd`, of which `ours` is the agent's copy, is an
+    /// `O_PATH` one (on the `/proc` route, the copy always is: the caller's flags tell).
+    fn fd_is_path(&self, fd: i32, ours: &OwnedFd) -> bool {
+        if self.agent.descriptors.through_proc() {
+            self.fd_flags(fd)
+                .map_or(true, |f| f & libc::O_PATH as u32 != 0)
+        } else {
+            rustix::fs::fcntl_getfl(ours).is_ok_and(|f| f.contains(rustix::fs::OFlags::PATH))
+        }
+    }
+
+    /// [`Client::fd`] by `pidfd_getfd`.
     ///
     /// The pidfd names the calling *thread* (`PIDFD_THREAD`, Linux 6.9), so no lookup of its
     /// process is needed; checking that the request is still live after opening it proves the
     /// thread id was not reused in between. Older kernels fall back to the process's pidfd.
-    pub fn fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+    fn fd_by_pidfd(&self, fd: i32) -> Result<OwnedFd, i32> {
         if fd < 0 {
             return Err(libc::EBADF);
         }
@@ -1015,7 +1233,7 @@ impl Client<'_> {
         let theirs = if fd == libc::AT_FDCWD {
             self.cwd()?
         } else {
-            self.fd(fd)?
+            self.fd_object(fd)?
         };
         let link = self.agent.stand_ins.link(&theirs);
         Ok((theirs, link))
@@ -1035,12 +1253,7 @@ impl Client<'_> {
             (_, Some(_)) => Err(libc::EBADF),
             // An `O_PATH` descriptor the kernel opened itself (in a view, with the kernel
             // first): as natively, fchmod, fchown and fsetxattr on it are EBADF.
-            (theirs, None)
-                if rustix::fs::fcntl_getfl(&theirs)
-                    .is_ok_and(|f| f.contains(rustix::fs::OFlags::PATH)) =>
-            {
-                Err(libc::EBADF)
-            }
+            (theirs, None) if self.fd_is_path(fd, &theirs) => Err(libc::EBADF),
             (theirs, None) => Ok(theirs),
         }
     }
@@ -1146,7 +1359,7 @@ impl Client<'_> {
         use std::os::fd::AsRawFd;
         let actual = match base {
             resolve::Base::Cwd => self.cwd()?,
-            resolve::Base::Fd(fd) => self.fd(fd)?,
+            resolve::Base::Fd(fd) => self.fd_object(fd)?,
         };
         let text = rustix::fs::readlinkat(
             rustix::fs::CWD,

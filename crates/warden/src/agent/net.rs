@@ -171,6 +171,8 @@ pub fn socket(c: &Client, call: Live<SocketArgs>) -> Served {
         crate::sys::net::attach_locked_filter(&sock, &net.udp_filter).map_err(io_errno)?;
     }
     admit(c, &sock).typed()?;
+    // Where pidfd_getfd is refused, the agent's own copy serves its later calls.
+    c.keep_socket(&sock);
     Ok(Answer::Fd(sock, a.cloexec))
 }
 
@@ -209,10 +211,19 @@ pub fn socket_address(c: &Client, call: Live<AddressArgs>) -> Served {
         return unix_address(c, &call, &sock).typed();
     }
     if c.net().reaches_out(&sock) {
-        if let Some(concrete) = check_address(c, &call, &sock, &a.addr, how).typed()? {
-            return raw_call(&sock, &concrete, a.connect).typed();
+        let served = match check_address(c, &call, &sock, &a.addr, how).typed()? {
+            Some(concrete) => raw_call(&sock, &concrete, a.connect),
+            None => raw_call(&sock, &a.addr, a.connect),
+        };
+        // A connection made, or under way (a nonblocking connect), needs the agent's copy no
+        // more (kept only where pidfd_getfd is refused).
+        if a.connect
+            && matches!(served, Ok(_) | Err(libc::EINPROGRESS))
+            && rustix::net::sockopt::socket_type(&sock) == Ok(rustix::net::SocketType::STREAM)
+        {
+            c.forget_socket(&sock);
         }
-        return raw_call(&sock, &a.addr, a.connect).typed();
+        return served.typed();
     }
     let result = raw_call(&sock, &a.addr, a.connect);
     match result {

@@ -143,3 +143,18 @@ fn the_probe_runs_here() {
     assert_eq!(p.landlock.abi, crate::sys::probe::landlock_abi().ok());
     assert!(p.process.pidfd_open.yes());
 }
+
+#[test]
+fn pidfd_getfd_and_wait_killable_say_what_warden_does_instead() {
+    let mut p = everything();
+    p.process.pidfd_getfd = Answer::No(libc::EPERM);
+    let advice = p.advice().join("\n");
+    assert!(advice.contains("/proc/PID/fd"), "{advice}");
+    assert!(advice.contains("SYS_PTRACE"), "{advice}");
+    assert!(!advice.contains("WAIT_KILLABLE_RECV"), "{advice}");
+    let mut p = everything();
+    p.seccomp.wait_killable_recv = Answer::No(libc::EINVAL);
+    let advice = p.advice().join("\n");
+    assert!(advice.contains("WAIT_KILLABLE_RECV"), "{advice}");
+    assert!(advice.contains("one at a time"), "{advice}");
+}

@@ -94,11 +94,24 @@ pub fn execute(
     let attach = cgroup.as_deref().map(|cg| move |pid: i32| cg.attach(pid));
     let started = Instant::now();
     crate::timings::mark("starting ids");
+    // Asked once: how the listener reaches warden, and how the agent takes descriptors.
+    let takes_descriptors = crate::host::pidfd_getfd_here();
+    if !takes_descriptors {
+        measured.fallbacks.push("pidfd_getfd");
+        eprintln!(
+            "warden: pidfd_getfd is refused here (a container's seccomp profile): the agent \
+             looks the program's descriptors up through /proc/PID/fd, and refuses (EPERM) the \
+             calls that must act on a descriptor's own open file (connect, bind, accept or send \
+             on a socket it did not make itself under a net-allow IP rule; inotify watches; \
+             descriptors passed on); allow pidfd_getfd (`warden doctor` says more)"
+        );
+    }
     let sandbox = launch::launch(
         &command,
         ruleset,
         program_filter,
         profile.sends_in_kernel(),
+        takes_descriptors,
         attach
             .as_ref()
             .map(|a| a as &dyn Fn(i32) -> std::io::Result<()>),
@@ -126,7 +139,19 @@ pub fn execute(
         // Only where the filter sends them the calls that name processes (no Landlock scopes).
         host_pids: (!command.namespaces && profile.capability_mode).then_some(sandbox.init_pid),
         without_namespaces: !command.namespaces,
+        wait_killable: sandbox.wait_killable,
+        takes_descriptors,
     };
+    if !sandbox.wait_killable {
+        measured.fallbacks.push("wait-killable-recv");
+        eprintln!(
+            "warden: this kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+), so \
+             a signal may interrupt a call the agent is serving: the agent serves each thread's \
+             creating calls one at a time and removes a file or directory made for a call that \
+             was interrupted; a rename, unlink or connect so interrupted stays done \
+             (docs/fallbacks.md)"
+        );
+    }
     let served = Served {
         policy,
         net,
