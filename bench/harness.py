@@ -884,6 +884,10 @@ def mode_prefixes():
         ("nouserns", "no user namespaces (Docker's default profile)", [wrap, "docker"], []),
         ("proc_mem", "arguments read through /proc/PID/mem (process_vm_readv refused)",
          deny("process_vm_readv,process_vm_writev"), []),
+        ("no_pidfd_getfd", "descriptors through /proc/TID/fd (pidfd_getfd refused)",
+         deny("pidfd_getfd"), []),
+        ("no_wait_killable", "no WAIT_KILLABLE_RECV (a kernel before 5.19)",
+         ["/usr/bin/env", "SUPERVISE_NO_LISTENER=1", "SUPERVISE_NO_WAIT_KILLABLE=1", supervise], []),
     ]
 
 

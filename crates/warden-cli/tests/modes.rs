@@ -68,6 +68,31 @@ const MODES: &[Mode] = &[
         notice: Some("warden: process_vm_readv is refused here"),
         on_use: true,
     },
+    // Docker's default profile without CAP_SYS_PTRACE: the agent reaches the program's
+    // descriptors through /proc/TID/fd (docs/fallbacks.md).
+    Mode {
+        name: "no-pidfd_getfd",
+        wrap: Some(("supervise", &[])),
+        env: &[
+            ("SUPERVISE_NO_LISTENER", "1"),
+            ("SUPERVISE_DENY", "pidfd_getfd"),
+        ],
+        flags: &[],
+        notice: Some("warden: pidfd_getfd is refused here"),
+        on_use: false,
+    },
+    // A kernel before 5.19 (RHEL 9's 5.14).
+    Mode {
+        name: "no-wait-killable",
+        wrap: Some(("supervise", &[])),
+        env: &[
+            ("SUPERVISE_NO_LISTENER", "1"),
+            ("SUPERVISE_NO_WAIT_KILLABLE", "1"),
+        ],
+        flags: &[],
+        notice: Some("warden: this kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"),
+        on_use: false,
+    },
 ];
 
 /// `warden` as `who` in `mode`, from `dir`.

@@ -205,11 +205,14 @@ fn admit(c: &Client, sock: &OwnedFd) -> Result<(), i32> {
 /// Implements connect(2) and bind(2).
 pub fn socket_address(c: &Client, call: Live<AddressArgs>) -> Served {
     let a = call.args();
+    if family(&a.addr) == libc::AF_UNIX {
+        // The name is decided before the socket is taken: where pidfd_getfd is refused, a
+        // name the policy refuses (or that is not there) is answered as anywhere else, and
+        // only a connect or bind that would go ahead needs the caller's socket.
+        return unix_address(c, &call, || c.fd(a.fd)).typed();
+    }
     let sock = c.fd(a.fd).typed()?;
     let how = if a.connect { Use::Connect } else { Use::Bind };
-    if family(&a.addr) == libc::AF_UNIX {
-        return unix_address(c, &call, &sock).typed();
-    }
     if c.net().reaches_out(&sock) {
         let served = match check_address(c, &call, &sock, &a.addr, how).typed()? {
             Some(concrete) => raw_call(&sock, &concrete, a.connect),
@@ -259,7 +262,11 @@ fn private_connect_failed(c: &Client, sock: &OwnedFd, addr: &[u8], errno: i32) -
 
 /// A path-named unix socket is resolved like any path; abstract and unnamed ones are left to
 /// the socket's own namespace (and Landlock's scope).
-fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled {
+fn unix_address(
+    c: &Client,
+    call: &Live<AddressArgs>,
+    sock: impl FnOnce() -> Result<OwnedFd, i32>,
+) -> Handled {
     let (addr, is_connect) = (&call.args().addr, call.args().connect);
     let Some(path) = super::decode::unix_path(addr) else {
         // Abstract names are the network namespace's; without one of the sandbox's own
@@ -273,7 +280,7 @@ fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled
                 libc::EPERM,
             ));
         }
-        return raw_call(sock, addr, is_connect);
+        return raw_call(&sock()?, addr, is_connect);
     };
     let w = c.resolver().walk(
         c,
@@ -300,6 +307,7 @@ fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled
     if is_connect {
         return connect_checked(c, sock, &w.parent, name, &w.path);
     }
+    let sock = sock()?;
     let name = name.to_bytes();
     if name.len() >= 108 {
         return Err(libc::ENAMETOOLONG);
@@ -310,7 +318,7 @@ fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled
     let mut local = vec![0u8; 2 + name.len() + 1];
     local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
     local[2..2 + name.len()].copy_from_slice(name);
-    let result = raw_call(sock, &local, is_connect);
+    let result = raw_call(&sock, &local, is_connect);
     let _ = rustix::process::chdir("/");
     result
 }
@@ -325,7 +333,7 @@ fn unix_address(c: &Client, call: &Live<AddressArgs>, sock: &OwnedFd) -> Handled
 /// lookup ends on exactly that inode.
 fn connect_checked(
     c: &Client,
-    sock: &OwnedFd,
+    sock: impl FnOnce() -> Result<OwnedFd, i32>,
     dir: &OwnedFd,
     name: &std::ffi::CStr,
     path: &str,
@@ -356,7 +364,8 @@ fn connect_checked(
     let mut local = vec![0u8; 2 + target.len() + 1];
     local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
     local[2..2 + target.len()].copy_from_slice(target.as_bytes());
-    raw_call(sock, &local, true)
+    // Taken last: a name that is not there or not a socket is answered without it.
+    raw_call(&sock()?, &local, true)
 }
 
 /// Checks an address given to a socket outside the sandbox's namespace. Anything that is not
