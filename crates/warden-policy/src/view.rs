@@ -379,9 +379,10 @@ impl ViewPlan {
         let mut out = Vec::new();
         for step in &self.steps {
             let (path, dir, flags) = match step {
-                Step::Bind { path, dir, flags } | Step::Map { path, dir, flags, .. } => {
-                    (path, *dir, *flags)
-                }
+                Step::Bind { path, dir, flags }
+                | Step::Map {
+                    path, dir, flags, ..
+                } => (path, *dir, *flags),
                 Step::Filtered { path, flags, .. } => (path, true, *flags),
                 Step::Tmpfs { path, flags } | Step::Copy { path, flags, .. } => {
                     // A tmpfs and a private copy are writable where the rules give write.

@@ -32,7 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
-//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
+//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), `no-landlock` when the kernel enforced no Landlock (README, "Without Landlock"), and why; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
 use crate::launch::Outcome;
@@ -175,6 +175,8 @@ pub struct Measured {
     pub log_dropped: Option<u64>,
     /// Why the run had no namespaces (the host refused them), when it had none.
     pub no_namespaces: Option<String>,
+    /// What held the run where the kernel enforces no Landlock, when it enforced none.
+    pub no_landlock: Option<String>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -320,6 +322,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     }
     if let Some(reason) = &m.no_namespaces {
         put("mode", "no-namespaces".into());
+        put("mode-reason", reason.clone().into());
+    }
+    if let Some(reason) = &m.no_landlock {
+        put("mode", "no-landlock".into());
         put("mode-reason", reason.clone().into());
     }
     if let Some(dir) = &m.copies {

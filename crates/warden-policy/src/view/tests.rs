@@ -658,17 +658,22 @@ fn exec_mounts_beyond_the_policy_are_named() {
     );
     let later = check("path-allow read /home/u/p/*\npath-allow exec /home/u/prog");
     assert_eq!(later.len(), 1, "{later:?}");
-    assert!(later[0].starts_with("/home/u is an executable mount"), "{later:?}");
+    assert!(
+        later[0].starts_with("/home/u is an executable mount"),
+        "{later:?}"
+    );
     let prefix = check("path-allow read /usr/*\npath-allow exec /usr/bin/py*");
     assert!(prefix.iter().any(|s| s.contains("/usr/bin")), "{prefix:?}");
     let deny = check(
         "path-allow read /home/u/*\npath-allow write /home/u/*\npath-allow exec /home/u/*\n\
          path-deny /home/u/secret*",
     );
-    assert!(deny.iter().any(|s| s.contains("path-deny /home/u/secret*")), "{deny:?}");
-    // Read-only, the same deny is a mask: nothing named so can appear.
-    let masked = check(
-        "path-allow read /home/u/*\npath-allow exec /home/u/*\npath-deny /home/u/secret",
+    assert!(
+        deny.iter().any(|s| s.contains("path-deny /home/u/secret*")),
+        "{deny:?}"
     );
+    // Read-only, the same deny is a mask: nothing named so can appear.
+    let masked =
+        check("path-allow read /home/u/*\npath-allow exec /home/u/*\npath-deny /home/u/secret");
     assert_eq!(masked, Vec::<String>::new());
 }
