@@ -419,6 +419,7 @@ mod tests {
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
             no_namespaces: None,
+            no_landlock: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
@@ -426,6 +427,18 @@ mod tests {
             }),
             sockets: None,
         }
+    }
+
+    #[test]
+    fn a_run_without_landlock_says_so() {
+        let m = Measured {
+            no_landlock: Some("execve is held by the view's noexec mounts".into()),
+            ..Measured::default()
+        };
+        let e = entries(&m, &Limits::default(), Format::Json);
+        let get = |k: &str| e.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("mode"), Some("no-landlock".into()));
+        assert!(get("mode-reason").is_some());
     }
 
     #[test]
