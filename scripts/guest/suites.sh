@@ -42,6 +42,7 @@ for suite in "$@"; do
       memory_limit_from_a_policy_file memory_under_limit_is_ok fork_bomb_is_capped_and_cleaned_up
       threads_count_toward_processes few_children_under_process_limit_are_ok
       cpu_time_counts_every_process_of_the_sandbox) ;;
+    # The mode without Landlock's own tests (the matrix's no-Landlock guest runs all of escape).
     *%landlock) filters=(without_landlock) ;;
     # What the view holds on 6.1 (docs/guests.md lists the view tests that still fail there).
     # Not a_read_only_map_..._through_the_agent: the agent's part, the same on every kernel and
