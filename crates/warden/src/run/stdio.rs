@@ -48,10 +48,8 @@ pub fn holds_host_object(
         f.as_ref()
             .map(|f| (i as i32, std::os::fd::AsRawFd::as_raw_fd(f)))
     });
-    let numbers = inherited
-        .map(|n| (n, n, true))
-        .chain(replaced.map(|(t, o)| (t, o, false)));
-    for (theirs, ours, shared) in numbers {
+    let numbers = inherited.map(|n| (n, n)).chain(replaced);
+    for (theirs, ours) in numbers {
         let link = format!("/proc/{own}/fd/{ours}");
         let Ok(st) = rustix::fs::stat(&link) else {
             continue;
@@ -66,10 +64,7 @@ pub fn holds_host_object(
                 let mount_runs = rustix::fs::statvfs(&link)
                     .map_or(true, |v| !v.f_flag.contains(StatVfsMountFlags::NOEXEC));
                 let mode_runs = st.st_mode & 0o111 != 0 || path.to_str().is_none_or(writable);
-                // Warden's own descriptor of it, open for writing for as long as the sandbox
-                // lives, makes every execve of the file fail (ETXTBSY): `> FILE`.
-                let busy = shared && written_by_warden(ours);
-                if mount_runs && mode_runs && !busy {
+                if mount_runs && mode_runs {
                     return Some(format!(
                         "descriptor {theirs}, the host's file {name} (executable, or one the policy \
                          lets the program change) on a mount that lets it run"
@@ -80,17 +75,6 @@ pub fn holds_host_object(
         }
     }
     None
-}
-
-/// Whether warden's own descriptor `fd` is open for writing.
-fn written_by_warden(fd: i32) -> bool {
-    // Looked at through /proc: the number is never used as a descriptor here.
-    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).is_ok_and(|info| {
-        info.lines()
-            .find_map(|l| l.strip_prefix("flags:"))
-            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            .is_some_and(|flags| flags & 0o3 != 0)
-    })
 }
 
 /// The program's stdout and stderr when `--output-limit` or a terminal routes them through
