@@ -427,11 +427,14 @@ fn without_namespaces(
         && !(crate::confine::landlock::enforces_everything()
             && crate::confine::landlock::enforces_scopes())
     {
-        return Err(failure(
-            EXIT_WARDEN,
-            "--require landlock: this kernel's Landlock does not enforce every right and scope \
-             warden uses (ABI 6 or later is needed)",
-        ));
+        let why = if crate::confine::landlock::enforces_exec() {
+            "this kernel's Landlock does not enforce every right and scope warden uses (ABI 6 \
+             or later is needed)"
+        } else {
+            "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
+             list)"
+        };
+        return Err(failure(EXIT_WARDEN, format!("--require landlock: {why}")));
     }
     let Some(no) = crate::confine::hostns::probe() else {
         return Ok(None);
