@@ -882,6 +882,8 @@ def mode_prefixes():
         ("default", "default (a view, user namespaces, Landlock)", [], []),
         ("host_tree", "host's tree (--view off)", [], ["--view", "off"]),
         ("nouserns", "no user namespaces (Docker's default profile)", [wrap, "docker"], []),
+        ("no_landlock", "no Landlock (the agent decides every file call)",
+         [os.path.join(bindir, "no_landlock")], []),
         ("proc_mem", "arguments read through /proc/PID/mem (process_vm_readv refused)",
          deny("process_vm_readv,process_vm_writev"), []),
         ("no_pidfd_getfd", "descriptors through /proc/TID/fd (pidfd_getfd refused)",

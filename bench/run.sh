@@ -36,8 +36,9 @@
 #   modes     the per-call cost (open+close, stat, geteuid) and the start of /bin/true in each mode
 #             warden degrades to where a host lacks a primitive, each made here by the refusal
 #             that causes it (a seccomp filter around warden: tests/c/nouserns_wrap.c,
-#             tests/c/supervise.c): the default, the host's tree, no user namespaces, arguments
-#             read through /proc/PID/mem
+#             tests/c/supervise.c, tests/c/no_landlock.c): the default, the host's tree, no user
+#             namespaces, no Landlock, arguments read through /proc/PID/mem, no pidfd_getfd, no
+#             WAIT_KILLABLE_RECV
 #   capsicum  the Capsicum paper's figures (bench/capbench.c with warden's C library), natively
 #             and under `warden run --capsicum`: cap_enter, a call with a rights check against
 #             without (pread on a limited descriptor, openat beneath a directory capability),
@@ -174,7 +175,7 @@ for p in microbench netbench scale grader solution gentext landlock-run filter-f
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 # The modes section's wrappers: the refusals of a container profile or a locked-down host.
-for p in supervise nouserns_wrap; do
+for p in supervise nouserns_wrap no_landlock; do
     cc -O2 -Wall -o "$work/bin/$p" "tests/c/$p.c"
 done
 cc -O2 -Wall -I crates/warden-capsicum/c -o "$work/bin/capbench" bench/capbench.c \

@@ -4,7 +4,7 @@
 #   bash scripts/skips.sh probe
 #       Prints, comma-separated, the keys of what this machine has among the only reasons a test
 #       may skip (`Lack` in crates/warden-cli/tests/common/mod.rs): root, nobody, i386, x32,
-#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat, mdwe. Each probe asks the machine the way the
+#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat, mdwe, landlock. Each probe asks the machine the way the
 #       tests do. test.sh passes the list to the tests as WARDEN_REQUIRE: a test that skips for
 #       lack of one of them fails.
 #
@@ -56,6 +56,11 @@ probe() {
     have+=(program)
   fi
   if [ -x /usr/bin/javac ] && [ -x /usr/bin/java ]; then have+=(jdk); fi
+  # landlock: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) gives the ABI
+  # version where the kernel enforces Landlock (not built in, or not in lsm=: an error).
+  if /usr/bin/python3 -c 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).syscall(444, None, 0, 1) >= 1 else 1)' 2>/dev/null; then
+    have+=(landlock)
+  fi
   local IFS=,
   echo "${have[*]}"
 }

@@ -43,6 +43,7 @@ for suite in "$@"; do
       threads_count_toward_processes few_children_under_process_limit_are_ok
       cpu_time_counts_every_process_of_the_sandbox sockets_the_agent_makes_count_against_the_memory_limit
       agent_state_is_bounded_by_the_memory_limit) ;;
+    # The mode without Landlock's own tests (the matrix's no-Landlock guest runs all of escape).
     *%landlock) filters=(without_landlock) ;;
     # What the view holds on 6.1 (docs/guests.md lists the view tests that still fail there).
     # Not a_read_only_map_..._through_the_agent: the agent's part, the same on every kernel and

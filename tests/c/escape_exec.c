@@ -2,8 +2,10 @@
  *
  * usage: escape_exec MODE SELF MS [READONLY_TOOL]
  *   MODE  "files" (copies in scratch, scripts, /etc/shadow, the race), "memfd" (a copy in a
- *         memfd, executed by descriptor) or "ldso" (a copy in scratch run by the dynamic
- *         loader, which maps it itself)
+ *         memfd, executed by descriptor), "ldso" (a copy in scratch run by the dynamic
+ *         loader, which maps it itself) or "swap" (names in scratch swapped by
+ *         renameat2(RENAME_EXCHANGE) while children exec one of them: two symlinks, one to
+ *         SELF and one to the copy; and a directory symlink between SELF's and scratch)
  *   SELF  this program's own absolute path (readable and executable in the sandbox)
  *   MS    how long the path-rewriting race runs, in milliseconds
  *   READONLY_TOOL  a copy of this program (mode 0755) that the policy lets the program read
@@ -64,6 +66,52 @@ static const char *race_a, *race_b;
 static volatile int race_stop;
 static volatile unsigned long race_flips;
 
+/* "swap": the two names exchanged back and forth by a thread of the parent. */
+static const char *swap_x, *swap_y;
+
+static void *swapper(void *arg) {
+    (void)arg;
+    while (!race_stop) {
+        syscall(SYS_renameat2, AT_FDCWD, swap_x, AT_FDCWD, swap_y, 2 /* RENAME_EXCHANGE */);
+        race_flips++;
+    }
+    return NULL;
+}
+
+/* Children exec `path` (in scratch) while the swapper exchanges swap_x and swap_y; counts
+ * which program ran: SELF exits 43, a copy 42. */
+static void swap_race(const char *name, const char *path, const char *self, double seconds) {
+    char *av[] = {"race", "--payload", (char *)self, NULL};
+    unsigned long benign = 0, payload = 0, failed = 0, tries = 0;
+    race_stop = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, swapper, NULL);
+    double end = now_s() + seconds;
+    while (now_s() < end || tries < 32) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execv(path, av);
+            _exit(127);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        tries++;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 43)
+            benign++;
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == 42)
+            payload++;
+        else
+            failed++;
+    }
+    race_stop = 1;
+    pthread_join(t, NULL);
+    char benign_name[128];
+    snprintf(benign_name, sizeof benign_name, "benign_%s_allowed_ran", name);
+    resultf(benign_name, benign > 0, EACCES, "allowed=%lu tries=%lu", benign, tries);
+    resultf(name, payload > 0, EACCES, "payload=%lu allowed=%lu failed=%lu tries=%lu flips=%lu",
+            payload, benign, failed, tries, race_flips);
+}
+
 static void *rewriter(void *arg) {
     (void)arg;
     size_t la = strlen(race_a) + 1, lb = strlen(race_b) + 1;
@@ -114,6 +162,35 @@ int main(int argc, char **argv) {
         goto memfd;
     if (strcmp(mode, "ldso") == 0)
         goto ldso;
+    if (strcmp(mode, "swap") == 0) {
+        /* Two symlinks exchanged: "a" leads to SELF or to the copy. */
+        symlink(self, "to_self");
+        symlink(copy, "to_copy");
+        swap_x = "to_self";
+        swap_y = "to_copy";
+        swap_race("exec_swap_symlinks", "to_self", self, seconds);
+        /* A directory symlink exchanged: "d/NAME" is SELF's directory's entry or scratch's. */
+        char dir[4096], base[1024];
+        snprintf(dir, sizeof dir, "%s", self);
+        char *slash = strrchr(dir, '/');
+        snprintf(base, sizeof base, "%s", slash + 1);
+        *slash = 0;
+        mkdir("own", 0755);
+        char own_copy[4200];
+        snprintf(own_copy, sizeof own_copy, "own/%s", base);
+        copy_file(self, own_copy, 0755);
+        symlink(dir, "dir_self");
+        char own_abs[8300];
+        snprintf(own_abs, sizeof own_abs, "%s/own", cwd);
+        symlink(own_abs, "dir_copy");
+        swap_x = "dir_self";
+        swap_y = "dir_copy";
+        char through[2048];
+        snprintf(through, sizeof through, "dir_self/%s", base);
+        swap_race("exec_swap_directory_symlinks", through, self, seconds);
+        done();
+        return 0;
+    }
 
     try_exec("exec_scratch_copy", "prog", payload_argv);
     try_exec("exec_scratch_copy_abs", copy, payload_argv);

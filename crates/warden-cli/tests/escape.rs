@@ -579,6 +579,21 @@ fn proc_doors(who: As, stdin_kind: &str) {
         &[stdin_kind, Fixture::s(&fx.secret), Fixture::s(&fx.allowed)],
         stdin,
     );
+    if !common::landlock_enforced() {
+        // Without Landlock only the view's mounts hold execve, and a directory of the host's
+        // lies outside all of them: warden refuses to start the program (README, "Without
+        // Landlock"), and nothing changed.
+        assert_eq!(r.out.status.code(), Some(125), "{}", r.dump());
+        assert!(
+            common::stderr(&r.out).contains("descriptor 0, the host's directory"),
+            "{}",
+            r.dump()
+        );
+        assert!(!common::stdout(&r.out).contains("RESULT"), "{}", r.dump());
+        assert_eq!(snapshot(&fx.secret), before);
+        assert_eq!(tree(&fx.dir), tree_before);
+        return;
+    }
     if stdin_kind == "linkdir" && common::fast_path_base().is_some() && !common::view_on() {
         // On the host's tree a path-deny inside an allowed tree cannot be said in Landlock
         // (a view masks it): --fast-path=always refuses the policy rather than run it wider.
@@ -1178,6 +1193,14 @@ fn terminal(who: As) {
         let (status, timed_out) = common::wait_deadline(&mut child, Duration::from_secs(60));
         rustix::fs::fcntl_setfl(&master, rustix::fs::OFlags::NONBLOCK).unwrap();
         let out = String::from_utf8_lossy(&drain(&mut master)).into_owned();
+        if flags.contains(&"off") && !common::landlock_enforced() {
+            // Without Landlock nothing but a view's noexec mounts holds execve: no run.
+            assert!(
+                !timed_out && status.code() == Some(125) && out.contains("no view of its own"),
+                "{what}: {status:?}\n{out}"
+            );
+            continue;
+        }
         assert!(!timed_out && status.success(), "{what}: {status:?}\n{out}");
         // From outside: the terminal is as it was, and passes output.
         assert_eq!(format!("{:?}", tcgetattr(&slave).unwrap()), modes, "{what}");
@@ -1826,6 +1849,18 @@ fn exec_of_written_files_beside_a_scratch_exec_dir() {
             assert_eq!(r.out.status.code(), Some(125), "{}", r.dump());
             return;
         }
+        if !common::landlock_enforced() {
+            // Without Landlock the view's mounts alone hold execve, and the exec rule inside
+            // the scratch tmpfs makes all of it an exec mount: warden refuses the run, naming
+            // the mount, rather than let what the program writes there run.
+            let (prog, _) = program("escape_exec");
+            let r = run_under_warden(who, "escape_exec", &flags, &["files", &prog, "0"]);
+            assert_eq!(r.out.status.code(), Some(125), "{}", r.dump());
+            let err = common::stderr(&r.out);
+            assert!(err.contains("is an executable mount of the view"), "{err}");
+            assert!(!common::stdout(&r.out).contains("RESULT"), "{}", r.dump());
+            return;
+        }
         exec_of_written_files(exec_with(who, "files", "files-bin", &flags));
     });
 }
@@ -2029,6 +2064,17 @@ fn deputy_proc(who: As) {
         &["proc"],
     );
     r.never_saw(&secret);
+    if !common::landlock_enforced() && r.out.status.code() == Some(125) {
+        // `--read /` binds the host's root, which the default policy's exec rules for trees
+        // this host lacks (/lib32/*, made later) make an exec mount: without Landlock warden
+        // refuses it, naming the mount. Where the host has them all, the run must hold.
+        let err = common::stderr(&r.out);
+        assert!(
+            err.contains("/ is an executable mount of the view"),
+            "{err}"
+        );
+        return;
+    }
     if common::fast_path_base().is_some() {
         // A path-deny inside an allowed tree cannot be said in Landlock: --fast-path=always
         // refuses the policy rather than run it wider.
@@ -2359,41 +2405,197 @@ fn agent_threads_hold_only_the_capabilities_they_need() {
     }
 }
 
-/// Degraded mode: on a kernel without Landlock (simulated by tests/c/no_landlock.c, which makes
-/// its calls fail with ENOSYS) warden refuses to run the program and says why, because its
-/// execve answers rely on Landlock's execute right.
+/// `warden ARGS` as `who` on a kernel that looks as if it had no Landlock (tests/c/no_landlock.c
+/// makes its calls fail with ENOSYS, as where Landlock is not built in), from the work
+/// directory, with `stdin`.
+fn without_landlock(who: As, args: &[&str], stdin: Stdio) -> std::process::Output {
+    let mut cmd = common::warden_cmd_wrapped(who, Some("no-landlock"));
+    cmd.args(args).stdin(stdin);
+    common::finish(cmd, DEADLINE).0
+}
+
+/// Degraded mode: on a kernel without Landlock warden runs the program in its view, where the
+/// agent decides every file call and the view's noexec mounts hold execve, and says so in one
+/// line on stderr and in the report; a shell pipeline, python3 and make work. `--require
+/// landlock` refuses the run, and so does a run that has no view (nothing would hold execve)
+/// or that hands the program a directory of the host's.
 fn no_landlock(who: As) {
     let fx = Fixture::new("no-landlock", who);
     let marker = fx.scratch.join("ran");
-    let (nl, _) = program("no_landlock");
-    let script = format!("echo ran > {}", Fixture::s(&marker));
-    let mut cmd = Command::new(&nl);
-    if who == As::Nobody {
-        cmd = Command::new("/usr/bin/setpriv");
-        cmd.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            &nl,
-        ]);
-    }
-    let out = cmd
-        .args([common::warden(), "run", "--write", Fixture::s(&fx.scratch)])
-        .args(["--", "sh", "-c", &script])
-        .current_dir(common::workdir())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let report = fx.scratch.join("report.json");
+    std::fs::write(fx.scratch.join("Makefile"), "all:\n\t@echo made by make\n").unwrap();
+    let script = format!(
+        "echo ran | tr a-z A-Z > {m} && cat {m} && python3 -c 'print(6 * 7)' && make -s -C {d}",
+        m = Fixture::s(&marker),
+        d = Fixture::s(&fx.scratch),
+    );
+    let report_arg = format!("--report-json={}", Fixture::s(&report));
+    let run = |extra: &[&str]| {
+        let dir = Fixture::s(&fx.scratch);
+        let mut args = vec!["run", "--read", dir, "--write", dir];
+        args.extend_from_slice(extra);
+        args.extend(["--", "sh", "-c", &script]);
+        without_landlock(who, &args, Stdio::null())
+    };
+    let out = run(&[&report_arg]);
+    common::assert_ok(&out);
+    assert_eq!(
+        common::stdout(&out),
+        "RAN\n42\nmade by make\n",
+        "{}",
+        common::stderr(&out)
+    );
+    let err = common::stderr(&out);
+    let notices: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("Landlock is not enforced here"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{err}");
+    assert!(
+        notices[0].starts_with("warden: ") && notices[0].contains("noexec mounts"),
+        "{err}"
+    );
+    let json = std::fs::read_to_string(&report).unwrap();
+    assert!(json.contains("\"mode\": \"no-landlock\""), "{json}");
+    std::fs::remove_file(&marker).unwrap();
+
+    let out = run(&["--require", "landlock"]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        common::stderr(&out).contains("--require landlock"),
+        "{out:?}"
+    );
+    assert!(!marker.exists(), "the program ran under --require landlock");
+
+    let out = run(&["--view", "off"]);
     assert_eq!(out.status.code(), Some(125), "{out:?}");
     let err = common::stderr(&out);
-    assert!(err.contains("does not enforce Landlock"), "{err}");
-    assert!(!marker.exists(), "the program ran without Landlock");
+    assert!(
+        err.contains("does not enforce Landlock") && err.contains("no view of its own"),
+        "{err}"
+    );
+    assert!(
+        !marker.exists(),
+        "the program ran with neither Landlock nor a view"
+    );
+
+    let mut args = vec!["run", "--write", Fixture::s(&fx.scratch), "--"];
+    args.extend(["sh", "-c", &script]);
+    let out = without_landlock(who, &args, dir_file(&fx.allowed));
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let err = common::stderr(&out);
+    assert!(err.contains("descriptor 0, the host's directory"), "{err}");
+    assert!(!marker.exists(), "the program ran holding a host directory");
 }
 
 #[test]
-fn without_landlock_warden_refuses_to_run() {
-    each_user("without_landlock_warden_refuses_to_run", no_landlock);
+fn without_landlock_warden_runs_in_its_view_and_says_so() {
+    each_user(
+        "without_landlock_warden_runs_in_its_view_and_says_so",
+        no_landlock,
+    );
+}
+
+/// `escape_exec MODE` on a kernel that looks as if it had no Landlock, with the arguments of
+/// [`exec_with`] (no fast-path base: such a run is the agent's).
+fn exec_without_landlock(who: As, mode: &str) -> Report {
+    let (prog, bin) = program("escape_exec");
+    let fx = Fixture::new(&format!("exec-nl-{mode}"), who);
+    let tool = fx.allowed.join("tool");
+    std::fs::copy(&prog, &tool).unwrap();
+    common::chmod(&tool, 0o755);
+    let args = [
+        "run",
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--read",
+        Fixture::s(&fx.allowed),
+        "--",
+        &prog,
+        mode,
+        &prog,
+        "1000",
+        Fixture::s(&tool),
+    ];
+    let out = without_landlock(who, &args, Stdio::null());
+    let r = Report::new(
+        &format!("escape_exec {mode} without Landlock as {who:?}"),
+        out,
+    );
+    r.finished();
+    r
+}
+
+/// The exec races without Landlock, checked from outside (the payload prints PAYLOAD_RAN and
+/// exits 42): a thread rewriting the path between the check and the kernel's read of it, and
+/// renameat2(RENAME_EXCHANGE) swapping a symlink, and a directory symlink, between the allowed
+/// program and a copy in scratch. The agent's check sees one, the kernel may run the other,
+/// and the view's noexec scratch mount is what refuses it. Natively every race runs the copy
+/// (exec_control, exec_swap_control).
+#[test]
+fn without_landlock_no_exec_race_runs_what_the_policy_forbids() {
+    each_user(
+        "without_landlock_no_exec_race_runs_what_the_policy_forbids",
+        |who| {
+            exec_of_written_files(exec_without_landlock(who, "files"));
+            exec_swaps_denied(&exec_without_landlock(who, "swap"));
+            let r = exec_without_landlock(who, "memfd");
+            r.denied("fexecve_memfd_copy");
+            let r = exec_without_landlock(who, "ldso");
+            let a = r.get("ldso_runs_scratch_copy");
+            assert!(
+                a.num("status") != 43 && !common::stdout(&r.out).contains("PAYLOAD_RAN"),
+                "the scratch copy ran through ld.so without Landlock\n{}",
+                r.dump()
+            );
+        },
+    );
+}
+
+fn exec_swaps_denied(r: &Report) {
+    r.benign_ok_rest_denied();
+    for name in ["exec_swap_symlinks", "exec_swap_directory_symlinks"] {
+        assert_eq!(
+            r.get(name).num("payload"),
+            0,
+            "ESCAPE: {name} ran the scratch copy\n{}",
+            r.dump()
+        );
+    }
+    assert!(
+        !common::stdout(&r.out).contains("PAYLOAD_RAN"),
+        "ESCAPE: a payload ran\n{}",
+        r.dump()
+    );
+}
+
+/// The swap races with Landlock (the full design): refused as well.
+#[test]
+fn exec_swap_races_run_nothing_forbidden() {
+    each_user("exec_swap_races_run_nothing_forbidden", |who| {
+        exec_swaps_denied(&exec(who, "swap"));
+    });
+}
+
+#[test]
+fn exec_swap_control() {
+    if !control_possible("exec_swap_control") {
+        return;
+    }
+    let fx = Fixture::new("exec-swap-control", As::Me);
+    let (prog, _) = program("escape_exec");
+    let r = run_native("escape_exec", &fx.scratch, &["swap", &prog, "300"]);
+    r.finished();
+    for name in ["exec_swap_symlinks", "exec_swap_directory_symlinks"] {
+        assert!(
+            r.get(name).num("payload") > 0,
+            "natively {name} should run the copy\n{}",
+            r.dump()
+        );
+    }
+    assert!(common::stdout(&r.out).contains("PAYLOAD_RAN"));
 }
 
 // ---- a rename racing a name made at its destination ----------------------------------------------

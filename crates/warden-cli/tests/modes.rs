@@ -68,6 +68,16 @@ const MODES: &[Mode] = &[
         notice: Some("warden: process_vm_readv is refused here"),
         on_use: true,
     },
+    // A kernel without Landlock (not built in, or left out of lsm=): the agent decides every
+    // file call, the view's noexec mounts hold execve (docs/no-landlock.md).
+    Mode {
+        name: "no-landlock",
+        wrap: Some(("no_landlock", &[])),
+        env: &[],
+        flags: &[],
+        notice: Some("warden: Landlock is not enforced here"),
+        on_use: false,
+    },
     // Docker's default profile without CAP_SYS_PTRACE: the agent reaches the program's
     // descriptors through /proc/TID/fd (docs/fallbacks.md).
     Mode {

@@ -363,6 +363,79 @@ impl ViewPlan {
     }
 }
 
+impl ViewPlan {
+    /// What the view's mounts alone would let run beyond what `policy` (`$SCRATCH` expanded)
+    /// does, one sentence each: empty when the kernel's `noexec` holds every `execve` and
+    /// executable mapping to the policy by itself (the mode without Landlock, where nothing
+    /// else binds the path the kernel re-reads after the agent's check).
+    ///
+    /// A mount's exec flag covers its whole tree, so an executable tree must be one the policy
+    /// lets run whole: a `D/*` (or wider) exec rule, and no `path-deny` beneath it unless the
+    /// mount is read-only (then the view's masks hide what exists, and nothing new can appear).
+    /// An executable file bind must be a file the policy lets run. A name-prefix exec rule
+    /// (`D/na*`) or one for a file the run will make (its directory becomes the exec mount)
+    /// is wider in the view than in the policy, and shows here.
+    pub fn exec_beyond(&self, policy: &Policy) -> Vec<String> {
+        let mut out = Vec::new();
+        for step in &self.steps {
+            let (path, dir, flags) = match step {
+                Step::Bind { path, dir, flags }
+                | Step::Map {
+                    path, dir, flags, ..
+                } => (path, *dir, *flags),
+                Step::Filtered { path, flags, .. } => (path, true, *flags),
+                Step::Tmpfs { path, flags } | Step::Copy { path, flags, .. } => {
+                    // A tmpfs and a private copy are writable where the rules give write.
+                    (path, true, *flags)
+                }
+                _ => continue,
+            };
+            if !flags.exec {
+                continue;
+            }
+            let shown = crate::escape::escape(path);
+            if !dir {
+                if !policy.check(path, Access::Exec).is_allowed() {
+                    out.push(format!(
+                        "{shown} is an executable mount of the view, and the policy does not let \
+                         it run"
+                    ));
+                }
+                continue;
+            }
+            let inside = format!("{}/", path.trim_end_matches('/'));
+            let whole = policy.path_rules().iter().any(|r| {
+                r.access == Some(Access::Exec)
+                    && r.pattern.is_prefix()
+                    && inside.starts_with(r.pattern.literal())
+            });
+            if !whole {
+                out.push(format!(
+                    "{shown} is an executable mount of the view (a mount's exec flag covers its \
+                     whole tree), and the policy lets only part of it run (an exec rule for a \
+                     file not there yet, or for names starting with a prefix); give the whole \
+                     tree: path-allow exec {}*",
+                    crate::escape::escape(&inside)
+                ));
+                continue;
+            }
+            let writable = flags.write || matches!(step, Step::Tmpfs { .. } | Step::Copy { .. });
+            let denied = policy.path_rules().iter().find(|r| {
+                r.access.is_none() && at_or_beneath(r.pattern.literal(), path.trim_end_matches('/'))
+            });
+            if let (true, Some(d)) = (writable, denied) {
+                out.push(format!(
+                    "{shown} is a writable executable mount of the view, and `path-deny {}` \
+                     inside it is more than a mount can hold (a name made there later would \
+                     run)",
+                    d.pattern
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// Where a rule anchors in the view: the path whose bind makes the rule's paths appear.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Anchor {

@@ -290,9 +290,35 @@ impl Probe {
     /// What each run mode enforces on this host.
     pub fn modes(&self) -> Vec<Mode> {
         let landlock = match self.landlock.abi {
-            Some(abi) => format!("Landlock ABI {abi}: the kernel's second lock on files"),
-            None => "no Landlock: the agent alone decides files outside a view".into(),
+            Some(abi) if abi >= 6 => {
+                format!("Landlock ABI {abi}: the kernel's second lock on files")
+            }
+            Some(abi) => {
+                // What warden asks of Landlock (ABI 7) that this ABI lacks; the agent decides
+                // those calls alone (and the fast path, which needs them all, is off).
+                let lacks: Vec<&str> = [
+                    (3, "truncate"),
+                    (4, "TCP ports (the agent makes every socket anyway)"),
+                    (5, "device ioctls"),
+                    (6, "signal and abstract-socket scopes (the PID and network namespaces, or the agent)"),
+                ]
+                .iter()
+                .filter(|(since, _)| abi < *since)
+                .map(|(_, what)| *what)
+                .collect();
+                format!(
+                    "Landlock ABI {abi}: the kernel's second lock on files, without {}; the \
+                     agent decides every file call",
+                    lacks.join(", ")
+                )
+            }
+            None => "no Landlock: the agent decides every file call alone, and execve and \
+                     executable mappings are held by the view's noexec mounts; a policy whose \
+                     exec rules a mount cannot say, or a run handed a directory of the host's, \
+                     is refused (--require landlock refuses every run)"
+                .into(),
         };
+        let landlock_missing = self.landlock.abi.is_none();
         let agent = if !self.has_agent() {
             "no agent: warden cannot start (it needs seccomp user notification with a listener of its own)".to_owned()
         } else if !self.reads_arguments() {
@@ -333,8 +359,14 @@ impl Probe {
         });
         modes.push(Mode {
             name: "--view off (the host's tree + Landlock + agent)".into(),
-            available: self.has_sandbox_namespaces() && self.has_agent(),
-            enforces: if self.has_sandbox_namespaces() {
+            available: self.has_sandbox_namespaces() && self.has_agent() && !landlock_missing,
+            enforces: if landlock_missing {
+                vec![
+                    "not here: no Landlock, and only a view's noexec mounts would hold execve; \
+                      warden refuses a run without a view"
+                        .into(),
+                ]
+            } else if self.has_sandbox_namespaces() {
                 vec![
                     "the agent decides every path on the host's tree".into(),
                     landlock.clone(),
@@ -350,7 +382,7 @@ impl Probe {
         modes.push(Mode {
             name: "without user namespaces (a run mode being added; today warden needs them)"
                 .into(),
-            available: self.has_agent(),
+            available: self.has_agent() && !landlock_missing,
             enforces: vec![
                 "the agent decides every path and address on the host's tree".into(),
                 landlock,

@@ -32,7 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
-//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
+//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), `no-landlock` when the kernel enforced no Landlock (README, "Without Landlock"), and why; absent otherwise |
 //! | `fallbacks` | the primitives this host lacked and that the run replaced by another route (docs/fallbacks.md), comma-separated: `pidfd_getfd`, `wait-killable-recv`; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
@@ -179,6 +179,8 @@ pub struct Measured {
     /// The primitives this host lacked, for which the run took another route
     /// (docs/fallbacks.md): `pidfd_getfd`, `wait-killable-recv`.
     pub fallbacks: Vec<&'static str>,
+    /// What held the run where the kernel enforces no Landlock, when it enforced none.
+    pub no_landlock: Option<String>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -329,6 +331,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     if !m.fallbacks.is_empty() {
         put("fallbacks", m.fallbacks.join(",").into());
     }
+    if let Some(reason) = &m.no_landlock {
+        put("mode", "no-landlock".into());
+        put("mode-reason", reason.clone().into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -421,6 +427,7 @@ mod tests {
             log_dropped: None,
             no_namespaces: None,
             fallbacks: Vec::new(),
+            no_landlock: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,
@@ -428,6 +435,18 @@ mod tests {
             }),
             sockets: None,
         }
+    }
+
+    #[test]
+    fn a_run_without_landlock_says_so() {
+        let m = Measured {
+            no_landlock: Some("execve is held by the view's noexec mounts".into()),
+            ..Measured::default()
+        };
+        let e = entries(&m, &Limits::default(), Format::Json);
+        let get = |k: &str| e.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("mode"), Some("no-landlock".into()));
+        assert!(get("mode-reason").is_some());
     }
 
     #[test]

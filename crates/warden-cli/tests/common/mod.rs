@@ -183,6 +183,10 @@ pub enum Lack {
     XattrAt,
     /// No memory-deny-write-execute (`PR_SET_MDWE`, Linux 6.3), which `--wx` needs.
     Mdwe,
+    /// No Landlock enforced (not built in, or not in `lsm=`; or `WARDEN_TEST_WRAP=no-landlock`):
+    /// warden runs in its mode without Landlock, which refuses some runs by design (README,
+    /// "Without Landlock").
+    Landlock,
 }
 
 impl Lack {
@@ -200,8 +204,39 @@ impl Lack {
             Lack::Jdk => "jdk",
             Lack::XattrAt => "xattrat",
             Lack::Mdwe => "mdwe",
+            Lack::Landlock => "landlock",
         }
     }
+}
+
+/// Whether warden's runs here have Landlock: the kernel enforces it (the probe of
+/// scripts/skips.sh: `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)` gives
+/// an ABI version), and the tests do not hide it (`WARDEN_TEST_WRAP=no-landlock`).
+pub fn landlock_enforced() -> bool {
+    static ENFORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if std::env::var("WARDEN_TEST_WRAP").is_ok_and(|w| w == "no-landlock") {
+        return false;
+    }
+    *ENFORCED.get_or_init(|| {
+        Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).syscall(444, None, 0, 1) >= 1 else 1)",
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// [`skip`]s `test` when warden's runs here have no Landlock ([`landlock_enforced`]), where
+/// warden's mode without it refuses what the test does, for `why` (README, "Without
+/// Landlock"); true when the test may go on.
+pub fn needs_landlock(test: &str, why: &str) -> bool {
+    if landlock_enforced() {
+        return true;
+    }
+    skip(test, Lack::Landlock, why);
+    false
 }
 
 /// Records that `test` (or the part of it named so) does not run here because the machine lacks
@@ -326,7 +361,8 @@ pub const RUN_DEADLINE: Duration = Duration::from_secs(300);
 ///
 /// With `WARDEN_TEST_WRAP=MODE` (docker, eperm or enospc), warden runs under
 /// `tests/c/nouserns_wrap.c` in that mode: a seccomp filter that refuses namespaces as such a
-/// host does, so any suite can be run against warden's no-namespace mode.
+/// host does, so any suite can be run against warden's no-namespace mode; with
+/// `WARDEN_TEST_WRAP=no-landlock`, under `tests/c/no_landlock.c`, against its mode without Landlock.
 pub fn warden_cmd(who: As) -> Command {
     let wrap = std::env::var("WARDEN_TEST_WRAP")
         .ok()
@@ -334,12 +370,17 @@ pub fn warden_cmd(who: As) -> Command {
     warden_cmd_wrapped(who, wrap.as_deref())
 }
 
-/// [`warden_cmd`], under `nouserns_wrap MODE` when `wrap` names a mode.
+/// [`warden_cmd`], under `nouserns_wrap MODE` when `wrap` names a mode, or under
+/// tests/c/no_landlock.c (a kernel that looks as if it had no Landlock) for `no-landlock`.
 pub fn warden_cmd_wrapped(who: As, wrap: Option<&str>) -> Command {
     let mut prefix: Vec<std::ffi::OsString> = Vec::new();
-    if let Some(mode) = wrap {
-        prefix.push(c_program("nouserns_wrap").into_os_string());
-        prefix.push(mode.into());
+    match wrap {
+        Some("no-landlock") => prefix.push(c_program("no_landlock").into_os_string()),
+        Some(mode) => {
+            prefix.push(c_program("nouserns_wrap").into_os_string());
+            prefix.push(mode.into());
+        }
+        None => {}
     }
     warden_cmd_under(who, prefix)
 }

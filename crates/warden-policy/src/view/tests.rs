@@ -637,3 +637,43 @@ fn a_directory_only_listed_exists_empty_and_never_in_a_hosts_tree() {
         p.steps
     );
 }
+
+/// Without Landlock the view's mounts alone hold `execve`: an exec mount must be a tree the
+/// policy lets run whole (or a file it lets run), and a writable one must have no `path-deny`
+/// inside. The default policy's system trees pass; a program made later (its directory becomes
+/// the exec mount), a name prefix and a deny in a writable exec tree do not.
+#[test]
+fn exec_mounts_beyond_the_policy_are_named() {
+    let check = |text: &str| {
+        let policy = Policy::parse("t", text).expect("parses");
+        plan(text).exec_beyond(&policy)
+    };
+    assert_eq!(
+        check("path-allow read /usr /usr/*\npath-allow exec /usr/*"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check("path-allow read /home/u/*\npath-allow exec /home/u/notes"),
+        Vec::<String>::new()
+    );
+    let later = check("path-allow read /home/u/p/*\npath-allow exec /home/u/prog");
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert!(
+        later[0].starts_with("/home/u is an executable mount"),
+        "{later:?}"
+    );
+    let prefix = check("path-allow read /usr/*\npath-allow exec /usr/bin/py*");
+    assert!(prefix.iter().any(|s| s.contains("/usr/bin")), "{prefix:?}");
+    let deny = check(
+        "path-allow read /home/u/*\npath-allow write /home/u/*\npath-allow exec /home/u/*\n\
+         path-deny /home/u/secret*",
+    );
+    assert!(
+        deny.iter().any(|s| s.contains("path-deny /home/u/secret*")),
+        "{deny:?}"
+    );
+    // Read-only, the same deny is a mask: nothing named so can appear.
+    let masked =
+        check("path-allow read /home/u/*\npath-allow exec /home/u/*\npath-deny /home/u/secret");
+    assert_eq!(masked, Vec::<String>::new());
+}

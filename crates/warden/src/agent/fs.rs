@@ -1007,7 +1007,10 @@ pub fn chdir(c: &Client, call: Live<CwdPathArgs>) -> Served {
 
 /// Implements execve(2) and execveat(2): checked, then continued. The kernel re-reads the path,
 /// so the decision that counts is Landlock's execute right, compiled from the same policy; the
-/// agent's check gives the user a clear denial and a log line.
+/// agent's check gives the user a clear denial and a log line. Where the kernel enforces no
+/// Landlock, it is the view's mounts' `noexec` instead, planned so that no mount lets more run
+/// than the policy (`crate::run::plan::without_landlock`); a fexecve is then held by the mount
+/// of the descriptor's file, every file the program can hold being one of the view's.
 ///
 /// Landlock can give the right only to what exists when the sandbox starts, so an `exec` rule
 /// for a directory made later (`DIR/*` with no DIR yet) allows what the kernel still refuses.
@@ -1023,7 +1026,8 @@ pub fn exec(c: &Client, call: Live<ExecArgs>) -> Served {
     let w = walk(c, a.dirfd.0, &a.path, follow).typed()?;
     c.allow(&call, &w.path, Access::Exec)?;
     existing(c, &w).typed()?;
-    if !c.exec_rules().mapped(&w.path)
+    if !c.exec_rules().by_mounts
+        && !c.exec_rules().mapped(&w.path)
         && !c
             .exec_rules()
             .covers(w.parent.as_fd(), w.at_cstr(), super::resolve::MAX_DEPTH)

@@ -53,13 +53,13 @@ pub enum LandlockError {
     /// A second descriptor of the ruleset could not be had.
     #[error("failed to prepare the Landlock ruleset: {0}")]
     Descriptor(#[from] std::io::Error),
-    /// Landlock is not enforced at all, and `execve` relies on its execute right.
+    /// Landlock was found when the run was planned and is not enforced now: the run was
+    /// planned with Landlock's execute right behind every `execve`, and has nothing else.
     #[error(
-        "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
-         list), and warden will not run a program without it: the agent checks an execve and \
-         then lets the kernel continue it, and only Landlock's execute right keeps a path swapped \
-         in after the check from running what the policy forbids. Enable Landlock (Linux 5.13 \
-         or later, CONFIG_SECURITY_LANDLOCK=y, \"landlock\" in lsm=)"
+        "this kernel did not enforce the sandbox's Landlock ruleset, which the run was planned \
+         with: the agent checks an execve and then lets the kernel continue it, and only \
+         Landlock's execute right keeps a path swapped in after the check from running what the \
+         policy forbids"
     )]
     NoExecBackstop,
 }
@@ -82,6 +82,10 @@ pub struct Prepared {
     /// `--capability-mode`: the capabilities the program starts with (warden's copies), for a
     /// second layer ([`Prepared::with_capabilities`]).
     capabilities: Option<Vec<(std::os::fd::OwnedFd, warden_capsicum::Rights)>>,
+    /// The kernel enforces no Landlock ([`enforces_exec`] false when it was created): the run
+    /// goes without it (`crate::run::plan::without_landlock` said what holds instead), and
+    /// [`Prepared::restrict_self`] expects nothing enforced.
+    pub absent: bool,
 }
 
 /// How much of Landlock the kernel enforced.
@@ -148,13 +152,12 @@ pub fn enforces_exec() -> bool {
 /// while the sandbox's init builds the view, and the program waits for them
 /// (`crate::launch`). Whether the kernel enforces all of it is settled here, at creation:
 /// every right a rule asks for is one the ruleset handles (rules are cut to what `truncation`
-/// leaves handled). Fails closed on a kernel that would enforce none of it
-/// ([`LandlockError::NoExecBackstop`]); on one that enforces part (an older ABI), the rights it
-/// lacks are the agent's alone.
+/// leaves handled). On a kernel that enforces part (an older ABI), the rights it lacks are the
+/// agent's alone; on one that enforces none, the ruleset is an empty stand-in
+/// ([`Prepared::absent`]), and only a run that holds without Landlock may use it
+/// (`crate::run::plan::without_landlock`).
 pub fn create(policy: &Policy, truncation: Truncation) -> Result<Prepared, LandlockError> {
-    if !enforces_exec() {
-        return Err(LandlockError::NoExecBackstop);
-    }
+    let absent = !enforces_exec();
     let abi = TARGET_ABI;
     let handled = match truncation {
         Truncation::Landlock => AccessFs::from_all(abi),
@@ -175,6 +178,7 @@ pub fn create(policy: &Policy, truncation: Truncation) -> Result<Prepared, Landl
         required: false,
         in_view: (!policy.maps().is_empty()).then(|| policy.clone()),
         capabilities: None,
+        absent,
     })
 }
 
@@ -505,6 +509,9 @@ pub struct ExecRules {
     /// The maps' sandbox paths: their rules are added in the view, where the agent's own list
     /// cannot see them, so there the kernel alone says whether an exec may run.
     maps: Vec<String>,
+    /// No Landlock: the view's mounts alone say what runs ([`Prepared::absent`]), and this
+    /// list holds nothing.
+    pub by_mounts: bool,
 }
 
 impl ExecRules {
@@ -867,7 +874,11 @@ impl Prepared {
     /// layer when there is one ([`Prepared::with_capabilities`]; `program` is what the thread
     /// executes next). Runs in the sandbox's first process, after fork, before exec.
     pub fn restrict_self(self, program: &CStr) -> Result<Enforcement, LandlockError> {
-        let required = self.required;
+        let (required, absent) = (self.required, self.absent);
+        if absent && self.capabilities.is_some() {
+            // Capability mode's second layer is Landlock's alone (the plan refuses it).
+            return Err(LandlockError::NoExecBackstop);
+        }
         let status = self.ruleset.restrict_self()?;
         if let Some(caps) = &self.capabilities {
             Self::restrict_to_capabilities(caps, program)?;
@@ -875,8 +886,8 @@ impl Prepared {
         if required && status.ruleset != RulesetStatus::FullyEnforced {
             return Err(LandlockError::NotFullyEnforced);
         }
-        if status.ruleset == RulesetStatus::NotEnforced {
-            // Checked before the launch too; this is the lock on the door itself.
+        if status.ruleset == RulesetStatus::NotEnforced && !absent {
+            // Planned with Landlock: this is the lock on the door itself.
             return Err(LandlockError::NoExecBackstop);
         }
         Ok(match status.ruleset {

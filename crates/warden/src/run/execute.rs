@@ -66,6 +66,7 @@ pub fn execute(
     crate::timings::mark("cgroup, log");
     // The ruleset now, its rules while the sandbox's init builds the view (launch's `fill`).
     let (ruleset, filler) = ruleset(cfg, &policy, opens)?;
+    let by_mounts = ruleset.absent;
     let mut filler = Some(filler);
     let mut exec_rules = landlock::ExecRules::default();
     let mut fill = || -> Result<(), String> {
@@ -78,6 +79,7 @@ pub fn execute(
             .fill(&policy, command.view.as_ref())
             .map_err(|e| e.to_string())?;
         exec_rules = exec;
+        exec_rules.by_mounts = by_mounts;
         Ok(())
     };
     crate::timings::mark("landlock ruleset");

@@ -330,6 +330,18 @@ impl Session {
                  kernel without the new mount API)",
             ));
         }
+        if !crate::confine::landlock::enforces_exec() {
+            let policy = &plan.policy;
+            let writable = |p: &str| policy.check(p, warden_policy::Access::Write).is_allowed();
+            let held = stdio::holds_host_object(&stdio, &cfg.pass_fds, &writable);
+            let notice = plan::without_landlock(cfg, &plan, held)?;
+            eprintln!("{notice}");
+            self.measured.no_landlock = Some(
+                "this kernel does not enforce Landlock: execve is held by the view's noexec \
+                 mounts, every file call by the agent alone"
+                    .to_owned(),
+            );
+        }
         crate::timings::mark("plan");
         let copies =
             copies::CopyDir::for_view(cfg, ids, plan.command.view.as_mut(), &mut self.measured)?;
@@ -415,11 +427,14 @@ fn without_namespaces(
         && !(crate::confine::landlock::enforces_everything()
             && crate::confine::landlock::enforces_scopes())
     {
-        return Err(failure(
-            EXIT_WARDEN,
-            "--require landlock: this kernel's Landlock does not enforce every right and scope \
-             warden uses (ABI 6 or later is needed)",
-        ));
+        let why = if crate::confine::landlock::enforces_exec() {
+            "this kernel's Landlock does not enforce every right and scope warden uses (ABI 6 \
+             or later is needed)"
+        } else {
+            "this kernel does not enforce Landlock (not built in, or missing from the lsm= boot \
+             list)"
+        };
+        return Err(failure(EXIT_WARDEN, format!("--require landlock: {why}")));
     }
     let Some(no) = crate::confine::hostns::probe() else {
         return Ok(None);
@@ -455,6 +470,19 @@ fn without_namespaces(
             format!(
                 "the sandbox's own view needs namespaces, which this host refuses ({}); run \
                  without --view on / --require view to run on the host's tree",
+                no.reason
+            ),
+        ));
+    }
+    if !crate::confine::landlock::enforces_exec() {
+        return Err(failure(
+            EXIT_WARDEN,
+            format!(
+                "this host refuses user namespaces ({}) and its kernel does not enforce \
+                 Landlock: without a view of the sandbox's own (its noexec mounts) or Landlock's \
+                 execute right, nothing would keep a path swapped in after the agent's check of \
+                 an execve from running what the policy forbids; allow user namespaces or \
+                 enable Landlock (`warden doctor` says how)",
                 no.reason
             ),
         ));

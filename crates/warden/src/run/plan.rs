@@ -210,6 +210,68 @@ impl Plan {
     }
 }
 
+/// Where Landlock is not enforced (not built in, or left out of `lsm=`): whether `plan` holds
+/// without it, and the one line warden says at the start of such a run; otherwise the refusal,
+/// in one sentence.
+///
+/// The agent decides every file call then (the fast path needs Landlock), and nothing is
+/// Landlock's alone but `execve`: the agent checks the path and lets the kernel continue the
+/// call, and the kernel reads the path again, which a racing thread may have changed. What
+/// holds it is the view: the kernel refuses to run, or to map executable, any file on a
+/// `noexec` mount, and the view mounts `noexec` every tree the policy does not let run whole
+/// (`ViewPlan::exec_beyond` names what a mount cannot say). So the mode needs a view, no
+/// descriptor of the host's tree the program could run through (`held`, from
+/// `stdio::holds_host_object`), and no capability mode (its second layer is Landlock's).
+pub fn without_landlock(
+    cfg: &RunConfig,
+    plan: &Plan,
+    held: Option<String>,
+) -> Result<String, Failure> {
+    const ENABLE: &str = "or enable Landlock (Linux 5.13 or later, CONFIG_SECURITY_LANDLOCK=y, \
+                          \"landlock\" in lsm=)";
+    let refuse = |why: String| {
+        failure(
+            EXIT_WARDEN,
+            format!(
+                "this kernel does not enforce Landlock (not built in, or missing from the lsm= \
+                 boot list); without it the agent checks an execve and lets the kernel run the \
+                 path, which a racing thread may change after the check, and only the view's \
+                 noexec mounts can keep what the policy does not let run from running: {why}"
+            ),
+        )
+    };
+    let Some(view) = &plan.command.view else {
+        return Err(refuse(format!(
+            "this run has no view of its own (--view off, no user namespaces, or a kernel \
+             without the new mount API); run with --view auto where namespaces are allowed, \
+             {ENABLE}"
+        )));
+    };
+    if cfg.capsicum.is_some() {
+        return Err(refuse(format!(
+            "capability mode's second layer is a Landlock ruleset; run without it, {ENABLE}"
+        )));
+    }
+    if let Some(held) = held {
+        return Err(refuse(format!(
+            "the program would start holding {held}, outside every mount of the view, so \
+             nothing would keep it from being run; give it through a pipe (cat FILE | warden \
+             run ...) or a path the policy allows, {ENABLE}"
+        )));
+    }
+    let beyond = view.exec_beyond(&plan.policy);
+    if !beyond.is_empty() {
+        return Err(refuse(format!("{}; {ENABLE}", beyond.join("; "))));
+    }
+    Ok(
+        "warden: Landlock is not enforced here: the agent decides every file call, with no \
+         kernel rule behind it; execve and executable mappings are held to the policy by the \
+         view's noexec mounts, and fexecve by the mount of the descriptor's file; --require \
+         landlock refuses such a run"
+            .to_owned(),
+    )
+}
+
 /// The view `policy` (`$SCRATCH` expanded) gets under `cfg`, planned from the host as it is now.
 /// Whether [`view_for`] makes a view for `cfg` and `policy` (where it does not refuse).
 fn wants_view(cfg: &RunConfig, policy: &Policy) -> bool {

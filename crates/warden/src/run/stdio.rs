@@ -27,6 +27,56 @@ pub fn inherits_a_directory(stdio: &[Option<OwnedFd>; 3], pass_fds: &[i32]) -> b
     })
 }
 
+/// What the program would start holding of the host's tree that a view's mounts do not bind
+/// (its stdio or a `--pass-fd`), said in a few words: a directory, or a file on a mount that
+/// lets it run whose mode lets it run or which the policy lets the program change
+/// (`writable`: it could then write a program into it and `chmod` it). Without Landlock, the
+/// view's `noexec` mounts are the only lock on `execve`, and such a descriptor (`fexecve`,
+/// `/proc/self/fd/N`, a path relative to it) is on none of them. A file with no execute bit
+/// the program cannot change runs for no one, root included.
+pub fn holds_host_object(
+    stdio: &[Option<OwnedFd>; 3],
+    pass_fds: &[i32],
+    writable: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    use rustix::fs::{FileType, StatVfsMountFlags};
+    let own = std::process::id();
+    let inherited = (0..3)
+        .filter(|i| stdio[*i as usize].is_none())
+        .chain(pass_fds.iter().copied());
+    let replaced = stdio.iter().enumerate().filter_map(|(i, f)| {
+        f.as_ref()
+            .map(|f| (i as i32, std::os::fd::AsRawFd::as_raw_fd(f)))
+    });
+    let numbers = inherited.map(|n| (n, n)).chain(replaced);
+    for (theirs, ours) in numbers {
+        let link = format!("/proc/{own}/fd/{ours}");
+        let Ok(st) = rustix::fs::stat(&link) else {
+            continue;
+        };
+        let path = std::fs::read_link(&link).unwrap_or_default();
+        let name = warden_policy::escape::escape(path.as_os_str().as_encoded_bytes()).into_owned();
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                return Some(format!("descriptor {theirs}, the host's directory {name}"))
+            }
+            FileType::RegularFile => {
+                let mount_runs = rustix::fs::statvfs(&link)
+                    .map_or(true, |v| !v.f_flag.contains(StatVfsMountFlags::NOEXEC));
+                let mode_runs = st.st_mode & 0o111 != 0 || path.to_str().is_none_or(writable);
+                if mount_runs && mode_runs {
+                    return Some(format!(
+                        "descriptor {theirs}, the host's file {name} (executable, or one the policy \
+                         lets the program change) on a mount that lets it run"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The program's stdout and stderr when `--output-limit` or a terminal routes them through
 /// warden, and its stdin when that is a terminal.
 pub struct Captures {
