@@ -234,14 +234,46 @@ fn explain(policy: &Policy) {
         Some(_) => warden_policy::kernel::Found::Missing,
         None => warden::confine::landlock::found(p),
     };
+    // The default run is in the sandbox's own view, where more can be said exactly than on the
+    // host's tree; say both, the default first (`warden run` decides the same way, run/plan.rs).
+    let host_maps = policy
+        .maps()
+        .iter()
+        .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
+    let mut with_default = Policy::default_policy();
+    with_default.merge(policy.clone());
+    let in_view = warden_policy::kernel::kernel_plan_in_view(&with_default, &find);
+    let alone = warden_policy::kernel::kernel_plan_in_view(policy, &find).exact();
+    if host_maps {
+        println!(
+            "opens in the sandbox's own view (the default): decided by the agent, since the \
+             policy maps the host's paths (path-map)"
+        );
+    } else if in_view.exact() {
+        println!(
+            "opens in the sandbox's own view (the default): straight to the kernel, the view and \
+             Landlock holding every path rule exactly{} (-v and --log keep them with the agent)",
+            if alone {
+                ""
+            } else {
+                " (with --default-policy=no the agent decides them: these rules alone cannot be \
+                 said exactly)"
+            }
+        );
+    } else {
+        println!(
+            "opens in the sandbox's own view (the default): decided by the agent: {} rule(s), \
+             with the default policy's, cannot be said exactly by the view and Landlock",
+            in_view.blockers().count()
+        );
+    }
     let plan = warden_policy::kernel::kernel_plan(policy, &find);
+    print!("on the host's tree (--view off), ");
     if plan.exact() {
-        let mut with_default = Policy::default_policy();
-        with_default.merge(policy.clone());
         let default_too = warden_policy::kernel::kernel_plan(&with_default, &find).exact();
         println!(
-            "opens: straight to the kernel{}: Landlock enforces every path rule exactly, as the \
-             files are now (the fast path)",
+            "opens: the agent's, or straight to the kernel with --fast-path=auto or always{}: \
+             Landlock can enforce every path rule exactly, as the files are now (the fast path)",
             if default_too {
                 ""
             } else {
@@ -252,7 +284,7 @@ fn explain(policy: &Policy) {
     } else {
         println!(
             "opens: delegated to the agent: {} rule(s) below cannot be enforced by Landlock \
-             exactly (\"keeps opens delegated\")",
+             exactly (\"keeps opens delegated\"; --fast-path=always refuses to start)",
             plan.blockers().count()
         );
     }

@@ -619,7 +619,7 @@ fn a_switched_process_cannot_switch_back() {
         "{}",
         common::stderr(&o)
     );
-    // Made through the agent, which creates as warden's user (see the README: what a switched
+    // Made through the agent, which creates as warden's user (see docs/policy.md, map-ids: what a switched
     // process may do is the policy's, whatever its ids).
     assert!(d.join("made").exists());
     let _ = std::fs::remove_dir_all(&d);

@@ -507,7 +507,7 @@ fn race_path_buffer_rewrite() {
 
 #[test]
 fn race_chdir_buffer_rewrite() {
-    // chdir is continued after the check (README, known limits): a racing thread may land in
+    // chdir is continued after the check (docs/limits.md): a racing thread may land in
     // the hidden directory, but nothing can be opened or stat'ed there.
     each_user("race_chdir_buffer_rewrite", |who| race(who, "chdir", 1000));
 }
@@ -581,7 +581,7 @@ fn proc_doors(who: As, stdin_kind: &str) {
     );
     if !common::landlock_enforced() {
         // Without Landlock only the view's mounts hold execve, and a directory of the host's
-        // lies outside all of them: warden refuses to start the program (README, "Without
+        // lies outside all of them: warden refuses to start the program (docs/guide.md, "Without
         // Landlock"), and nothing changed.
         assert_eq!(r.out.status.code(), Some(125), "{}", r.dump());
         assert!(
@@ -2110,7 +2110,7 @@ fn deputy_probe(who: As) {
     r.finished();
     if common::fast_path_base().is_some() {
         // Opens go to the kernel on the fast path, whose walk through `..` Landlock does not
-        // govern (a known limit of that mode, README "fast path"); stat stays the agent's.
+        // govern (a known limit of that mode, docs/guide.md "The fast path"); stat stays the agent's.
         r.errnos(&["stat_via_hidden", "stat_via_missing"], "EACCES");
         return;
     }

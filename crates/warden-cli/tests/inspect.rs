@@ -35,7 +35,7 @@ impl Live {
         common::write_file(&file, "held\n", 0o644);
         // The granting rule of a descriptor is known for those the agent opened: the opens go
         // to it here (`never`), in a view too, where the kernel would otherwise open them
-        // (and inspect shows no rule for those, README "What the default changed").
+        // (and inspect shows no rule for those, docs/guide.md "What the default changed").
         Live::run_in(
             who,
             tmp,

@@ -1345,7 +1345,7 @@ fn is_rule_span(r: &str) -> bool {
             .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Checks one log line against the README's schema; returns its syscall and decision.
+/// Checks one log line against the schema in docs/guide.md; returns its syscall and decision.
 fn check_line(line: &str, sandbox: &mut Option<String>) -> Result<(String, bool), String> {
     use serde_json::Value;
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;

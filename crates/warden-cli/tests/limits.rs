@@ -1197,7 +1197,7 @@ fn output_one_byte_over(who: As) {
 }
 
 /// `--stdout F --stderr F` (a judge's `2>&1`): both streams end up in F, in order, neither
-/// overwriting the other. (The interface does not say this; the README does: "the same file for
+/// overwriting the other. (The interface does not say this; docs/guide.md does: "the same file for
 /// both is opened once".)
 fn same_file_for_both(who: As) {
     let f = open_dir("same-file", who).join("both");
@@ -1369,7 +1369,7 @@ fn tty_is_not_a_way_around_the_output_limit(who: As) {
 }
 
 /// `--tty` (alias `--interactive`): the program keeps warden's terminal, and what it writes
-/// there reaches it (and is not counted by `--output-limit`, as the README says).
+/// there reaches it (and is not counted by `--output-limit`, as docs/guide.md says).
 fn tty_flag_keeps_the_terminal(who: As) {
     if !have_script("tty_flag_keeps_the_terminal") {
         return;
@@ -1693,7 +1693,7 @@ fn interactive_task_over_stdio() {
     interactive(As::Me, false, 200_000);
 }
 
-/// The README's shell recipe: named pipes given as --stdin and --stdout, which warden opens
+/// docs/guide.md's shell recipe: named pipes given as --stdin and --stdout, which warden opens
 /// itself (stdin first, or the two opens deadlock against a grader opening them in that order).
 fn interactive_fifos(who: As) {
     let d = open_dir("fifos", who);

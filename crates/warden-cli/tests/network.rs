@@ -1610,7 +1610,7 @@ fn ipc_own(who: As) {
         &format!("net_ipc own as {who:?}"),
     );
     r.finished().benign_ok_rest_denied();
-    // POSIX message queues do not work inside the sandbox (a known limit, in the README):
+    // POSIX message queues do not work inside the sandbox (a known limit, in docs/limits.md):
     // Landlock refuses opening objects of the IPC namespace's internal mqueue mount. When a
     // kernel or a fix changes that, this says so.
     r.errno("info_own_mq_open", "EACCES");
@@ -1936,7 +1936,7 @@ fn host_sockets_are_bounded_per_sandbox() {
 /// with IP rules: its accepts are the agent's, so the connections it holds count against
 /// `--sockets` like the sockets it makes. With a limit of 3 and six clients connected, it holds
 /// three and the fourth accept fails with EMFILE; the report's `sockets` is 3. (Without IP
-/// rules `accept` is the kernel's and nothing is counted: README, known limits.)
+/// rules `accept` is the kernel's and nothing is counted: docs/limits.md.)
 fn passed_listener_is_counted(who: As) {
     let dir = common::fresh_dir(&format!("passed-listener-{}", who_tag(who)));
     common::chmod(&dir, 0o777);

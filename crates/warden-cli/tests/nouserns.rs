@@ -1,4 +1,4 @@
-//! warden on a host that refuses user namespaces (README, "Without user namespaces"): the
+//! warden on a host that refuses user namespaces (docs/guide.md, "Without user namespaces"): the
 //! real binary under `tests/c/nouserns_wrap.c`, a seccomp filter that refuses namespaces as
 //! Docker's default profile does (`docker`), or the user namespace alone as a security module
 //! (`eperm`) or `user.max_user_namespaces=0` (`enospc`) do, or as Ubuntu's AppArmor restriction

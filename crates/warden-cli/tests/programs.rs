@@ -1991,7 +1991,11 @@ fn check_explain_shows_the_fast_path_rule_by_rule() {
     let out = common::stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("opens: straight to the kernel with --default-policy=no"),
+        out.contains("on the host's tree (--view off), opens: the agent's, or straight to the kernel with --fast-path=auto or always with --default-policy=no"),
+        "{out}"
+    );
+    assert!(
+        out.contains("opens in the sandbox's own view (the default): straight to the kernel"),
         "{out}"
     );
     assert!(out.contains("fast path: kernel-enforced"), "{out}");
@@ -2004,7 +2008,14 @@ fn check_explain_shows_the_fast_path_rule_by_rule() {
     std::fs::write(&p, "path-allow read /etc /etc/*\npath-deny /etc/shadow\npath-allow read /usr/lib/x86_64-linux-gn*\n").unwrap();
     let out = common::stdout(&warden(As::Me, &["check", "--explain", s(&p)]));
     assert!(
-        out.contains("opens: delegated to the agent: 4 rule(s)"),
+        out.contains("on the host's tree (--view off), opens: delegated to the agent: 4 rule(s)"),
+        "{out}"
+    );
+    // In a view the deny is a mask, but the name prefix still cannot be said exactly.
+    assert!(
+        out.contains(
+            "opens in the sandbox's own view (the default): decided by the agent: 1 rule(s), with the default policy's"
+        ),
         "{out}"
     );
     assert!(

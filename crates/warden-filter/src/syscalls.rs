@@ -1042,7 +1042,7 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_utimes, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
     e!(SYS_futimesat, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
     e!(SYS_utimensat, D(F::Utime), "performed by the agent", uses(DAC_OVERRIDE, FOWNER), "sets the times to now on a file the policy allows writing, and explicit times on a file root does not own"),
-    e!(SYS_chdir, D(F::Chdir), "checked by the agent, then continued (see README: residual race)", uses(DAC_OVERRIDE), "searches the path to check it; the chdir itself is the program's"),
+    e!(SYS_chdir, D(F::Chdir), "checked by the agent, then continued (see docs/limits.md: residual race)", uses(DAC_OVERRIDE), "searches the path to check it; the chdir itself is the program's"),
     e!(SYS_statfs, D(F::Statfs), "performed by the agent", uses(DAC_OVERRIDE), "searches the directories on the path whoever owns them"),
     e!(SYS_getxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
     e!(SYS_lgetxattr, D(F::Xattr), "performed by the agent", uses(DAC_OVERRIDE), "reads the attributes of what the policy shows, whoever owns it"),
@@ -1303,7 +1303,7 @@ mod tests {
                 assert!(c.bits() < next.bits(), "{name} out of the kernel's order");
             }
         }
-        // CapEff of an agent worker thread (README: "What the agent may do for a sandbox").
+        // CapEff of an agent worker thread (docs/design.md: "What the agent may do for a sandbox").
         assert_eq!(all.bits(), 0x41b);
     }
 

@@ -32,7 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
-//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), `no-landlock` when the kernel enforced no Landlock (README, "Without Landlock"), and why; absent otherwise |
+//! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (docs/guide.md, "Without user namespaces"), `no-landlock` when the kernel enforced no Landlock (docs/no-landlock.md), and why; absent otherwise |
 //! | `fallbacks` | the primitives this host lacked and that the run replaced by another route (docs/fallbacks.md), comma-separated: `pidfd_getfd`, `wait-killable-recv`; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;

@@ -184,7 +184,7 @@ pub enum Lack {
     /// No memory-deny-write-execute (`PR_SET_MDWE`, Linux 6.3), which `--wx` needs.
     Mdwe,
     /// No Landlock enforced (not built in, or not in `lsm=`; or `WARDEN_TEST_WRAP=no-landlock`):
-    /// warden runs in its mode without Landlock, which refuses some runs by design (README,
+    /// warden runs in its mode without Landlock, which refuses some runs by design (docs/guide.md,
     /// "Without Landlock").
     Landlock,
 }
@@ -229,7 +229,7 @@ pub fn landlock_enforced() -> bool {
 }
 
 /// [`skip`]s `test` when warden's runs here have no Landlock ([`landlock_enforced`]), where
-/// warden's mode without it refuses what the test does, for `why` (README, "Without
+/// warden's mode without it refuses what the test does, for `why` (docs/guide.md, "Without
 /// Landlock"); true when the test may go on.
 pub fn needs_landlock(test: &str, why: &str) -> bool {
     if landlock_enforced() {

@@ -164,7 +164,7 @@ mod tests {
         assert!(WALK >= (MAX_HOPS as u64 + 1) * PATH_MAX as u64);
         // A send holds what sendmmsg copies.
         assert!(SEND_REQUEST >= net::SENDMMSG_MAX as u64 + net::CONTROL_MAX as u64);
-        // Both fit in a few MiB: the figures the README gives.
+        // Both fit in a few MiB: the figures docs/design.md gives.
         assert!(
             FILE_REQUEST < MIB && per_worker(false) < MIB,
             "{FILE_REQUEST}"

@@ -27,7 +27,8 @@
 //! # Deliberate errnos
 //!
 //! Where the agent answers something other than what the kernel would have answered for the
-//! same call on the same tree, on purpose (also in docs/design.md, "Errnos the agent chooses"):
+//! same call on the same tree, on purpose (`bash scripts/docs.sh` generates docs/errnos.md from
+//! this table; keep each row on one line):
 //!
 //! | errno | when | why |
 //! |---|---|---|

@@ -2,7 +2,7 @@
 //! [`crate::syscalls::Family`]). Each is a thin decoder of its calls' argument layouts in front
 //! of the same steps: copy, live, resolve, check, act, reply.
 //!
-//! Policy meanings (README, "The policy language"): reading a file or listing a directory needs `read`; creating,
+//! Policy meanings (docs/policy.md): reading a file or listing a directory needs `read`; creating,
 //! changing contents or metadata needs `write` on the path; removing needs `unlink`; `execve`
 //! needs `exec`. Metadata calls (stat, access F_OK, readlink, statfs, xattr reads) need *some*
 //! right on the path: a path the policy says nothing about is invisible.
@@ -131,7 +131,7 @@ pub fn open(c: &Client, call: Live<OpenArgs>) -> Served {
             let allowed = check_existing(c, &call, &w, kind)?;
             if flags & libc::O_PATH != 0 && kind == FileType::Symlink {
                 // O_PATH descriptors cannot be injected (ADDFD refuses them), so O_PATH is
-                // served as a read-only open and needs read permission (README: "O_PATH"); a
+                // served as a read-only open and needs read permission (docs/limits.md: "O_PATH"); a
                 // symlink, which cannot be opened so, gets a stand-in.
                 return symlink_stand_in(c, &w, flags & libc::O_CLOEXEC != 0, allowed);
             }
@@ -995,7 +995,7 @@ pub fn inotify_add_watch(c: &Client, call: Live<InotifyArgs>) -> Served {
 /// not cover chdir, so this is the one path call answered with CONTINUE without a kernel lock
 /// behind it. A thread racing to rewrite the path can land in a directory the policy hides;
 /// it learns that the directory exists, but nothing more: every later call made there is
-/// resolved and checked by the agent from the directory's real path (README, "Known limits").
+/// resolved and checked by the agent from the directory's real path (docs/limits.md).
 pub fn chdir(c: &Client, call: Live<CwdPathArgs>) -> Served {
     let w = walk(c, AT_FDCWD, &call.args().path, true).typed()?;
     c.allow_metadata(&call, &w.path, w.kind)?;

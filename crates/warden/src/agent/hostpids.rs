@@ -147,7 +147,7 @@ fn socket(c: &Client, live: Live<Registers>) -> Handled {
 /// A call that names process `pid` and that the kernel then performs itself: continued when
 /// it names the caller (0, its pid, one of its threads) or a process of the sandbox, refused
 /// otherwise. For another process of the sandbox, a pid freed and reused between this check
-/// and the kernel's use is the one race left (README, "Without user namespaces").
+/// and the kernel's use is the one race left (docs/guide.md, "Without user namespaces").
 fn by_pid(c: &Client, init: i32, own: i32, pid: i32) -> Handled {
     if pid == 0 || pid == own || tgid_of(pid) == Some(own) {
         return Ok(Answer::Reply(Reply::Continue));

@@ -44,7 +44,7 @@ pub struct Decision<'a> {
 /// Version of the JSON line format ([`JsonLine`]); bumped when a key changes meaning or goes.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// One line of `--log FILE`. The keys, their types and meanings are documented in the README
+/// One line of `--log FILE`. The keys, their types and meanings are documented in docs/guide.md
 /// ("The decision log"); new keys may be added, existing ones keep their meaning within a
 /// schema version.
 #[derive(Serialize)]

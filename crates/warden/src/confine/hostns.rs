@@ -2,7 +2,7 @@
 //! profiles (`unshare`/`clone` with namespace flags refused, `clone3` ENOSYS), Ubuntu 24.04's
 //! AppArmor restriction (the user namespace is made, but holds no capability),
 //! `user.max_user_namespaces=0` (ENOSPC). There warden runs in its *no-namespace mode*: no new
-//! namespace at all, no view, and the rules the namespaces held kept by other routes (README,
+//! namespace at all, no view, and the rules the namespaces held kept by other routes (docs/guide.md,
 //! "Without user namespaces"):
 //!
 //! - signals (and `F_SETOWN`'s SIGIO): Landlock's signal scope (ABI 6) holds them to the

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 /// The answer of a walk or of the kernel: the object reached, or an errno.
 type Reached = Result<(u64, u64), i32>;
 
-/// Prints and records a skip the way the integration suites do (README, "A test skips..."),
+/// Prints and records a skip the way the integration suites do (docs/guide.md, "The test suite"),
 /// and fails instead when `WARDEN_REQUIRE` says this machine has what is lacking.
 fn skip(test: &str, key: &str, reason: &str) {
     use std::io::Write;
