@@ -6,7 +6,9 @@
  *
  * SUPERVISE_DENY=NAME[,NAME...] (process_vm_readv, process_vm_writev, pread64, pwrite64) also
  * refuses those calls with EPERM, as some container profiles do, so the agent below must take
- * its other route (or refuse). SUPERVISE_NO_LISTENER=1 installs the filter without a listener
+ * its other route (or refuse). The mount API's calls (open_tree, fsopen, mount_setattr) are
+ * refused with ENOSYS instead, as by a kernel or a container profile without them.
+ * SUPERVISE_NO_LISTENER=1 installs the filter without a listener
  * (acct fails with ENOSYS), so warden can start under it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +32,7 @@ int main(int argc, char **argv) {
     }
     const char *deny = getenv("SUPERVISE_DENY");
     int listen = !(getenv("SUPERVISE_NO_LISTENER"));
-    struct sock_filter prog[16];
+    struct sock_filter prog[24];
     int n = 0;
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
     prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1);
@@ -39,10 +41,14 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nr;
-    } known[] = {{"process_vm_readv", SYS_process_vm_readv},
-                 {"process_vm_writev", SYS_process_vm_writev},
-                 {"pread64", SYS_pread64},
-                 {"pwrite64", SYS_pwrite64}};
+        int err;
+    } known[] = {{"process_vm_readv", SYS_process_vm_readv, EPERM},
+                 {"process_vm_writev", SYS_process_vm_writev, EPERM},
+                 {"pread64", SYS_pread64, EPERM},
+                 {"pwrite64", SYS_pwrite64, EPERM},
+                 {"open_tree", 428, ENOSYS},
+                 {"fsopen", 430, ENOSYS},
+                 {"mount_setattr", 442, ENOSYS}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (!deny)
             break;
@@ -53,7 +59,7 @@ int main(int argc, char **argv) {
         if (!strstr(list, want))
             continue;
         prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, known[i].nr, 0, 1);
-        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | known[i].err);
     }
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     struct sock_fprog fprog = {(unsigned short)n, prog};

@@ -1570,3 +1570,112 @@ fn wx_leaves_no_route_to_code_that_is_not_an_executable_file() {
         wx_routes,
     );
 }
+
+/// warden under a seccomp filter of another's (`tests/c/supervise.c`) that refuses `open_tree`
+/// and `mount_setattr` with ENOSYS, as a kernel or a container profile without them would, with
+/// `args` after `run`.
+fn under_no_mount_api(who: As, args: &[&str]) -> std::process::Output {
+    let supervise = common::c_program("supervise");
+    let cmd = common::warden_cmd(who);
+    let mut wrapped = std::process::Command::new(&supervise);
+    wrapped
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .arg("run")
+        .args(args)
+        .current_dir(common::workdir())
+        .stdin(std::process::Stdio::null())
+        .env("SUPERVISE_NO_LISTENER", "1")
+        .env("SUPERVISE_DENY", "open_tree,mount_setattr");
+    common::finish(wrapped, common::RUN_DEADLINE).0
+}
+
+/// A view the kernel refuses to build (its mount steps fail inside the sandbox): with the
+/// default `--view auto` the run goes on the host's tree, said in one line and in the report,
+/// and the policy holds there all the same (checked from outside: the denied file's text never
+/// comes out, the write outside what the policy allows makes nothing); `--view on` and
+/// `--require view` refuse with 125, and the program never runs.
+fn view_refused(who: As) {
+    let fx = Fixture::new("refused", who);
+    let tmp = own_tmpdir("view-refused", who);
+    let report = tmp.join("report");
+    let secret = Fixture::s(&fx.secret);
+    let dir = Fixture::s(&fx.dir);
+    let policy = fx.dir.join("deny.policy");
+    common::write_file(&policy, format!("path-deny {secret}\n"), 0o644);
+    let made = fx.dir.join("sub/made");
+    let script = format!(
+        "cat {secret}; cat {dir}/sub/../secret; cat /proc/self/root{secret}; \
+         echo x > {made}; cat {dir}/echo-copy >/dev/null && echo READ-ALLOWED; echo ran",
+        made = Fixture::s(&made)
+    );
+    let o = under_no_mount_api(
+        who,
+        &[
+            "--report",
+            Fixture::s(&report),
+            "--policy",
+            Fixture::s(&policy),
+            "--read",
+            dir,
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    common::assert_ok(&o);
+    assert!(
+        out.contains("READ-ALLOWED") && out.contains("ran"),
+        "{out}\n{err}"
+    );
+    assert!(
+        !out.contains(&fx.secret_text),
+        "the denied file was read on the host's tree:\n{out}\n{err}"
+    );
+    assert!(
+        !made.exists(),
+        "a write the policy does not allow went through"
+    );
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warden: the sandbox's own view could not be built"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("Function not implemented") && lines[0].contains("host's tree"),
+        "{err}"
+    );
+    assert_eq!(
+        common::report_field(&report, "view").as_deref(),
+        Some("host-tree")
+    );
+    assert!(common::report_field(&report, "view-reason").is_some());
+    // Asked for, a view that cannot be built is no run.
+    for asked in [&["--view", "on"][..], &["--require", "view"][..]] {
+        let mut args = asked.to_vec();
+        args.extend(["--", "/bin/sh", "-c", "echo ran"]);
+        let o = under_no_mount_api(who, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(125),
+            "{asked:?}: {}",
+            common::stderr(&o)
+        );
+        assert!(!stdout(&o).contains("ran"), "{asked:?}");
+        assert!(
+            common::stderr(&o).contains("building the sandbox's view failed"),
+            "{asked:?}: {}",
+            common::stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn a_view_the_kernel_refuses_gives_a_run_on_the_hosts_tree_said_in_one_line() {
+    each_user(
+        "a_view_the_kernel_refuses_gives_a_run_on_the_hosts_tree_said_in_one_line",
+        view_refused,
+    );
+}

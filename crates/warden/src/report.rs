@@ -32,6 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
+//! | `view`, `view-reason` | `host-tree` when the sandbox's own view could not be built and the run went on the host's tree instead (`--view auto`), and what failed; absent otherwise |
 //! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (README, "Without user namespaces"), and why; absent otherwise |
 
 use crate::agent::log::StatsSnapshot;
@@ -175,6 +176,8 @@ pub struct Measured {
     pub log_dropped: Option<u64>,
     /// Why the run had no namespaces (the host refused them), when it had none.
     pub no_namespaces: Option<String>,
+    /// Why building the view failed, when the run went on the host's tree instead.
+    pub view_failed: Option<String>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -322,6 +325,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         put("mode", "no-namespaces".into());
         put("mode-reason", reason.clone().into());
     }
+    if let Some(reason) = &m.view_failed {
+        put("view", "host-tree".into());
+        put("view-reason", reason.clone().into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -413,6 +420,7 @@ mod tests {
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
             no_namespaces: None,
+            view_failed: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,

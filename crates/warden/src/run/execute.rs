@@ -511,6 +511,10 @@ fn status(outcome: Outcome, program: &Path) -> Result<i32, Failure> {
                 format!("cannot run {}: {e}{hint}", program.display()),
             ))
         }
+        Outcome::Failed(Stage::View, errno) => Err(view_failure(format!(
+            "building the sandbox's view failed: {}",
+            std::io::Error::from_raw_os_error(errno)
+        ))),
         Outcome::Failed(stage, errno) => Err(failure(
             EXIT_WARDEN,
             format!(
@@ -525,8 +529,26 @@ fn status(outcome: Outcome, program: &Path) -> Result<i32, Failure> {
     }
 }
 
+/// A failure to build the view, before anything of the program ran (it waits for the view
+/// before its exec): [`super::run`] may run it again without a view.
+fn view_failure(message: String) -> Failure {
+    Failure {
+        view_failed: true,
+        ..failure(EXIT_WARDEN, message)
+    }
+}
+
 fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
     match e {
+        LaunchError::Setup {
+            stage: Stage::View,
+            detail,
+            source,
+        } => view_failure(if detail.is_empty() {
+            format!("building the sandbox's view failed: {source}")
+        } else {
+            format!("building the sandbox's view failed: {detail}: {source}")
+        }),
         LaunchError::Setup {
             stage: Stage::Chdir,
             source,
