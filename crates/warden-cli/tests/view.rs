@@ -145,7 +145,21 @@ fn made_later_routes(who: As) {
         "control: {out}\n{err}"
     );
     assert!(out.contains("mmap ran"), "control: {out}\n{err}");
-    assert_eq!(execs, "0", "execs reached the agent in a view+exec run");
+    // Where Landlock cannot enforce every rule exactly (below ABI 5), no run is view+exec:
+    // every exec goes to the agent, which finds what the kernel would.
+    if common::landlock_abi() >= 5 {
+        assert_eq!(execs, "0", "execs reached the agent in a view+exec run");
+    } else {
+        common::skip(
+            "an_exec_rule_for_a_program_made_later_opens_no_other_route (execs decided by the kernel)",
+            common::Lack::LandlockAbi5,
+            "Landlock below ABI 5: every exec goes to the agent",
+        );
+        assert_ne!(
+            execs, "0",
+            "control: no exec reached the agent:\n{out}\n{err}"
+        );
+    }
 
     let (out, err, execs) = run(&format!("{dir}/prog"));
     assert!(
@@ -174,6 +188,15 @@ fn an_exec_rule_for_a_program_made_later_opens_no_other_route() {
 /// agent, started again and again, must have it answered every time: before warden held the
 /// listener, the filter would have none, and the call would fail with ENOSYS.
 fn first_call_routes(who: As) {
+    // Below Landlock ABI 5 no run is view+exec: the exec goes to the agent, and waits for it.
+    let exec_waits = common::landlock_abi() < 5;
+    if exec_waits {
+        common::skip(
+            "a_programs_first_call_is_answered_though_its_exec_does_not_wait_for_the_agent (an exec that does not wait)",
+            common::Lack::LandlockAbi5,
+            "Landlock below ABI 5: every exec goes to the agent",
+        );
+    }
     let (prog, bin) = program("first_call");
     let tmp = own_tmpdir("first-call", who);
     let report = tmp.join("report");
@@ -196,14 +219,22 @@ fn first_call_routes(who: As) {
         let (out, err) = (stdout(&o), common::stderr(&o));
         assert_eq!(out, "first call ok\n", "round {round}:\n{err}");
         let text = std::fs::read_to_string(&report).unwrap();
-        // The call reached the agent; the exec did not.
+        // The call reached the agent; the exec did not (where the kernel decides execs).
         let field = |key| common::report_field(&report, key);
         assert_eq!(
             field("delegated-memfd").as_deref(),
             Some("1"),
             "round {round}: {text}"
         );
-        assert_eq!(field("delegated-exec"), None, "round {round}: {text}");
+        if exec_waits {
+            assert_eq!(
+                field("delegated-exec").as_deref(),
+                Some("1"),
+                "round {round}: {text}"
+            );
+        } else {
+            assert_eq!(field("delegated-exec"), None, "round {round}: {text}");
+        }
     }
 }
 
@@ -358,8 +389,20 @@ fn proc_lists(who: As) {
         .lines()
         .filter_map(|l| l.split_whitespace().nth(1))
         .collect();
-    assert_eq!(comms, ["sh", "sleep", "ps"], "{out}");
     assert!(!out.contains(&marker), "{out}");
+    // Below Landlock ABI 5 every open goes to the agent, which lets a process read only its
+    // own /proc/PID (translated to warden's procfs, numbered as there): `ps` finds itself alone
+    // (docs/guests.md, "Open on 6.1").
+    if common::landlock_abi() < 5 {
+        common::skip(
+            "proc_lists_only_the_sandboxs_own_processes (ps lists the sandbox)",
+            common::Lack::LandlockAbi5,
+            "Landlock below ABI 5: the agent shows ps only its own process",
+        );
+        assert!(comms.iter().all(|c| *c == "ps"), "{out}");
+        return;
+    }
+    assert_eq!(comms, ["sh", "sleep", "ps"], "{out}");
     assert!(
         out.lines()
             .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
@@ -1182,8 +1225,25 @@ fn filtered_tree(who: As, extra: &[&str]) {
         out.contains("end"),
         "{label}: the probe did not finish:\n{out}\n{err}"
     );
+    // Without user xattrs on tmpfs (before Linux 6.6) there is no filtered tree: the view binds
+    // the host's tree and masks the names denied at the start, and Landlock and the agent
+    // refuse the rest (docs/design.md, "Filtered trees"). Every denied name stays
+    // unreadable by every route; what is weaker is that the names are listed, and a name made
+    // later is refused (EACCES) rather than absent.
+    let filters = common::tmpfs_user_xattrs();
+    if !filters {
+        common::skip(
+            "a_filtered_tree_hides_what_the_host_makes_later_and_host_descriptors_reach_nothing_in_it (names hidden)",
+            common::Lack::TmpfsXattr,
+            "tmpfs without user xattrs (before Linux 6.6): denied names are masked, not hidden",
+        );
+    }
     assert!(
-        out.contains("got b'T' True True"),
+        out.contains(if filters {
+            "got b'T' True True"
+        } else {
+            "got b'T' True "
+        }),
         "{label}: no descriptor of the host's tree:\n{out}\n{err}"
     );
     assert!(
@@ -1202,20 +1262,38 @@ fn filtered_tree(who: As, extra: &[&str]) {
         "{label}\n{out}\n{err}"
     );
     // What the host made after the start does not show; what was denied then is masked.
-    assert_eq!(answer("keynew_view"), "ERR 2", "{label}\n{out}");
-    assert_eq!(answer("keydir_view"), "ERR 2", "{label}\n{out}");
+    let later = if filters { "ERR 2" } else { "ERR 13" };
+    assert_eq!(answer("keynew_view"), later, "{label}\n{out}");
+    assert_eq!(answer("keydir_view"), later, "{label}\n{out}");
     assert_eq!(answer("secret_view"), "ERR 13", "{label}\n{out}");
     assert_eq!(answer("keyold_view"), "ERR 13", "{label}\n{out}");
-    assert_eq!(answer("ls_sub"), "['key_old', 'ok.txt']", "{label}\n{out}");
-    // Beneath the host's descriptor nothing opens: the kernel refuses (no rule names the
-    // host's objects of a filtered tree), and the agent finds no such path in the view.
-    for tag in [
-        "plain_host",
-        "secret_host",
-        "keynew_host",
-        "dotdot_host",
-        "procfd_host",
-    ] {
+    assert_eq!(
+        answer("ls_sub"),
+        if filters {
+            "['key_old', 'ok.txt']"
+        } else {
+            "['key_dir', 'key_new', 'key_old', 'ok.txt']"
+        },
+        "{label}\n{out}"
+    );
+    // Beneath the host's descriptor nothing denied opens: with a filtered tree nothing at all
+    // (no rule names the host's objects of it, and the agent finds no such path in the view);
+    // without, the host's tree is the view's, under the same rules.
+    if !filters {
+        assert_eq!(answer("plain_host"), "READ b'PLAIN\\n'", "{label}\n{out}");
+    }
+    let host_routes: &[&str] = if filters {
+        &[
+            "plain_host",
+            "secret_host",
+            "keynew_host",
+            "dotdot_host",
+            "procfd_host",
+        ]
+    } else {
+        &["secret_host", "keynew_host", "dotdot_host", "procfd_host"]
+    };
+    for &tag in host_routes {
         let a = answer(tag);
         assert!(
             a == "ERR 13" || a == "ERR 2",

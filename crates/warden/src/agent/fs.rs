@@ -273,7 +273,17 @@ fn check_existing(
     let writes = !opath
         && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);
     let mut allowed = None;
-    if reads {
+    // A listing of a directory the view holds, as Landlock's rule on the view's root allows it
+    // when the kernel decides opens: so a run whose opens all go to the agent (Landlock below
+    // ABI 5, `-v`, `--log`) lists what the default run lists (`ls /sys`, `ls /proc`). The view
+    // holds only what the policy brings in; what is in the directory is checked as ever.
+    if reads && !writes && kind == FileType::Directory && c.view_lists() && !opath {
+        allowed = Some(c.allow_by(
+            call,
+            &w.path,
+            "the view: a directory it holds may be listed",
+        ));
+    } else if reads {
         allowed = Some(c.allow(call, &w.path, Access::Read)?);
     }
     if writes {

@@ -123,6 +123,7 @@ pub fn execute(
         exec_rules,
         capsicum: cfg.capsicum.clone(),
         wx: cfg.wx,
+        view_lists: command.view.as_ref().is_some_and(|v| v.lists_root),
         // Only where the filter sends them the calls that name processes (no Landlock scopes).
         host_pids: (!command.namespaces && profile.capability_mode).then_some(sandbox.init_pid),
         without_namespaces: !command.namespaces,
