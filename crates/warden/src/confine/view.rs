@@ -295,12 +295,22 @@ pub fn supported() -> bool {
 /// attributes (its opaque directories' marks), which tmpfs does from Linux 6.6. Older kernels
 /// get masks and Landlock's rules entry by entry (`warden_policy::view::Hiding::Masks`).
 ///
-/// Asked of the feature, once per process: a memfd is a file of the kernel's own tmpfs, so
-/// whether it takes a `user.*` attribute is whether a tmpfs does, and any caller may ask (a
-/// tmpfs of its own would need a namespace). Some microseconds.
+/// Asked of the feature, once per process, in a few microseconds and without privileges: a
+/// tmpfs without `user.*` attributes has no handler for them, so asking one for such an
+/// attribute fails with `EOPNOTSUPP`, where one with them answers `ENODATA`. Asked of
+/// `/dev/shm` when it is a tmpfs (two calls), else of a memfd, a file of the kernel's own tmpfs,
+/// given one (a memfd's making and closing cost some tens of microseconds).
 pub fn filters_trees() -> bool {
     static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ANSWER.get_or_init(|| {
+        const TMPFS_MAGIC: u64 = 0x0102_1994;
+        let shm = rfs::statfs("/dev/shm").is_ok_and(|st| st.f_type as u64 == TMPFS_MAGIC);
+        if shm {
+            return match rfs::getxattr("/dev/shm", "user.warden", &mut [0u8; 0]) {
+                Err(rustix::io::Errno::NODATA) | Ok(_) => true,
+                Err(_) => false,
+            };
+        }
         let Ok(fd) =
             rustix::fs::memfd_create(c"warden-xattr-probe", rustix::fs::MemfdFlags::CLOEXEC)
         else {
