@@ -366,10 +366,21 @@ fn proc_lists(who: As) {
         return;
     }
     let marker = format!("warden-ps-marker-{}", std::process::id());
-    let mut host = std::process::Command::new("/bin/sh")
+    // bash: dash's exec has no -a, and the marker would never run.
+    let mut host = std::process::Command::new("/bin/bash")
         .args(["-c", &format!("exec -a {marker} sleep 30")])
         .spawn()
         .unwrap();
+    // Control: outside, ps lists it (once bash has exec'd it).
+    let seen = (0..100).any(|_| {
+        let ps = std::process::Command::new("/usr/bin/ps")
+            .args(["-eo", "args="])
+            .output()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        String::from_utf8_lossy(&ps.stdout).contains(&marker)
+    });
+    assert!(seen, "control: the marker process is not listed outside");
     let o = run_warden(
         who,
         common::workdir(),
@@ -378,7 +389,7 @@ fn proc_lists(who: As) {
             "--",
             "/bin/sh",
             "-c",
-            "sleep 3 & ps -eo pid=,comm=,args=; kill $!",
+            "sleep 30 & ps -eo pid=,comm=,args=; kill $!",
         ],
     );
     let _ = host.kill();
