@@ -276,8 +276,16 @@ fn check_existing(
     // A listing of a directory the view holds, as Landlock's rule on the view's root allows it
     // when the kernel decides opens: so a run whose opens all go to the agent (Landlock below
     // ABI 5, `-v`, `--log`) lists what the default run lists (`ls /sys`, `ls /proc`). The view
-    // holds only what the policy brings in; what is in the directory is checked as ever.
-    if reads && !writes && kind == FileType::Directory && c.view_lists() && !opath {
+    // holds only what the policy brings in; what is in the directory is checked as ever. A
+    // directory a `path-deny` names stays refused (one the host made after the start in a
+    // tree the view masks entry by entry is there, and Landlock refuses it in that mode).
+    let listing = reads && !writes && kind == FileType::Directory && !opath && c.view_lists();
+    if listing
+        && !matches!(
+            c.policy().check(&w.path, Access::Read),
+            Verdict::Denied(warden_policy::Denial::DeniedBy(_))
+        )
+    {
         allowed = Some(c.allow_by(
             call,
             &w.path,
