@@ -278,7 +278,7 @@ fn check_existing(
     // ABI 5, `-v`, `--log`) lists what the default run lists (`ls /sys`, `ls /proc`). The view
     // holds only what the policy brings in; what is in the directory is checked as ever. A
     // directory a `path-deny` names stays refused (one the host made after the start in a
-    // tree the view masks entry by entry is there, and Landlock refuses it in that mode).
+    // tree the view masks entry by entry is there, and its names are the policy's to refuse).
     let listing = reads && !writes && kind == FileType::Directory && !opath && c.view_lists();
     if listing
         && !matches!(
