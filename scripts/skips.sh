@@ -4,7 +4,8 @@
 #   bash scripts/skips.sh probe
 #       Prints, comma-separated, the keys of what this machine has among the only reasons a test
 #       may skip (`Lack` in crates/warden-cli/tests/common/mod.rs): root, nobody, i386, x32,
-#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat, mdwe, landlock. Each probe asks the machine the way the
+#       io_uring, memory-cgroup, second-cpu, program, jdk, xattrat, mdwe, landlock, landlock-abi5,
+#       tmpfs-xattr. Each probe asks the machine the way the
 #       tests do. test.sh passes the list to the tests as WARDEN_REQUIRE: a test that skips for
 #       lack of one of them fails.
 #
@@ -49,6 +50,14 @@ probe() {
   # xattrat: listxattrat (465, Linux 6.13) answers anything but ENOSYS where the kernel has it.
   if /usr/bin/python3 -c 'import ctypes,sys; l=ctypes.CDLL(None,use_errno=True); r=l.syscall(465,-100,b"/",0,None,0); sys.exit(1 if r<0 and ctypes.get_errno()==38 else 0)' 2>/dev/null; then
     have+=(xattrat)
+  fi
+  # landlock-abi5: Landlock's ABI (landlock_create_ruleset's version query) is 5 or more.
+  if /usr/bin/python3 -c 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).syscall(444,None,0,1) >= 5 else 1)' 2>/dev/null; then
+    have+=(landlock-abi5)
+  fi
+  # tmpfs-xattr: the kernel's tmpfs (a memfd's) takes a user.* extended attribute (Linux 6.6).
+  if /usr/bin/python3 -c "import os; os.setxattr(os.memfd_create('p'), 'user.warden', b'y')" 2>/dev/null; then
+    have+=(tmpfs-xattr)
   fi
   if [ -x /usr/bin/python3 ] && [ -x /usr/bin/curl ] && [ -x /usr/bin/strace ] &&
      [ -x /usr/bin/git ] && [ -x /usr/bin/xz ] && [ -x /usr/bin/sqlite3 ] &&

@@ -45,18 +45,13 @@ for suite in "$@"; do
       agent_state_is_bounded_by_the_memory_limit) ;;
     # The mode without Landlock's own tests (the matrix's no-Landlock guest runs all of escape).
     *%landlock) filters=(without_landlock) ;;
-    # What the view holds on 6.1 (docs/guests.md lists the view tests that still fail there).
-    # Not a_read_only_map_..._through_the_agent: the agent's part, the same on every kernel and
-    # run on 6.12 in full, and past 900 s under TCG beside another guest.
-    *%6.1) filters=(--exact a_map_the_host_cannot_hold_is_refused_by_check_and_run
-      a_private_copy_leaves_the_host_tree_byte_identical_and_diff_names_exactly_the_changes
-      a_denied_path_is_unreachable_by_every_route_and_the_view_cannot_be_changed
-      a_read_only_map_refuses_writes_by_the_kernel_and_rw_writes_through a_tmpfs_map_is_private_and_empty
-      dev_shm_is_the_sandboxs_own_and_closed_without_a_view
-      files_the_policy_does_not_call_executable_cannot_run_by_any_route filtered_tree_control
-      git_in_a_private_copy_runs_as_natively_and_leaves_the_repository
-      the_program_holds_no_capability_also_as_root
-      wx_leaves_no_route_to_code_that_is_not_an_executable_file) ;;
+    # The view on 6.1: all of it but a_read_only_map_..._through_the_agent, the agent's part,
+    # the same on every kernel and run on 6.12 in full, and past 900 s under TCG beside
+    # another guest. (docs/guests.md, "On 6.1", says what 6.1 checks in a weaker form.)
+    *%6.1)
+      filters=(--skip a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent)
+      echo "==> skip view::a_read_only_map_cannot_be_moved_replaced_or_removed_through_the_agent: the agent's part, past the bound under TCG; runs on 6.12 and the host"
+      ;;
     *%*) echo "suites.sh: unknown test set in $name" >&2; exit 2 ;;
     # Forks through the PID space until a thread id comes back, six times: minutes a round
     # under TCG, past any bound. It runs on the host in every CI run (scripts/test.sh).

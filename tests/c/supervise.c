@@ -7,7 +7,9 @@
  * SUPERVISE_DENY=NAME[,NAME...] (process_vm_readv, process_vm_writev, pread64, pwrite64,
  * pidfd_getfd) also refuses those calls with EPERM, as some container profiles do (Docker's
  * default refuses pidfd_getfd without CAP_SYS_PTRACE), so the agent below must take its other
- * route (or refuse). SUPERVISE_NO_WAIT_KILLABLE=1 makes seccomp(SECCOMP_SET_MODE_FILTER) with
+ * route (or refuse). The mount API's calls (open_tree, fsopen, mount_setattr) are refused with
+ * ENOSYS instead, as by a kernel or a container profile without them.
+ * SUPERVISE_NO_WAIT_KILLABLE=1 makes seccomp(SECCOMP_SET_MODE_FILTER) with
  * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV fail with EINVAL, as a kernel before 5.19 does (RHEL
  * 9's 5.14), so warden must install its listener without it. SUPERVISE_NO_LISTENER=1 installs the filter without a listener
  * (acct fails with ENOSYS), so warden can start under it. */
@@ -56,11 +58,15 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nr;
-    } known[] = {{"process_vm_readv", SYS_process_vm_readv},
-                 {"process_vm_writev", SYS_process_vm_writev},
-                 {"pread64", SYS_pread64},
-                 {"pwrite64", SYS_pwrite64},
-                 {"pidfd_getfd", SYS_pidfd_getfd}};
+        int err;
+    } known[] = {{"process_vm_readv", SYS_process_vm_readv, EPERM},
+                 {"process_vm_writev", SYS_process_vm_writev, EPERM},
+                 {"pread64", SYS_pread64, EPERM},
+                 {"pwrite64", SYS_pwrite64, EPERM},
+                 {"pidfd_getfd", SYS_pidfd_getfd, EPERM},
+                 {"open_tree", 428, ENOSYS},
+                 {"fsopen", 430, ENOSYS},
+                 {"mount_setattr", 442, ENOSYS}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (!deny)
             break;
@@ -71,7 +77,7 @@ int main(int argc, char **argv) {
         if (!strstr(list, want))
             continue;
         prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, known[i].nr, 0, 1);
-        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | known[i].err);
     }
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     struct sock_fprog fprog = {(unsigned short)n, prog};

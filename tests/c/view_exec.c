@@ -57,6 +57,12 @@ int main(int argc, char **argv) {
     if (m < 0) { refused("memfd", errno); return 0; }
     off_t off = 0;
     if (sendfile(m, fd, &off, st.st_size) != st.st_size) { refused("memfd", errno); return 0; }
+    /* Execute bits asked back, by the descriptor and by its /proc path (a kernel before 6.3
+     * has no MFD_NOEXEC_SEAL to refuse them): the exec below must fail all the same. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", m);
+    if (fchmod(m, 0755) == 0 || chmod(path, 0755) == 0)
+        printf("memfd chmod allowed\n");
     in_child("memfd", m);
     return 0;
 }

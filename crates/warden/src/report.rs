@@ -32,6 +32,7 @@
 //! | `sockets` | with `net-allow` IP rules: the most sockets in the host's network held at once (`limit-sockets`) |
 //! | `disk`, `disk-limit` | KiB the run's own disk held at the end (scratch, tmpfs maps, private copies' changes), and its size (`limit-disk`); only with a view |
 //! | `log-dropped` | with `--log`: decisions not written to the log because it reached its bound (`--log-max`); its last line says so too |
+//! | `view`, `view-reason` | `host-tree` when the sandbox's own view could not be built and the run went on the host's tree instead (`--view auto`), and what failed; absent otherwise |
 //! | `mode`, `mode-reason` | `no-namespaces` when the host refused user namespaces and the run had none (docs/guide.md, "Without user namespaces"), `no-landlock` when the kernel enforced no Landlock (docs/no-landlock.md), and why; absent otherwise |
 //! | `fallbacks` | the primitives this host lacked and that the run replaced by another route (docs/fallbacks.md), comma-separated: `pidfd_getfd`, `wait-killable-recv`; absent otherwise |
 
@@ -181,6 +182,8 @@ pub struct Measured {
     pub fallbacks: Vec<&'static str>,
     /// What held the run where the kernel enforces no Landlock, when it enforced none.
     pub no_landlock: Option<String>,
+    /// Why building the view failed, when the run went on the host's tree instead.
+    pub view_failed: Option<String>,
 }
 
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
@@ -335,6 +338,10 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
         put("mode", "no-landlock".into());
         put("mode-reason", reason.clone().into());
     }
+    if let Some(reason) = &m.view_failed {
+        put("view", "host-tree".into());
+        put("view-reason", reason.clone().into());
+    }
     if let Some(dir) = &m.copies {
         put("copies", dir.to_string_lossy().into_owned().into());
     }
@@ -428,6 +435,7 @@ mod tests {
             no_namespaces: None,
             fallbacks: Vec::new(),
             no_landlock: None,
+            view_failed: None,
             agent_mem_kib: 3000,
             agent_budget: Some(crate::agent::budget::Budget {
                 workers: 21,

@@ -187,6 +187,12 @@ pub enum Lack {
     /// warden runs in its mode without Landlock, which refuses some runs by design (docs/guide.md,
     /// "Without Landlock").
     Landlock,
+    /// Landlock below ABI 5 (truncate and device ioctl rights): the kernel cannot enforce every
+    /// rule exactly, so opens and execs go to the agent ([`landlock_abi`]).
+    LandlockAbi5,
+    /// tmpfs without `user.*` extended attributes (Linux 6.6): no filtered trees, the view
+    /// masks denied names one by one instead ([`tmpfs_user_xattrs`]).
+    TmpfsXattr,
 }
 
 impl Lack {
@@ -205,6 +211,8 @@ impl Lack {
             Lack::XattrAt => "xattrat",
             Lack::Mdwe => "mdwe",
             Lack::Landlock => "landlock",
+            Lack::LandlockAbi5 => "landlock-abi5",
+            Lack::TmpfsXattr => "tmpfs-xattr",
         }
     }
 }
@@ -585,4 +593,40 @@ pub fn signal(pid: i32, sig: i32) -> std::io::Result<()> {
     let sig =
         rustix::process::Signal::from_named_raw(sig).ok_or(std::io::ErrorKind::InvalidInput)?;
     Ok(rustix::process::kill_process(pid, sig)?)
+}
+
+/// This kernel's Landlock ABI (0 without Landlock), asked as `scripts/skips.sh` asks it.
+pub fn landlock_abi() -> i64 {
+    static ABI: OnceLock<i64> = OnceLock::new();
+    *ABI.get_or_init(|| {
+        // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+        let out = Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import ctypes; print(max(ctypes.CDLL(None).syscall(444, None, 0, 1), 0))",
+            ])
+            .output()
+            .expect("python3 for the Landlock probe");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    })
+}
+
+/// Whether the kernel's tmpfs holds `user.*` extended attributes (Linux 6.6), which a view's
+/// filtered trees need: asked of a memfd, as warden asks it (`confine::view::filters_trees`).
+pub fn tmpfs_user_xattrs() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import os; os.setxattr(os.memfd_create('p'), 'user.warden', b'y')",
+            ])
+            .stderr(Stdio::null())
+            .status()
+            .expect("python3 for the tmpfs probe")
+            .success()
+    })
 }

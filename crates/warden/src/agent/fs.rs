@@ -279,7 +279,25 @@ fn check_existing(
     let writes = !opath
         && (accmode == libc::O_WRONLY || accmode == libc::O_RDWR || flags & libc::O_TRUNC != 0);
     let mut allowed = None;
-    if reads {
+    // A listing of a directory the view holds, as Landlock's rule on the view's root allows it
+    // when the kernel decides opens: so a run whose opens all go to the agent (Landlock below
+    // ABI 5, `-v`, `--log`) lists what the default run lists (`ls /sys`, `ls /proc`). The view
+    // holds only what the policy brings in; what is in the directory is checked as ever. A
+    // directory a `path-deny` names stays refused (one the host made after the start in a
+    // tree the view masks entry by entry is there, and its names are the policy's to refuse).
+    let listing = reads && !writes && kind == FileType::Directory && !opath && c.view_lists();
+    if listing
+        && !matches!(
+            c.policy().check(&w.path, Access::Read),
+            Verdict::Denied(warden_policy::Denial::DeniedBy(_))
+        )
+    {
+        allowed = Some(c.allow_by(
+            call,
+            &w.path,
+            "the view: a directory it holds may be listed",
+        ));
+    } else if reads {
         allowed = Some(c.allow(call, &w.path, Access::Read)?);
     }
     if writes {
@@ -1128,10 +1146,55 @@ pub fn memfd_create(c: &Client, call: Live<MemfdArgs>) -> Served {
             Errno::ACCESS,
         ));
     }
+    // The program's own MFD_NOEXEC_SEAL is ours anyway.
     let name = CString::new(a.name.as_slice()).map_err(|_| Errno::INVAL)?;
     let flags =
-        rustix::fs::MemfdFlags::from_bits_retain((a.flags & !libc::MFD_CLOEXEC) | MFD_NOEXEC_SEAL)
+        rustix::fs::MemfdFlags::from_bits_retain(a.flags & !(libc::MFD_CLOEXEC | MFD_NOEXEC_SEAL))
             | rustix::fs::MemfdFlags::CLOEXEC;
-    let fd = rustix::fs::memfd_create(name.as_c_str(), flags)?;
+    let fd = memfd_without_exec(name.as_c_str(), flags)?;
     Ok(Answer::Fd(fd, a.flags & libc::MFD_CLOEXEC != 0))
+}
+
+/// Whether this kernel has `MFD_NOEXEC_SEAL` (Linux 6.3): asked once, by the first memfd made.
+static NOEXEC_SEAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// A memfd that never gains an execute bit, made by the agent (whose own filter sends it no
+/// call): with `MFD_NOEXEC_SEAL` where the kernel has it (the kernel then refuses `chmod` of an
+/// execute bit, `F_SEAL_EXEC`). Before Linux 6.3, a plain memfd whose execute bits the agent
+/// takes away at once, before anyone else holds it: an exec of it is then refused by the kernel
+/// (no execute bit), and giving the bits back needs `fchmod`, `chmod` of `/proc/self/fd/N` or a
+/// `setxattr` of an ACL, which the filter sends to the agent, and the agent changes a
+/// descriptor's file only where the policy lets the caller write its path, which a memfd's is
+/// not ([`changed_descriptor`]). `flags` must not hold `MFD_NOEXEC_SEAL` (which implies
+/// `MFD_ALLOW_SEALING`: add that where seals are wanted).
+pub fn memfd_without_exec(
+    name: &CStr,
+    flags: rustix::fs::MemfdFlags,
+) -> rustix::io::Result<OwnedFd> {
+    let sealed = flags | rustix::fs::MemfdFlags::NOEXEC_SEAL;
+    match NOEXEC_SEAL.get() {
+        Some(true) => return rustix::fs::memfd_create(name, sealed),
+        Some(false) => {}
+        None => match rustix::fs::memfd_create(name, sealed) {
+            // An older kernel refuses the unknown flag; any other answer says it knows it.
+            Err(Errno::INVAL) => {
+                let known = rustix::fs::memfd_create(
+                    name,
+                    rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::NOEXEC_SEAL,
+                );
+                let _ = NOEXEC_SEAL.set(known.is_ok());
+                if known.is_ok() {
+                    return Err(Errno::INVAL);
+                }
+            }
+            made => {
+                let _ = NOEXEC_SEAL.set(true);
+                return made;
+            }
+        },
+    }
+    let fd = rustix::fs::memfd_create(name, flags)?;
+    // A memfd is made 0777 (no umask applies), and an MFD_NOEXEC_SEAL one 0666.
+    rustix::fs::fchmod(&fd, Mode::from_bits_truncate(0o666))?;
+    Ok(fd)
 }

@@ -118,6 +118,8 @@ pub struct Agent {
     without_namespaces: bool,
     /// `--wx`: memfds are refused ([`Confinement::wx`]).
     wx: bool,
+    /// [`Confinement::view_lists`].
+    view_lists: bool,
     /// The rest of the first workers and the watchdog, started with the first request
     /// ([`Agent::start_rest`]).
     rest: std::sync::Once,
@@ -250,6 +252,11 @@ pub struct Confinement {
     /// `--wx`: memfds are refused (a memfd mapped executable and, again, writable is memory
     /// the program writes and runs; `launch::Command::deny_exec_memory` does the rest).
     pub wx: bool,
+    /// The sandbox's view lets every directory it holds be listed (`ViewPlan::lists_root`:
+    /// the policy lets `/` and every tree the view holds be read, so the view holds only
+    /// what the policy brings in). Landlock's one rule on the view's root says so when the
+    /// kernel decides opens; the agent answers a listing the same way ([`fs::open`]).
+    pub view_lists: bool,
     /// Without namespaces (`crate::confine::hostns`), where the filter sends the agent the
     /// calls that name processes: the sandbox's init, whose descendants are the only processes
     /// those calls may name ([`hostpids`]).
@@ -307,6 +314,7 @@ impl Agent {
             host_pids: confinement.host_pids,
             without_namespaces: confinement.without_namespaces,
             wx: confinement.wx,
+            view_lists: confinement.view_lists,
             rest: std::sync::Once::new(),
             memory: MemoryRoute::default(),
             descriptors: DescriptorRoute {
@@ -795,6 +803,11 @@ impl Client<'_> {
     /// Whether the run refuses executable memory (`--wx`).
     pub fn wx(&self) -> bool {
         self.agent.wx
+    }
+
+    /// Whether every directory of the sandbox's view may be listed ([`Confinement::view_lists`]).
+    pub fn view_lists(&self) -> bool {
+        self.agent.view_lists && self.resolver().in_view()
     }
 
     /// What Landlock lets the sandbox execute.

@@ -67,9 +67,9 @@ impl Table {
     /// open so: the descriptor to install in the caller.
     pub fn issue(&self, link: OwnedFd) -> Result<OwnedFd, i32> {
         let errno = |e: rustix::io::Errno| e.raw_os_error();
-        let memfd = rustix::fs::memfd_create(
+        let memfd = super::fs::memfd_without_exec(
             NAME,
-            rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::NOEXEC_SEAL,
+            rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::ALLOW_SEALING,
         )
         .map_err(errno)?;
         rustix::fs::fcntl_add_seals(

@@ -290,17 +290,34 @@ pub fn supported() -> bool {
     )
 }
 
-/// Whether this kernel can build a filtered tree ([`Step::Filtered`]): an overlay whose layers
-/// are given one by one (`lowerdir+`, Linux 6.8) in a user namespace, over a tmpfs layer that
-/// holds `user.*` extended attributes (Linux 6.6). Older kernels get masks and Landlock's rules
-/// entry by entry (`warden_policy::view::Hiding::Masks`).
+/// Whether this kernel can build a filtered tree ([`Step::Filtered`]): an overlay in a user
+/// namespace (`userxattr`, Linux 5.11) over a tmpfs layer that holds `user.*` extended
+/// attributes (its opaque directories' marks), which tmpfs does from Linux 6.6. Older kernels
+/// get masks and Landlock's rules entry by entry (`warden_policy::view::Hiding::Masks`).
+///
+/// Asked of the feature, once per process, in a few microseconds and without privileges: a
+/// tmpfs without `user.*` attributes has no handler for them, so asking one for such an
+/// attribute fails with `EOPNOTSUPP`, where one with them answers `ENODATA`. Asked of
+/// `/dev/shm` when it is a tmpfs (two calls), else of a memfd, a file of the kernel's own tmpfs,
+/// given one (a memfd's making and closing cost some tens of microseconds).
 pub fn filters_trees() -> bool {
-    let release = rustix::system::uname();
-    let release = release.release().to_string_lossy();
-    let mut numbers = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|n| n.parse::<u32>().ok());
-    matches!((numbers.next(), numbers.next()), (Some(major), Some(minor)) if (major, minor) >= (6, 8))
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        const TMPFS_MAGIC: u64 = 0x0102_1994;
+        let shm = rfs::statfs("/dev/shm").is_ok_and(|st| st.f_type as u64 == TMPFS_MAGIC);
+        if shm {
+            return match rfs::getxattr("/dev/shm", "user.warden", &mut [0u8; 0]) {
+                Err(rustix::io::Errno::NODATA) | Ok(_) => true,
+                Err(_) => false,
+            };
+        }
+        let Ok(fd) =
+            rustix::fs::memfd_create(c"warden-xattr-probe", rustix::fs::MemfdFlags::CLOEXEC)
+        else {
+            return false;
+        };
+        rfs::fsetxattr(&fd, "user.warden", b"y", rfs::XattrFlags::CREATE).is_ok()
+    })
 }
 
 /// Where building the view failed, and on which path.
@@ -882,9 +899,10 @@ fn filtered(
     let overlay = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
     // The layer is mounted in the staging tmpfs, out of the host tree's reach: its path is
     // its descriptor's.
-    let top = format!("/proc/self/fd/{}", fs.as_raw_fd());
-    fsconfig_set_string(overlay.as_fd(), "lowerdir+", top.as_str())?;
-    fsconfig_set_string(overlay.as_fd(), "lowerdir+", path)?;
+    // Both layers in one `lowerdir` (`lowerdir+`, one by one, came with Linux 6.8; the
+    // layers' tmpfs with 6.6), the host's path escaped.
+    let layers = format!("/proc/self/fd/{}:{}", fs.as_raw_fd(), one_layer(path));
+    fsconfig_set_string(overlay.as_fd(), "lowerdir", layers.as_str())?;
     rustix::mount::fsconfig_set_flag(overlay.as_fd(), "userxattr")?;
     fsconfig_create(overlay.as_fd())?;
     let mounted = fsmount(overlay.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?;

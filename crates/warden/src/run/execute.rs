@@ -138,6 +138,7 @@ pub fn execute(
         exec_rules,
         capsicum: cfg.capsicum.clone(),
         wx: cfg.wx,
+        view_lists: command.view.as_ref().is_some_and(|v| v.lists_root),
         // Only where the filter sends them the calls that name processes (no Landlock scopes).
         host_pids: (!command.namespaces && profile.capability_mode).then_some(sandbox.init_pid),
         without_namespaces: !command.namespaces,
@@ -546,6 +547,10 @@ fn status(outcome: Outcome, program: &Path) -> Result<i32, Failure> {
                 format!("cannot run {}: {e}{hint}", program.display()),
             ))
         }
+        Outcome::Failed(Stage::View, errno) => Err(view_failure(format!(
+            "building the sandbox's view failed: {}",
+            std::io::Error::from_raw_os_error(errno)
+        ))),
         Outcome::Failed(stage, errno) => Err(failure(
             EXIT_WARDEN,
             format!(
@@ -560,8 +565,26 @@ fn status(outcome: Outcome, program: &Path) -> Result<i32, Failure> {
     }
 }
 
+/// A failure to build the view, before anything of the program ran (it waits for the view
+/// before its exec): [`super::run`] may run it again without a view.
+fn view_failure(message: String) -> Failure {
+    Failure {
+        view_failed: true,
+        ..failure(EXIT_WARDEN, message)
+    }
+}
+
 fn launch_failure(e: &LaunchError, cmd: &Command) -> Failure {
     match e {
+        LaunchError::Setup {
+            stage: Stage::View,
+            detail,
+            source,
+        } => view_failure(if detail.is_empty() {
+            format!("building the sandbox's view failed: {source}")
+        } else {
+            format!("building the sandbox's view failed: {detail}: {source}")
+        }),
         LaunchError::Setup {
             stage: Stage::Chdir,
             source,

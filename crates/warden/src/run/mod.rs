@@ -165,12 +165,15 @@ pub struct Failure {
     pub status: i32,
     /// The sentence.
     pub message: String,
+    /// Building the sandbox's view failed, before anything of the program ran.
+    view_failed: bool,
 }
 
 fn failure(status: i32, message: impl Into<String>) -> Failure {
     Failure {
         status,
         message: message.into(),
+        view_failed: false,
     }
 }
 
@@ -178,7 +181,12 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
 /// also when the program could not be run.
 pub fn run(cfg: RunConfig) -> Result<Finished, Failure> {
     let mut session = Session::open(cfg)?;
-    let result = session.decide().and_then(|d| session.execute(d));
+    let mut result = session.decide().and_then(|d| session.execute(d));
+    if let Err(f) = &result {
+        if session.without_view_after(f) {
+            result = session.decide().and_then(|d| session.execute(d));
+        }
+    }
     session.close(result)
 }
 
@@ -381,6 +389,42 @@ impl Session {
         )?;
         self.exiting = ran.exiting;
         Ok(ran.status)
+    }
+
+    /// Whether the run goes again on the host's tree after `failed`: building the view failed
+    /// (the kernel or the file system refused a mount step), which ended that start before
+    /// anything of the program ran, and the view was warden's choice (`--view auto`, no
+    /// `--require view`) for a policy that does not need one (no `path-map` of the host's
+    /// trees). Then the sandbox, its agent, cgroup and copies are gone, and the next
+    /// [`Session::decide`] plans the run afresh without a view: Landlock and the agent hold the
+    /// program to the same policy. warden says so in one line, and the reports say so too.
+    pub fn without_view_after(&mut self, failed: &Failure) -> bool {
+        let maps = self
+            .cfg
+            .policy
+            .maps()
+            .iter()
+            .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
+        if !failed.view_failed || self.cfg.view != ViewMode::Auto || self.cfg.require.view || maps {
+            return false;
+        }
+        self.cfg.view = ViewMode::Off;
+        let reason = failed
+            .message
+            .strip_prefix("building the sandbox's view failed: ")
+            .unwrap_or(&failed.message)
+            .to_owned();
+        eprintln!(
+            "warden: the sandbox's own view could not be built here ({reason}): the program \
+             runs on the host's tree, where Landlock and the agent hold it to the same policy \
+             (--view on or --require view refuses instead)"
+        );
+        self.measured = Measured {
+            no_namespaces: self.measured.no_namespaces.take(),
+            view_failed: Some(reason),
+            ..Measured::default()
+        };
+        true
     }
 
     /// Ends the run whose outcome is `result`: the scratch directory removed (or kept, and

@@ -306,12 +306,12 @@ fn view_for(
         ));
     }
     if cfg.view == ViewMode::Auto && !crate::confine::view::supported() {
-        if cfg.verbose {
-            eprintln!(
-                "warden: this kernel has no new mount API (fsopen, open_tree): the sandbox sees \
-                 the host's tree, and the agent decides every path"
-            );
-        }
+        // Never silently weaker.
+        eprintln!(
+            "warden: this kernel has no new mount API (fsopen answers ENOSYS): no view of the \
+             sandbox's own; the program runs on the host's tree, where Landlock and the agent \
+             hold it to the same policy"
+        );
         return Ok(None);
     }
     let mut problems: Vec<String> =
