@@ -57,10 +57,17 @@ pub fn ps(args: PsArgs) -> i32 {
         "ID", "PID", "UID", "UPTIME", "DELEGATED", "DENIED", "NETWORK", "POLICY"
     );
     let now = now();
+    let marked = entries.iter().any(|e| !e.degraded.is_empty());
     for e in entries {
+        // A degraded run is marked after its id (`warden inspect ID` says how).
+        let id = if e.degraded.is_empty() {
+            escape(&e.id).into_owned()
+        } else {
+            format!("{}*", escape(&e.id))
+        };
         println!(
             "{:<20} {:>8} {:>6} {:>7.0}s {:>9} {:>7}  {:<8} {:<30} {}",
-            escape(&e.id),
+            id,
             e.warden_pid,
             e.uid,
             (now - e.started).max(0.0),
@@ -69,6 +76,11 @@ pub fn ps(args: PsArgs) -> i32 {
             escape(&e.network),
             escape(&e.policies.join(",")),
             escape(&e.command.join(" "))
+        );
+    }
+    if marked {
+        println!(
+            "* runs in a weaker mode where the host lacks a piece: `warden inspect ID` says which"
         );
     }
     0
@@ -124,6 +136,10 @@ pub fn inspect(args: InspectArgs) -> i32 {
         escape(&entry.network),
         escape(&entry.policies.join(", "))
     );
+    if !entry.degraded.is_empty() {
+        let degraded: Vec<_> = entry.degraded.iter().map(|d| escape(d)).collect();
+        println!("  degraded: {}", degraded.join("; "));
+    }
     println!(
         "  {} delegated calls, {} denied",
         entry.delegated, entry.denied

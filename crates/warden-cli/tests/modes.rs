@@ -12,6 +12,7 @@ mod common;
 use common::{each_user, who_tag, As};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 /// A mode: how warden is started to be in it, and the notice it prints then (none for a run
 /// that is not degraded).
@@ -25,6 +26,9 @@ struct Mode {
     flags: &'static [&'static str],
     /// What the notice says, or `None`: then stderr carries no `warden:` line at all.
     notice: Option<&'static str>,
+    /// What `warden ps --json` lists in the run's `degraded` (a phrase of it), or `None`: no
+    /// `degraded` at all.
+    degraded: Option<&'static str>,
     /// The notice comes with the first call that takes the other route, so a run may end
     /// without it (once at most), rather than at the start (exactly once).
     on_use: bool,
@@ -37,6 +41,7 @@ const MODES: &[Mode] = &[
         env: &[],
         flags: &[],
         notice: None,
+        degraded: None,
         on_use: false,
     },
     Mode {
@@ -45,6 +50,7 @@ const MODES: &[Mode] = &[
         env: &[],
         flags: &["--view", "off"],
         notice: None,
+        degraded: None,
         on_use: false,
     },
     Mode {
@@ -53,6 +59,7 @@ const MODES: &[Mode] = &[
         env: &[],
         flags: &[],
         notice: Some("warden: no user namespaces here"),
+        degraded: Some("no user namespaces"),
         on_use: false,
     },
     // Not weaker, another route: the agent reads arguments through /proc/PID/mem, and says so
@@ -66,6 +73,7 @@ const MODES: &[Mode] = &[
         ],
         flags: &[],
         notice: Some("warden: process_vm_readv is refused here"),
+        degraded: None,
         on_use: true,
     },
     // A kernel without Landlock (not built in, or left out of lsm=): the agent decides every
@@ -76,6 +84,7 @@ const MODES: &[Mode] = &[
         env: &[],
         flags: &[],
         notice: Some("warden: Landlock is not enforced here"),
+        degraded: Some("no Landlock"),
         on_use: false,
     },
     // Docker's default profile without CAP_SYS_PTRACE: the agent reaches the program's
@@ -89,6 +98,7 @@ const MODES: &[Mode] = &[
         ],
         flags: &[],
         notice: Some("warden: pidfd_getfd is refused here"),
+        degraded: Some("no pidfd_getfd"),
         on_use: false,
     },
     // A kernel before 5.19 (RHEL 9's 5.14).
@@ -101,6 +111,7 @@ const MODES: &[Mode] = &[
         ],
         flags: &[],
         notice: Some("warden: this kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"),
+        degraded: Some("no wait-killable-recv"),
         on_use: false,
     },
 ];
@@ -250,6 +261,103 @@ fn everyday(who: As) {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = std::net::TcpStream::connect(("127.0.0.1", port));
     server.join().unwrap();
+}
+
+/// `warden ps --json` and `warden inspect` say of a running sandbox what its mode does without,
+/// exactly when it is degraded: the same facts as the notice.
+fn listed(who: As) {
+    let dir = common::fresh_dir(&format!("modes-ps-{}", who_tag(who)));
+    for mode in MODES {
+        let marker = format!("warden-modes-{}-{}", mode.name, std::process::id());
+        let mut cmd = warden_in(mode, who, &dir);
+        cmd.arg("run")
+            .args(mode.flags)
+            .args(["--", "/bin/sh", "-c", "sleep 60", &marker])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let deadline = std::time::Instant::now() + common::hang_bound(Duration::from_secs(20));
+        let entry = loop {
+            let out = common::warden_cmd(who)
+                .args(["ps", "--json"])
+                .output()
+                .unwrap();
+            let all: Vec<serde_json::Value> =
+                serde_json::from_slice(&out.stdout).unwrap_or_default();
+            let found = all.into_iter().find(|e| {
+                e["command"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|a| a.as_str() == Some(marker.as_str())))
+            });
+            if let Some(e) = found {
+                break e;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: the run never showed in warden ps",
+                mode.name
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let id = entry["id"].as_str().unwrap().to_owned();
+        let text = common::warden_cmd(who)
+            .args(["inspect", &id])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        let _ = child.kill();
+        let _ = child.wait();
+        // Only the sandbox's own processes, in every mode: without a PID namespace of its own,
+        // the host's processes are in warden's, and must not be listed as the sandbox's.
+        let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("  pid ")).collect();
+        assert!(
+            !listed.is_empty()
+                && listed
+                    .iter()
+                    .all(|l| l.contains("(sh)") || l.contains("(sleep)")),
+            "{}: inspect lists other processes than the sandbox's:\n{text}",
+            mode.name
+        );
+        let degraded: Vec<String> = entry["degraded"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match mode.degraded {
+            None => {
+                assert!(degraded.is_empty(), "{}: ps lists {degraded:?}", mode.name);
+                assert!(
+                    !text.contains("degraded:"),
+                    "{}: inspect says\n{text}",
+                    mode.name
+                );
+            }
+            Some(want) => {
+                assert!(
+                    degraded.iter().any(|d| d.contains(want)),
+                    "{}: ps lists {degraded:?}, want {want:?}",
+                    mode.name
+                );
+                assert!(
+                    text.lines()
+                        .any(|l| l.starts_with("  degraded:") && l.contains(want)),
+                    "{}: inspect says\n{text}",
+                    mode.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ps_and_inspect_say_what_a_degraded_run_does_without() {
+    each_user(
+        "ps_and_inspect_say_what_a_degraded_run_does_without",
+        listed,
+    );
 }
 
 #[test]

@@ -68,6 +68,10 @@ pub struct Entry {
     /// rights of what the sandbox holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsicum: Option<Capsicum>,
+    /// What the run does without where the host lacks a piece (no user namespaces, no
+    /// Landlock, no view, a primitive replaced): `crate::report::Measured::degraded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<String>,
 }
 
 /// A sandbox's capability mode, as registered.
@@ -938,7 +942,42 @@ pub struct Descriptor {
     pub rights: Option<String>,
 }
 
-/// The processes of `entry`'s sandbox (every process in its PID namespace) and what they hold.
+/// `init` and every process below it now, from each process's parent in `/proc/PID/stat`.
+fn descendants(init: u32) -> std::collections::HashSet<u32> {
+    let mut parent = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let ppid = crate::sys::process::read_proc(&format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    crate::sys::process::stat_fields(&s)
+                        .and_then(|f| f.get(1).and_then(|p| p.parse::<u32>().ok()))
+                });
+            if let Some(ppid) = ppid {
+                parent.insert(pid, ppid);
+            }
+        }
+    }
+    let mut tree = std::collections::HashSet::from([init]);
+    // Parents before children is not guaranteed: go round until nothing more joins.
+    loop {
+        let before = tree.len();
+        for (&pid, ppid) in &parent {
+            if tree.contains(ppid) {
+                tree.insert(pid);
+            }
+        }
+        if tree.len() == before {
+            return tree;
+        }
+    }
+}
+
+/// The processes of `entry`'s sandbox (every process in its PID namespace, or below its init
+/// where it has none) and what they hold.
 /// Fails with `EACCES`/`EPERM` for a sandbox the caller may not trace.
 pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
     let ns = std::fs::read_link(format!("/proc/{}/ns/pid", entry.init_pid))?;
@@ -954,6 +993,11 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
     // makes the sockets of a policy with network rules).
     let mut endpoints = sockets(entry.warden_pid);
     endpoints.extend(sockets(entry.init_pid));
+    // A sandbox without namespaces (the host refused them) shares the host's PID namespace:
+    // its processes are then init's descendants (init is their subreaper), not the namespace's.
+    let shared =
+        std::fs::read_link(format!("/proc/{}/ns/pid", entry.warden_pid)).ok() == Some(ns.clone());
+    let tree = shared.then(|| descendants(entry.init_pid));
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -962,7 +1006,11 @@ pub fn processes(entry: &Entry) -> io::Result<Vec<Process>> {
         if pid == entry.init_pid {
             continue; // warden's own init, which holds nothing of the program's
         }
-        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+        if let Some(tree) = &tree {
+            if !tree.contains(&pid) {
+                continue;
+            }
+        } else if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
             .ok()
             .as_ref()
             != Some(&ns)

@@ -186,6 +186,27 @@ pub struct Measured {
     pub view_failed: Option<String>,
 }
 
+impl Measured {
+    /// What this run does without, one phrase each, for `warden ps` and `warden inspect`: the
+    /// same facts as the start's notices and the report's `mode`, `view` and `fallbacks`.
+    pub fn degraded(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(reason) = &self.no_namespaces {
+            out.push(format!("no user namespaces ({reason})"));
+        }
+        if self.no_landlock.is_some() {
+            out.push("no Landlock (the agent decides every file call)".to_owned());
+        }
+        if let Some(reason) = &self.view_failed {
+            out.push(format!("the host's tree, no view ({reason})"));
+        }
+        for f in &self.fallbacks {
+            out.push(format!("no {f}"));
+        }
+        out
+    }
+}
+
 /// Whether the program started: it exited, was killed, or its init was lost while it may have
 /// run. `false` when warden failed before the program's `execve` or the `execve` itself failed.
 pub fn program_ran(m: &Measured) -> bool {

@@ -164,7 +164,16 @@ pub fn execute(
     let agent = start_agent(cfg, &sandbox, &command, served, cgroup.as_deref())?;
     crate::timings::mark("agent started");
     let disk = run_disk(&sandbox, &command);
-    let registration = register(cfg, &sandbox, &agent, sandbox_id, sources, network, mode);
+    let degraded = measured.degraded();
+    let registration = register(
+        cfg,
+        &sandbox,
+        &agent,
+        sandbox_id,
+        sources,
+        (network, mode),
+        degraded,
+    );
     crate::timings::mark("registered");
 
     let verdicts = Arc::new(Verdicts::default());
@@ -428,8 +437,8 @@ fn register(
     agent: &Arc<Agent>,
     id: String,
     policies: Vec<String>,
-    network: &str,
-    mode: &str,
+    (network, mode): (&str, &str),
+    degraded: Vec<String>,
 ) -> Option<crate::registry::Registration> {
     let entry = crate::registry::Entry {
         id,
@@ -447,6 +456,7 @@ fn register(
         policies,
         network: network.into(),
         mode: mode.into(),
+        degraded,
         ..Default::default()
     };
     let a = Arc::clone(agent);
