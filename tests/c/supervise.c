@@ -18,6 +18,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -103,6 +104,15 @@ int main(int argc, char **argv) {
             if (getppid() != parent)
                 _exit(0);
             for (;;) {
+                /* The death signal alone left this child behind once (a run as nobody through
+                 * setpriv, the child asleep in RECV after warden ended): look at the parent every
+                 * second as well. */
+                struct pollfd pfd = {.fd = fd, .events = POLLIN};
+                if (poll(&pfd, 1, 1000) == 0) {
+                    if (getppid() != parent)
+                        _exit(0);
+                    continue;
+                }
                 struct seccomp_notif req;
                 memset(&req, 0, sizeof req);
                 if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {

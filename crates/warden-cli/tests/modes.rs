@@ -352,6 +352,84 @@ fn listed(who: As) {
     }
 }
 
+/// A signal the program sends to its own process group reaches nothing outside the sandbox, in
+/// every mode: a shell in warden's process group (as a script that runs warden is) traps it and
+/// says so. A PID namespace does not hold `kill(0, ...)`: the group is the caller's, wherever
+/// its members are; before, only Landlock's signal scope (6.12+) kept it in, and without it
+/// (Debian 12's 6.1, no Landlock) the program stopped warden and its caller with SIGTSTP.
+fn group_signal(who: As) {
+    let dir = common::fresh_dir(&format!("modes-pgrp-{}", who_tag(who)));
+    for mode in MODES {
+        let mut line: Vec<String> = Vec::new();
+        if let Some((prog, args)) = mode.wrap {
+            line.push(common::c_program(prog).to_str().unwrap().to_owned());
+            line.extend(args.iter().map(|a| a.to_string()));
+        }
+        line.push(common::warden().to_owned());
+        line.push("run".into());
+        line.extend(mode.flags.iter().map(|f| f.to_string()));
+        line.extend(
+            [
+                "--",
+                "/bin/sh",
+                "-c",
+                "trap '' USR1 TERM; kill -USR1 0; kill -TERM 0; echo sent",
+            ]
+            .map(String::from),
+        );
+        let quoted: Vec<String> = line
+            .iter()
+            .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+            .collect();
+        let script = format!(
+            "trap 'echo OUTSIDE-USR1' USR1; trap 'echo OUTSIDE-TERM' TERM; {}; echo done",
+            quoted.join(" ")
+        );
+        let mut cmd = common::warden_cmd_under(who, Vec::new());
+        // The shell, as `who`, with warden's environment: not warden itself.
+        let program = cmd.get_program().to_owned();
+        let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let mut sh = Command::new(if args.is_empty() {
+            std::ffi::OsString::from("/bin/sh")
+        } else {
+            program
+        });
+        if !args.is_empty() {
+            // setpriv ... -- warden: replace warden by the shell.
+            sh.args(&args[..args.len() - 1]).arg("/bin/sh");
+        }
+        sh.args(["-c", &script]);
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                sh.env(k, v);
+            }
+        }
+        sh.envs(mode.env.iter().copied()).current_dir(&dir);
+        cmd = sh;
+        let (out, _) = common::finish(cmd, common::RUN_DEADLINE);
+        let stdout = common::stdout(&out);
+        assert!(
+            stdout.contains("sent") && stdout.contains("done"),
+            "{}: {stdout}\n{}",
+            mode.name,
+            common::stderr(&out)
+        );
+        assert!(
+            !stdout.contains("OUTSIDE"),
+            "{}: the sandbox's signal to its process group reached the shell outside: {stdout}",
+            mode.name
+        );
+    }
+}
+
+#[test]
+fn a_signal_to_the_programs_process_group_stays_in_the_sandbox() {
+    each_user(
+        "a_signal_to_the_programs_process_group_stays_in_the_sandbox",
+        group_signal,
+    );
+}
+
 #[test]
 fn ps_and_inspect_say_what_a_degraded_run_does_without() {
     each_user(

@@ -1025,6 +1025,14 @@ fn view_entered(marks: &[u64; SANDBOX_MARKS.len()]) -> io::Result<[u8; VIEW_MSG_
 /// No controlling terminal (unless `--tty`), and the CPUs `--cpus` names: for init and, since
 /// it may be forked before init did this, the program's process too.
 fn detach_and_pin(cmd: &Command, tty: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    if !cmd.keep_terminal {
+        // A process group of its own: a signal to the caller's group (`kill(0, ...)`,
+        // `killpg(getpgrp(), ...)`) would otherwise reach warden's group, outside the sandbox,
+        // which a PID namespace does not stop and only Landlock's signal scope (6.12+) did.
+        // Same session, so no autogroup of its own (give_up_controlling_terminal). With
+        // --tty the sandbox is the terminal's foreground job, and Ctrl-Z its to stop.
+        rustix::process::setpgid(None, None)?;
+    }
     if let Some(tty) = tty {
         // No controlling terminal, for init and all it starts; init stays in warden's session
         // (a new session would put the sandbox in a scheduler autogroup of its own, which made
