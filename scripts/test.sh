@@ -91,6 +91,13 @@ WARDEN_BIN=$refusal/warden WARDEN_VIEW=off RUST_TEST_THREADS=${RUST_TEST_THREADS
   -p warden-cli --test escape 2>&1 | tee "$skipdir/descriptor-route.log" || failed=1
 rm -rf -- "$refusal"
 
+echo "== the adversarial suite in the mode without Landlock (tests/c/no_landlock.c makes Landlock's calls ENOSYS around warden)"
+# The no-Landlock guest of the matrix runs it on a kernel booted without Landlock; this pass runs
+# it on every CI host, where the agent decides every file call and the view's noexec mounts
+# hold execve.
+WARDEN_TEST_WRAP=no-landlock RUST_TEST_THREADS=${RUST_TEST_THREADS:-2} cargo test --locked \
+  -p warden-cli --test escape 2>&1 | tee "$skipdir/no-landlock.log" || failed=1
+
 echo "== fuzzing the agent's request decoding (cargo-fuzz, 30 s per target)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed=1
 

@@ -252,6 +252,14 @@ pub fn without_landlock(
             "capability mode's second layer is a Landlock ruleset; run without it, {ENABLE}"
         )));
     }
+    if cfg.terminal {
+        // With --tty the program stays in warden's process group (the terminal's foreground
+        // job), and only Landlock's signal scope keeps its signals to that group (kill(0, ...))
+        // from reaching warden and the rest of the job.
+        return Err(refuse(format!(
+            "--tty keeps the program in warden's process group, where only Landlock's signal              scope keeps its signals from reaching warden; run without --tty, {ENABLE}"
+        )));
+    }
     if let Some(held) = held {
         return Err(refuse(format!(
             "the program would start holding {held}, outside every mount of the view, so \
