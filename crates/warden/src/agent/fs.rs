@@ -286,12 +286,12 @@ fn check_existing(
     // directory a `path-deny` names stays refused (one the host made after the start in a
     // tree the view masks entry by entry is there, and its names are the policy's to refuse).
     let listing = reads && !writes && kind == FileType::Directory && !opath && c.view_lists();
-    if listing
-        && !matches!(
-            c.policy().check(&w.path, Access::Read),
-            Verdict::Denied(warden_policy::Denial::DeniedBy(_))
-        )
-    {
+    let verdict = listing.then(|| c.policy().check(&w.path, Access::Read));
+    // The policy's own rule where it has one (the log names it); the view's where it has none.
+    if matches!(
+        &verdict,
+        Some(Verdict::Denied(d)) if !matches!(d, warden_policy::Denial::DeniedBy(_))
+    ) {
         allowed = Some(c.allow_by(
             call,
             &w.path,

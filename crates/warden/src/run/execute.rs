@@ -138,7 +138,12 @@ pub fn execute(
         exec_rules,
         capsicum: cfg.capsicum.clone(),
         wx: cfg.wx,
-        view_lists: command.view.as_ref().is_some_and(|v| v.lists_root),
+        // Only where the kernel cannot take the opens (Landlock below the ABI warden uses, or
+        // none): there every run's opens are the agent's, and it lists what the kernel would.
+        // Where the agent takes them by choice (`-v`, `--log`, `learn`), what it decides is the
+        // policy's alone, so that `learn` writes the rules a run needs and `--log` names them.
+        view_lists: command.view.as_ref().is_some_and(|v| v.lists_root)
+            && !crate::confine::landlock::enforces_everything(),
         // Only where the filter sends them the calls that name processes (no Landlock scopes).
         host_pids: (!command.namespaces && profile.capability_mode).then_some(sandbox.init_pid),
         without_namespaces: !command.namespaces,
