@@ -13,6 +13,13 @@
 # Exits 1 if a suite fails or a guest does not finish. docs/guests.md has the timings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The guests run the suites at the checkout's own path on the host's root, shared in; /tmp,
+# /run, /proc, /sys and /dev are the guest's own, so a checkout there is not found in them.
+case "$PWD/" in
+  /tmp/*|/run/*|/proc/*|/sys/*|/dev/*)
+    echo "matrix: the checkout is under ${PWD%"${PWD#/*/}"}, which each guest has its own of: clone it elsewhere (e.g. under /work or /root) to run the matrix" >&2
+    exit 1 ;;
+esac
 
 # The matrix. Each line: guest name | guest.sh run options | suites (tests/NAME.rs of warden-cli;
 # NAME:off runs it on the host's tree, WARDEN_VIEW=off, as test.sh's host-tree pass does).
