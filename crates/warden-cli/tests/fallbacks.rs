@@ -19,7 +19,6 @@ mod common;
 use common::As;
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// What the filter around warden refuses.
@@ -38,23 +37,8 @@ const KILLABLE_NOTICE: &str = "no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV";
 /// this, so the control runs under the same wrapper).
 fn under(who: As, refuse: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let supervise = common::c_program("supervise");
-    let mut cmd = match who {
-        As::Me => std::process::Command::new(&supervise),
-        As::Nobody => {
-            let mut c = std::process::Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&supervise);
-            c
-        }
-    };
-    cmd.arg(common::warden())
-        .args(args)
-        .current_dir(common::workdir())
-        .stdin(Stdio::null())
-        .env("PATH", common::SYSTEM_PATH)
-        .env("LC_ALL", "C")
-        .env("TZ", "UTC")
-        .env("TMPDIR", std::env::temp_dir())
+    let mut cmd = common::warden_cmd_under(who, vec![supervise.into_os_string()]);
+    cmd.args(args)
         .env("SUPERVISE_NO_LISTENER", "1")
         .env_remove("SUPERVISE_DENY")
         .env_remove("SUPERVISE_NO_WAIT_KILLABLE");

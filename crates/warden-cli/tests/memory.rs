@@ -9,30 +9,14 @@
 mod common;
 
 use common::As;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// `warden ARGS` as `who` under a filter refusing `deny` with EPERM (the filter goes on after
 /// setpriv, a dynamically linked program whose loader reads with `pread64`).
 fn under_refusal(who: As, deny: &str, args: &[&str]) -> std::process::Output {
     let supervise = common::c_program("supervise");
-    let mut cmd = match who {
-        As::Me => std::process::Command::new(&supervise),
-        As::Nobody => {
-            let mut c = std::process::Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&supervise);
-            c
-        }
-    };
-    cmd.arg(common::warden())
-        .args(args)
-        .current_dir(common::workdir())
-        .stdin(Stdio::null())
-        .env("PATH", common::SYSTEM_PATH)
-        .env("LC_ALL", "C")
-        .env("TZ", "UTC")
-        .env("TMPDIR", std::env::temp_dir())
+    let mut cmd = common::warden_cmd_under(who, vec![supervise.into_os_string()]);
+    cmd.args(args)
         .env("SUPERVISE_NO_LISTENER", "1")
         .env("SUPERVISE_DENY", deny);
     common::finish(cmd, Duration::from_secs(120)).0
