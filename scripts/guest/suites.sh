@@ -42,7 +42,8 @@ for suite in "$@"; do
       memory_limit_from_a_policy_file memory_under_limit_is_ok fork_bomb_is_capped_and_cleaned_up
       threads_count_toward_processes few_children_under_process_limit_are_ok
       cpu_time_counts_every_process_of_the_sandbox sockets_the_agent_makes_count_against_the_memory_limit
-      agent_state_is_bounded_by_the_memory_limit) ;;
+      agent_state_is_bounded_by_the_memory_limit
+      root_with_starting_ids_keeps_its_cgroup_limits_and_leaves_no_group) ;;
     # The mode without Landlock's own tests (the matrix's no-Landlock guest runs all of escape).
     *%landlock) filters=(without_landlock) ;;
     # The view on 6.1: all of it but a_read_only_map_..._through_the_agent, the agent's part,

@@ -778,6 +778,142 @@ fn memory_hog_is_an_oom_kill_under_a_cgroup() {
     assert_eq!(v["cg-oom-killed"].as_i64(), Some(1), "JSON: {v}");
 }
 
+/// The directories of the run groups warden `pid` made (`warden-PID-*`), under every cgroup
+/// mount (v1 hierarchies, or the v2 tree down to a delegated scope).
+fn run_groups_of(pid: u32) -> Vec<PathBuf> {
+    run_groups_of_any()
+        .into_iter()
+        .filter(|(p, _)| *p == pid)
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// Every run group (`warden-PID-*`) under the cgroup mounts, with the pid in its name.
+fn run_groups_of_any() -> Vec<(u32, PathBuf)> {
+    all_run_groups()
+        .into_iter()
+        .filter_map(|d| {
+            let name = d.file_name()?.to_str()?.to_owned();
+            let pid = name
+                .strip_prefix("warden-")?
+                .split('-')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((pid, d))
+        })
+        .collect()
+}
+
+fn all_run_groups() -> Vec<PathBuf> {
+    fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(e.path());
+            } else if depth > 0 {
+                walk(&e.path(), prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), "warden-", 6, &mut out);
+    out
+}
+
+/// root with a `starting_uid`: warden becomes that user before the program starts, and root's
+/// cgroups are no longer its to change or remove. The limits still hold (a memory hog is the
+/// OOM killer's, 20 processes are the most), every group is gone when warden returns, and
+/// also when warden is SIGKILLed in the middle of the run (a process that stayed root removes
+/// them as the sandbox dies). Was: the run's groups were left behind for good, and on cgroup
+/// v2 the run failed ("cannot move warden into the run's cgroup for its agent").
+#[test]
+fn root_with_starting_ids_keeps_its_cgroup_limits_and_leaves_no_group() {
+    if !memory_cgroup("root_with_starting_ids_keeps_its_cgroup_limits_and_leaves_no_group") {
+        return;
+    }
+    let dir = open_dir("starting-ids-cgroup", As::Me);
+    let policy = dir.join("nobody.policy");
+    write_file(&policy, "starting_uid 65534\nstarting_gid 65534\n", 0o644);
+    let (prog, bin) = program("limit_mem");
+    let opts = [
+        "--policy",
+        s(&policy),
+        "--read",
+        &bin,
+        "--exec",
+        &bin,
+        "--mem",
+        "128M",
+        "--processes",
+        "20",
+    ];
+    let (r, v) = with_json(As::Me, "limit_mem 400 as 65534", &opts, &[&prog, "400"]);
+    r.expect_oom_kill().expect_hog_stopped();
+    assert_eq!(v["cg-oom-killed"].as_i64(), Some(1), "JSON: {v}");
+
+    // The process limit, for the same user: the program and 9 more.
+    let m = marker();
+    let mut opts = vec!["--policy", s(&policy)];
+    opts.extend_from_slice(&TEN_PROCESSES);
+    sandbox(As::Me, "limit_fork", &opts, &[&m, "bomb", "1000"])
+        .expect_field("errno", "EAGAIN")
+        .expect_field("forks", 9)
+        .expect_code(0)
+        .expect_none_left(&m);
+    // Both runs ended: no group of a warden that is gone.
+    let left: Vec<PathBuf> = run_groups_of_any()
+        .into_iter()
+        .filter(|(pid, _)| !Path::new(&format!("/proc/{pid}")).exists())
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<PathBuf>::new(),
+        "groups of wardens that have returned"
+    );
+
+    // Killed in the middle: nobody asks the remover, which removes the groups by itself.
+    let mut child = warden_cmd(As::Me)
+        .args([
+            "run",
+            "--policy",
+            s(&policy),
+            "--mem",
+            "64M",
+            "--",
+            "/bin/sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while run_groups_of(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!run_groups_of(pid).is_empty(), "warden {pid} made no group");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    let _ = child.wait();
+    let deadline = Instant::now() + common::hang_bound(Duration::from_secs(10));
+    while !run_groups_of(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        run_groups_of(pid),
+        Vec::<PathBuf>::new(),
+        "left by SIGKILLed warden {pid}"
+    );
+}
+
 /// Issue 18, item 2: files the agent opens for the sandbox are charged to the sandbox's memory
 /// group, not warden's. Six processes hold 114,000 descriptors of /dev/null that the agent
 /// opened: under 256 MiB the group's peak counts them (was ~3 MiB: the files were warden's);

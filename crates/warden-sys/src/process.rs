@@ -771,3 +771,147 @@ pub fn probe_namespaces(flags: u64) -> Result<(), NamespaceRefusal> {
         }
     }
 }
+
+/// A process that removes directories for its parent, later, with the rights the parent has
+/// now: for a root warden that is about to become another user (`starting_uid`, or uid 65534
+/// without user namespaces) and has just made cgroups that only root may remove. Made by
+/// [`spawn_remover`]; [`Remover::remove`] asks for the removal and waits for it.
+#[derive(Debug)]
+pub struct Remover {
+    sock: OwnedFd,
+    pid: i32,
+}
+
+/// The remover's answer: every directory removed (or already gone).
+const REMOVED: u8 = 0;
+
+/// Starts a [`Remover`] for `dirs`, which it removes in that order when asked, or by itself
+/// when this process ends without asking (a SIGKILL), retrying a directory that is busy (the
+/// sandbox's last processes are still being torn down) for up to ten seconds. It is the
+/// caller's child, in a session of its own, with every signal blocked and no descriptor but
+/// its end of a socket pair: a signal to warden's process group or terminal does not stop it,
+/// and it holds nothing the sandbox could reach. Safe in a multithreaded process: the child
+/// makes system calls only (no allocation, no lock) on memory prepared here.
+pub fn spawn_remover(dirs: &[std::ffi::CString]) -> io::Result<Remover> {
+    use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+    use std::os::fd::AsRawFd;
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let ptrs: Vec<*const libc::c_char> = dirs.iter().map(|d| d.as_ptr()).collect();
+    let sock = theirs.as_raw_fd();
+    // SAFETY: clone(flags = 0: no new namespace, exit signal none, so only a waitpid with
+    // __WALL for this pid reaps it and no SIGCHLD reaches warden's handlers) with a null stack
+    // runs the child on a copy of our memory, as fork. The child calls only async-signal-safe
+    // system calls on `ptrs` (pointers into `dirs`, NUL-terminated, alive in its copy) and
+    // `sock`, and leaves with _exit: no lock another thread may have held is touched.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            0u64,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            0usize,
+        )
+    };
+    match rc {
+        -1 => Err(io::Error::last_os_error()),
+        // SAFETY: the child of the clone above (see there).
+        0 => unsafe { remover_main(sock, &ptrs) },
+        pid => Ok(Remover {
+            sock: ours,
+            pid: pid as i32,
+        }),
+    }
+}
+
+/// The remover's whole life. Never returns.
+///
+/// # Safety
+/// Only in the child of [`spawn_remover`]'s clone: it closes every descriptor but `sock`.
+unsafe fn remover_main(sock: RawFd, dirs: &[*const libc::c_char]) -> ! {
+    // SAFETY: plain system calls on integers and on memory of this process: a full signal set
+    // on our stack, the pointers the caller prepared (NUL-terminated paths), a one-byte
+    // buffer and a timespec on our stack. Nothing here allocates or takes a lock.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+        libc::setsid();
+        if sock > 0 {
+            close_range(0, (sock - 1) as u32, 0);
+        }
+        close_range(sock as u32 + 1, u32::MAX, 0);
+        let mut byte = 0u8;
+        let asked = loop {
+            let n = libc::read(sock, (&mut byte as *mut u8).cast(), 1);
+            if n >= 0 {
+                break n == 1;
+            }
+            if *libc::__errno_location() != libc::EINTR {
+                break false;
+            }
+        };
+        // Asked: the groups are empty but for a last task still leaving (0.1 s). Orphaned:
+        // the sandbox is being killed as warden's death reaches it (10 s).
+        let tries = if asked { 50 } else { 5000 };
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 2_000_000,
+        };
+        let mut left = 0u8;
+        for &dir in dirs {
+            let mut n = 0;
+            while libc::rmdir(dir) != 0 {
+                let e = *libc::__errno_location();
+                if e == libc::ENOENT {
+                    break;
+                }
+                n += 1;
+                if e != libc::EBUSY || n >= tries {
+                    left = left.saturating_add(1);
+                    break;
+                }
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+        }
+        let answer = if left == 0 { REMOVED } else { left };
+        libc::write(sock, (&answer as *const u8).cast(), 1);
+        libc::_exit(0)
+    }
+}
+
+impl Remover {
+    /// Asks for the removal, waits for it, and reaps the remover: `Ok` when every directory is
+    /// gone, or how many are left.
+    pub fn remove(self) -> Result<(), u8> {
+        use std::os::fd::AsFd;
+        let _ = rustix::io::write(self.sock.as_fd(), &[1]);
+        let mut answer = [0xffu8];
+        let got = loop {
+            match rustix::io::read(self.sock.as_fd(), &mut answer) {
+                Err(rustix::io::Errno::INTR) => continue,
+                r => break r,
+            }
+        };
+        reap(self.pid);
+        match got {
+            Ok(1) if answer[0] == REMOVED => Ok(()),
+            Ok(1) => Err(answer[0]),
+            _ => Err(u8::MAX),
+        }
+    }
+}
+
+/// Waits for child `pid` (of any exit signal).
+fn reap(pid: i32) {
+    let mut status = 0;
+    // SAFETY: waitpid writes one int to `status`, a live local.
+    while unsafe { libc::waitpid(pid, &mut status, libc::__WALL) } < 0
+        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    {}
+}

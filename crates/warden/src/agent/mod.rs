@@ -420,8 +420,9 @@ impl Agent {
     /// Starts a worker whose listening slot the pool has counted.
     fn start_worker(self: &Arc<Self>) {
         let agent = Arc::clone(self);
+        // Named only once it holds no more than it needs (`worker`): a thread called
+        // warden-agent never has warden's full capabilities, even for its first moments.
         let spawned = std::thread::Builder::new()
-            .name("warden-agent".into())
             .stack_size(budget::WORKER_STACK)
             .spawn(move || agent.worker());
         if spawned.is_err() {
@@ -436,6 +437,7 @@ impl Agent {
             eprintln!("warden: an agent worker cannot drop its capabilities ({e}); stopping");
             std::process::abort();
         }
+        let _ = rustix::thread::set_name(c"warden-agent");
         if let Some(mut tasks) = self.charge.get() {
             use std::io::Write;
             // One write per worker, not per call (a migration takes a global lock). A worker

@@ -42,18 +42,30 @@ pub struct Cgroup {
     /// v2: the run's own group, which holds the sandbox's (`dirs[0]`) and the agent's side by
     /// side and carries the memory limit for both ([`Cgroup::charge_agent`]).
     run: Option<RunGroup>,
+    /// v1: the memory group's `tasks`, and its parent's, opened for writing with the rest: the
+    /// agent's workers join the first ([`Cgroup::memory_tasks`]) and leave through the second.
+    tasks: Option<(fs::File, fs::File)>,
+    /// Who removes the groups when warden itself no longer may ([`Cgroup::keep_removable`]).
+    remover: std::sync::Mutex<Option<crate::sys::process::Remover>>,
 }
 
 /// A v2 run's groups: `top` (the memory limit), `top/sandbox` (the program's, with the process
-/// limit) and `top/agent`, where warden moves itself while it serves the sandbox, from
-/// `origin` (where it was just before: set by [`Cgroup::charge_agent`]).
+/// limit) and `top/agent`, where warden moves itself while it serves the sandbox
+/// ([`Cgroup::charge_agent`]), and from which it goes back to the group it was in when the
+/// groups were made (its `origin`). Both `cgroup.procs` are opened when the groups are made:
+/// the kernel checks a migration against the opener's credentials, and a root warden may have
+/// become another user since.
 #[derive(Debug)]
 struct RunGroup {
     top: PathBuf,
     agent: PathBuf,
     /// The v2 mount's directory, to find warden's own group under.
     mount: Mount,
-    origin: std::sync::Mutex<Option<PathBuf>>,
+    /// `agent/cgroup.procs` and the origin's, opened by `configure`.
+    agent_procs: Option<fs::File>,
+    origin_procs: Option<fs::File>,
+    /// Whether warden is in `agent` (and so must go back before the groups can go).
+    charged: std::sync::atomic::AtomicBool,
 }
 
 /// What limits to write into a new group.
@@ -221,8 +233,12 @@ impl Cgroup {
                 agent: top.join("agent"),
                 top,
                 mount: m.clone(),
-                origin: Default::default(),
+                agent_procs: None,
+                origin_procs: None,
+                charged: Default::default(),
             }),
+            tasks: None,
+            remover: Default::default(),
         };
         let made = (|| {
             let run = cg.run.as_ref().expect("just made");
@@ -272,6 +288,8 @@ impl Cgroup {
                         dirs,
                         procs: Vec::new(),
                         run: None,
+                        tasks: None,
+                        remover: Default::default(),
                     };
                     cg.remove();
                     return if is_unavailable(&e) { Ok(None) } else { Err(e) };
@@ -283,16 +301,35 @@ impl Cgroup {
             dirs,
             procs: Vec::new(),
             run: None,
+            tasks: None,
+            remover: Default::default(),
         }))
     }
 
     fn configure(mut self, limits: CgroupLimits) -> io::Result<Cgroup> {
         let result = (|| {
+            let for_writing = |p: PathBuf| fs::OpenOptions::new().write(true).open(p);
             for dir in &self.dirs {
-                let f = fs::OpenOptions::new()
-                    .write(true)
-                    .open(dir.join("cgroup.procs"))?;
-                self.procs.push(f);
+                self.procs.push(for_writing(dir.join("cgroup.procs"))?);
+            }
+            if let Some(run) = &mut self.run {
+                run.agent_procs = Some(for_writing(run.agent.join("cgroup.procs"))?);
+                // Where warden is now: not necessarily the group it started in, which enabling
+                // the controllers may have left for its leaf ([`LEAF`]).
+                run.origin_procs = own_groups()
+                    .into_iter()
+                    .find(|(c, _)| c.is_empty())
+                    .and_then(|(_, g)| own_dir(&run.mount, &g))
+                    .and_then(|d| for_writing(d.join("cgroup.procs")).ok());
+            }
+            if self.version == Version::V1 {
+                let memory = &self.dirs[0];
+                if let Some(parent) = memory.parent() {
+                    self.tasks = Some((
+                        for_writing(memory.join("tasks"))?,
+                        for_writing(parent.join("tasks"))?,
+                    ));
+                }
             }
             match self.version {
                 Version::V2 => {
@@ -363,13 +400,7 @@ impl Cgroup {
     /// warden's leader is not in it): at the limit, the agent's call fails with the kernel's
     /// ENOMEM, or the OOM killer ends a process of the sandbox.
     pub fn memory_tasks(&self) -> Option<fs::File> {
-        match self.version {
-            Version::V1 => fs::OpenOptions::new()
-                .write(true)
-                .open(self.dirs[0].join("tasks"))
-                .ok(),
-            Version::V2 => None,
-        }
+        self.tasks.as_ref().and_then(|(t, _)| t.try_clone().ok())
     }
 
     /// cgroup v2: moves warden's whole process (every thread of it) into the run's `agent`
@@ -383,18 +414,39 @@ impl Cgroup {
     ///
     /// [`memory_tasks`]: Cgroup::memory_tasks
     pub fn charge_agent(&self) -> io::Result<()> {
+        use std::io::Write;
         let Some(run) = &self.run else { return Ok(()) };
-        // Where warden is now: not necessarily the group it started in, which enabling the
-        // controllers may have left for its leaf ([`LEAF`]).
-        let here = own_groups()
-            .into_iter()
-            .find(|(c, _)| c.is_empty())
-            .and_then(|(_, g)| own_dir(&run.mount, &g))
-            .ok_or_else(|| io::Error::other("warden's own cgroup v2 group is not mounted here"))?;
-        let mut origin = run.origin.lock().unwrap_or_else(|e| e.into_inner());
-        fs::write(run.agent.join("cgroup.procs"), "0")?;
-        *origin = Some(here);
+        let (Some(mut agent), Some(_)) = (run.agent_procs.as_ref(), run.origin_procs.as_ref())
+        else {
+            return Err(io::Error::other(
+                "warden's own cgroup v2 group is not mounted here",
+            ));
+        };
+        agent.write_all(b"0")?;
+        run.charged.store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Hands the groups' removal to a process that keeps this one's rights
+    /// ([`crate::sys::process::spawn_remover`]): call as root before becoming another user
+    /// (the policy's `starting_uid`, or uid 65534 without user namespaces), who may not remove
+    /// root's groups. Everything else warden does to them later goes through descriptors
+    /// opened now. If warden is killed, the remover removes them as the sandbox dies.
+    pub fn keep_removable(&self) -> io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let dirs = self
+            .removal_order()
+            .map(|d| std::ffi::CString::new(d.as_os_str().as_bytes()).map_err(io::Error::other))
+            .collect::<io::Result<Vec<_>>>()?;
+        let remover = crate::sys::process::spawn_remover(&dirs)?;
+        *self.remover.lock().unwrap_or_else(|e| e.into_inner()) = Some(remover);
+        Ok(())
+    }
+
+    /// The groups' directories, children before parents.
+    fn removal_order(&self) -> impl Iterator<Item = &PathBuf> {
+        let run = self.run.iter().flat_map(|r| [&r.agent, &r.top]);
+        self.dirs.iter().rev().chain(run)
     }
 
     /// CPU time (user+sys) of everything that ran in the group.
@@ -439,27 +491,41 @@ impl Cgroup {
     /// is still being torn down is retried for a moment.
     pub fn remove(&self) {
         // A half-made v1 group (its creation failed part way) may have no directory at all.
-        if let (Version::V1, Some(memory)) = (self.version, self.dirs.first()) {
+        use std::io::Write;
+        if let (Some((_, parent)), Some(memory)) = (self.tasks.as_ref(), self.dirs.first()) {
+            let mut parent = parent;
             // Agent workers that joined the memory group (see `memory_tasks`) go back to the
             // parent group, so it can be removed; their charges leave with the group.
-            if let (Ok(tasks), Some(parent)) =
-                (fs::read_to_string(memory.join("tasks")), memory.parent())
-            {
+            if let Ok(tasks) = fs::read_to_string(memory.join("tasks")) {
                 for tid in tasks.lines() {
-                    let _ = fs::write(parent.join("tasks"), tid);
+                    let _ = parent.write_all(tid.as_bytes());
                 }
             }
         }
         if let Some(run) = &self.run {
-            let origin = run.origin.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(origin) = origin {
+            if run.charged.swap(false, std::sync::atomic::Ordering::SeqCst) {
                 // Back where warden was (its leaf, or the root group), so the run's groups
                 // can go.
-                let _ = fs::write(origin.join("cgroup.procs"), "0");
+                if let Some(mut origin) = run.origin_procs.as_ref() {
+                    let _ = origin.write_all(b"0");
+                }
             }
         }
-        let run = self.run.iter().flat_map(|r| [&r.agent, &r.top]);
-        for dir in self.dirs.iter().rev().chain(run) {
+        let remover = self
+            .remover
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(remover) = remover {
+            if let Err(left) = remover.remove() {
+                eprintln!(
+                    "warden: {left} of this run's cgroups could not be removed (the next run \
+                     here removes what is left of them)"
+                );
+            }
+            return;
+        }
+        for dir in self.removal_order() {
             for _ in 0..50 {
                 match fs::remove_dir(dir) {
                     Ok(()) => break,

@@ -368,6 +368,18 @@ fn make_cgroup(
             .map(Arc::new),
         None => None,
     };
+    if let Some(cg) = &cgroup {
+        // root about to become the program's user (become_starting_ids) may not remove root's
+        // groups afterwards: a process that stays root does, when the run ends.
+        if rustix::process::geteuid().is_root() && !command.ids.identity {
+            cg.keep_removable().map_err(|e| {
+                failure(
+                    EXIT_WARDEN,
+                    format!("cannot start the remover of the sandbox's cgroups: {e}"),
+                )
+            })?;
+        }
+    }
     measured.accounting = match cgroup.as_ref().map(|c| c.version()) {
         Some(cgroup::Version::V2) => Accounting::CgroupV2,
         Some(cgroup::Version::V1) => Accounting::CgroupV1,
