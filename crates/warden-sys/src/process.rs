@@ -887,8 +887,8 @@ unsafe fn remover_main(sock: RawFd, dirs: &[*const libc::c_char]) -> ! {
 
 impl Remover {
     /// Asks for the removal, waits for it, and reaps the remover: `Ok` when every directory is
-    /// gone, or how many are left.
-    pub fn remove(self) -> Result<(), u8> {
+    /// gone, else how many are left (`None`: the remover did not answer).
+    pub fn remove(self) -> Result<(), Option<u8>> {
         use std::os::fd::AsFd;
         let _ = rustix::io::write(self.sock.as_fd(), &[1]);
         let mut answer = [0xffu8];
@@ -901,8 +901,8 @@ impl Remover {
         reap(self.pid);
         match got {
             Ok(1) if answer[0] == REMOVED => Ok(()),
-            Ok(1) => Err(answer[0]),
-            _ => Err(u8::MAX),
+            Ok(1) => Err(Some(answer[0])),
+            _ => Err(None),
         }
     }
 }

@@ -518,9 +518,12 @@ impl Cgroup {
             .take();
         if let Some(remover) = remover {
             if let Err(left) = remover.remove() {
+                let dirs = self.removal_order().map(|d| d.display().to_string());
                 eprintln!(
-                    "warden: {left} of this run's cgroups could not be removed (the next run \
-                     here removes what is left of them)"
+                    "warden: {} of this run's cgroups could not be removed ({}); root's next \
+                     run in the same group removes what is left once it is empty",
+                    left.map_or("some".to_string(), |n| n.to_string()),
+                    dirs.collect::<Vec<_>>().join(", ")
                 );
             }
             return;
