@@ -518,7 +518,9 @@ impl Cgroup {
             .take();
         if let Some(remover) = remover {
             if let Err(left) = remover.remove() {
-                let dirs = self.removal_order().map(|d| d.display().to_string());
+                let dirs = self
+                    .removal_order()
+                    .map(|d| warden_policy::escape::escape(d.as_os_str().as_encoded_bytes()));
                 eprintln!(
                     "warden: {} of this run's cgroups could not be removed ({}); root's next \
                      run in the same group removes what is left once it is empty",
