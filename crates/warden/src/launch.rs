@@ -484,7 +484,15 @@ fn parent_side(
     let _ = send(channel.as_fd(), &[MSG_READY]);
     // No polling here: the program's process shares warden's CPU now (crate::placement), and
     // a warden spinning for the listener took that CPU from it.
-    let (msg, sender, passed) = recv(channel.as_fd()).map_err(LaunchError::Channel)?;
+    // A sandbox that failed closes its end with "ready" unread, and the kernel then reports
+    // ECONNRESET to the next receive before the failure queued ahead of it (a pending socket
+    // error comes first): it is consumed by that report, so the next receive reads what the
+    // sandbox said.
+    let (msg, sender, passed) = match recv(channel.as_fd()) {
+        Err(e) if e.raw_os_error() == Some(libc::ECONNRESET) => recv(channel.as_fd()),
+        got => got,
+    }
+    .map_err(LaunchError::Channel)?;
     // A listener that came without its descriptors is taken with pidfd_getfd, and the program
     // waits for warden's word that it was.
     let program_waits = passed.is_empty();
