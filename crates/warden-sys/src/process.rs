@@ -95,10 +95,20 @@ pub fn clone_process(flags: u64) -> io::Result<Cloned> {
 /// their shared table. `None` in the helper. Refuses to run in a multithreaded process.
 pub fn fork_sharing_files() -> io::Result<Option<i32>> {
     ensure_single_threaded()?;
-    let flags = (libc::CLONE_FILES | libc::CLONE_PARENT) as u64;
-    // SAFETY: x86_64 clone(flags, stack, parent_tid, child_tid, tls) with a null stack: the
-    // child runs on a copy of our stack, as with fork; no pointer is passed. We checked above
-    // that no other thread exists, so the child inherits no lock held by another.
+    // SAFETY: we checked above that no other thread exists, so the child inherits no lock
+    // held by another.
+    unsafe { clone_like_fork((libc::CLONE_FILES | libc::CLONE_PARENT) as u64) }
+}
+
+/// `clone(flags)` without a new stack: the child runs on a copy of our stack and memory, as
+/// with fork. `None` in the child, the child's pid in the caller.
+///
+/// # Safety
+/// The child shares no lock state with threads it does not have: the caller either has one
+/// thread, or makes the child call only async-signal-safe functions until it execs or exits.
+unsafe fn clone_like_fork(flags: u64) -> io::Result<Option<i32>> {
+    // SAFETY: x86_64 clone(flags, stack, parent_tid, child_tid, tls) with a null stack and no
+    // CLONE_*TID or CLONE_SETTLS flag: no pointer is passed or written; the caller's for the rest.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_clone,
@@ -803,29 +813,15 @@ pub fn spawn_remover(dirs: &[std::ffi::CString]) -> io::Result<Remover> {
     )?;
     let ptrs: Vec<*const libc::c_char> = dirs.iter().map(|d| d.as_ptr()).collect();
     let sock = theirs.as_raw_fd();
-    // SAFETY: clone(flags = 0: no new namespace, exit signal none, so only a waitpid with
-    // __WALL for this pid reaps it and no SIGCHLD reaches warden's handlers) with a null stack
-    // runs the child on a copy of our memory, as fork. The child calls only async-signal-safe
-    // system calls on `ptrs` (pointers into `dirs`, NUL-terminated, alive in its copy) and
-    // `sock`, and leaves with _exit: no lock another thread may have held is touched.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            0u64,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_void>(),
-            0usize,
-        )
-    };
-    match rc {
-        -1 => Err(io::Error::last_os_error()),
+    // SAFETY: flags 0 (no new namespace, exit signal none, so only a waitpid with __WALL for
+    // this pid reaps it and no SIGCHLD reaches warden's handlers). The child calls only
+    // async-signal-safe system calls on `ptrs` (pointers into `dirs`, NUL-terminated, alive in
+    // its copy) and `sock`, and leaves with _exit: no lock another thread may have held is
+    // touched.
+    match unsafe { clone_like_fork(0) }? {
         // SAFETY: the child of the clone above (see there).
-        0 => unsafe { remover_main(sock, &ptrs) },
-        pid => Ok(Remover {
-            sock: ours,
-            pid: pid as i32,
-        }),
+        None => unsafe { remover_main(sock, &ptrs) },
+        Some(pid) => Ok(Remover { sock: ours, pid }),
     }
 }
 
