@@ -371,7 +371,7 @@ fn make_cgroup(
     if let Some(cg) = &cgroup {
         // root about to become the program's user (become_starting_ids) may not remove root's
         // groups afterwards: a process that stays root does, when the run ends.
-        if rustix::process::geteuid().is_root() && !command.ids.identity {
+        if becomes_other_ids(command) {
             cg.keep_removable().map_err(|e| {
                 failure(
                     EXIT_WARDEN,
@@ -429,11 +429,16 @@ fn open_log(path: Option<&Path>) -> Result<Option<std::fs::File>, Failure> {
         })
 }
 
+/// Whether warden, root, becomes the program's ids before the start ([`become_starting_ids`]).
+fn becomes_other_ids(command: &Command) -> bool {
+    rustix::process::geteuid().is_root() && !command.ids.identity
+}
+
 /// root with starting_uid/starting_gid: becomes those ids first, so the sandbox's user
 /// namespace belongs to them and the agent acts with exactly the program's credentials.
 fn become_starting_ids(command: &Command) -> Result<(), Failure> {
     let ids = command.ids;
-    if !rustix::process::geteuid().is_root() || ids.identity {
+    if !becomes_other_ids(command) {
         return Ok(());
     }
     crate::sys::process::become_ids(ids.outside_uid, ids.outside_gid).map_err(|e| {
