@@ -76,6 +76,10 @@ pub enum Family {
     /// accept, accept4 (when the policy allows IP traffic): performed by the agent, which
     /// closes connections from peers no `incoming` rule allows.
     Accept,
+    /// getsockname, getpeername: the kernel answers, except for a unix socket the agent bound
+    /// (or one connected to such a socket), whose name the agent gives back as the program
+    /// wrote it: the agent binds by a short name from the directory it checked.
+    SocketName,
     /// Calls warden otherwise runs directly but which capability mode restricts (signals and
     /// scheduling by pid, System V IPC, message queues, socket): the agent continues those on
     /// the caller itself and refuses the rest (`warden_capsicum::mode`). It performs none.
@@ -84,7 +88,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in a fixed order ([`Family::index`] indexes it).
-    pub const ALL: [Family; 26] = [
+    pub const ALL: [Family; 27] = [
         Family::Open,
         Family::Stat,
         Family::Access,
@@ -110,6 +114,7 @@ impl Family {
         Family::Socket,
         Family::Send,
         Family::Accept,
+        Family::SocketName,
         Family::CapabilityMode,
     ];
 
@@ -146,6 +151,7 @@ impl Family {
             Family::Socket => "socket",
             Family::Send => "send",
             Family::Accept => "accept",
+            Family::SocketName => "socket-name",
             Family::CapabilityMode => "capability-mode",
         }
     }
@@ -740,7 +746,8 @@ impl Entry {
                     | F::FdMetadata
                     | F::Socket
                     | F::Send
-                    | F::Accept)
+                    | F::Accept
+                    | F::SocketName)
                     | G(Guard::HostSocket
                         | Guard::SendTo
                         | Guard::KernelOpen(_)
@@ -826,8 +833,8 @@ pub static TABLE: &[Entry] = &[
     e!(SYS_recvmsg, A, ""),
     e!(SYS_shutdown, A, ""),
     e!(SYS_listen, A, ""),
-    e!(SYS_getsockname, A, ""),
-    e!(SYS_getpeername, A, ""),
+    e!(SYS_getsockname, D(F::SocketName), "the kernel answers (the agent lets the call go on), but a unix socket the agent bound by a short name is named as the program bound it", uses(), "reads the name of its duplicate of the program's socket"),
+    e!(SYS_getpeername, D(F::SocketName), "as getsockname: a peer the agent bound is named as the program bound it", uses(), "reads the name of its duplicate of the program's socket"),
     e!(SYS_setsockopt, A, ""),
     e!(SYS_getsockopt, A, ""),
     e!(SYS_fork, A, ""),

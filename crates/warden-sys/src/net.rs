@@ -175,6 +175,25 @@ pub fn local_address(sock: impl AsFd) -> io::Result<Vec<u8>> {
     Ok(bytes_of(&storage, len))
 }
 
+/// The address of the peer `sock` is connected to (`getpeername`), as raw sockaddr bytes.
+pub fn peer_address(sock: impl AsFd) -> io::Result<Vec<u8>> {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as getsockname above.
+    let rc = unsafe {
+        libc::getpeername(
+            sock.as_fd().as_raw_fd(),
+            (&mut storage as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bytes_of(&storage, len))
+}
+
 /// `accept4(sock)` with a close-on-exec result (and `O_NONBLOCK` if asked): the connection and
 /// the peer's address as raw sockaddr bytes.
 pub fn accept(sock: impl AsFd, nonblock: bool) -> io::Result<(OwnedFd, Vec<u8>)> {

@@ -253,6 +253,7 @@ impl Client<'_> {
             Some(D::Socket(copy)) => live!(copy, Call::Socket),
             Some(D::Send(copy)) => live!(copy, Call::Send),
             Some(D::Accept(copy)) => live!(copy, Call::Accept),
+            Some(D::SocketName(copy)) => live!(copy, Call::SocketName),
         })
     }
 
@@ -337,6 +338,14 @@ impl Client<'_> {
     fn path_arg(&self, addr: u64) -> Result<Vec<u8>, Errno> {
         crate::sys::mem::read_cstring_with(addr, |at, buf| self.read_memory(at, buf))
             .map_err(|e| Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EFAULT)))
+    }
+
+    /// The caller's `socklen_t` at `at`, for a handler that writes a name back only when it
+    /// has one to give (the kernel answers otherwise): `None` where it cannot be read.
+    pub fn read_socklen(&self, at: u64) -> Option<i32> {
+        let mut len = [0u8; 4];
+        self.read(at, &mut len).ok()?;
+        Some(i32::from_ne_bytes(len))
     }
 
     /// Copies exactly `buf.len()` bytes from the caller; anything less refuses the call.
@@ -471,6 +480,8 @@ pub enum Call {
     Send(Live<SendArgs>),
     /// An accept.
     Accept(Live<AcceptArgs>),
+    /// getsockname or getpeername.
+    SocketName(Live<SocketNameArgs>),
     /// A call capability mode checks by its register arguments.
     Checked(Live<Registers>),
 }
@@ -851,6 +862,21 @@ pub struct AcceptArgs {
     pub flags: i32,
 }
 
+/// getsockname(2), getpeername(2), as the registers give them: nothing is read from the
+/// caller until the agent has a name to give back (otherwise the kernel answers, with its own
+/// errors).
+#[derive(Debug)]
+pub struct SocketNameArgs {
+    /// The caller's socket.
+    pub fd: i32,
+    /// Where the name goes.
+    pub addr_at: u64,
+    /// Where the caller's `socklen_t` is.
+    pub len_at: u64,
+    /// getpeername (or getsockname).
+    pub peer: bool,
+}
+
 /// A decoder of one syscall's arguments, by the family that serves it.
 #[derive(Clone, Copy)]
 pub enum Decoder {
@@ -904,6 +930,8 @@ pub enum Decoder {
     Send(fn(&Client) -> Result<Copied<SendArgs>, Errno>),
     /// accept, accept4.
     Accept(fn(&Client) -> Result<Copied<AcceptArgs>, Errno>),
+    /// getsockname, getpeername.
+    SocketName(fn(&Client) -> Result<Copied<SocketNameArgs>, Errno>),
 }
 
 impl Decoder {
@@ -936,6 +964,7 @@ impl Decoder {
             Decoder::Socket(_) => F::Socket,
             Decoder::Send(_) => F::Send,
             Decoder::Accept(_) => F::Accept,
+            Decoder::SocketName(_) => F::SocketName,
         }
     }
 }
@@ -1008,6 +1037,8 @@ pub fn decoder(nr: i64) -> Option<Decoder> {
         libc::SYS_sendmmsg => D::Send(sendmmsg),
         libc::SYS_accept => D::Accept(accept),
         libc::SYS_accept4 => D::Accept(accept4),
+        libc::SYS_getsockname => D::SocketName(getsockname),
+        libc::SYS_getpeername => D::SocketName(getpeername),
         _ => return None,
     })
 }
@@ -1817,6 +1848,25 @@ fn accept(c: &Client) -> Result<Copied<AcceptArgs>, Errno> {
 /// `accept4(fd, addr, addrlen, flags)`.
 fn accept4(c: &Client) -> Result<Copied<AcceptArgs>, Errno> {
     accept_args(c, c.int(3))
+}
+
+fn socket_name_args(c: &Client, peer: bool) -> Result<Copied<SocketNameArgs>, Errno> {
+    Ok(Copied(SocketNameArgs {
+        fd: c.int(0),
+        addr_at: c.arg(1),
+        len_at: c.arg(2),
+        peer,
+    }))
+}
+
+/// `getsockname(fd, addr, addrlen)`.
+fn getsockname(c: &Client) -> Result<Copied<SocketNameArgs>, Errno> {
+    socket_name_args(c, false)
+}
+
+/// `getpeername(fd, addr, addrlen)`.
+fn getpeername(c: &Client) -> Result<Copied<SocketNameArgs>, Errno> {
+    socket_name_args(c, true)
 }
 
 #[cfg(test)]

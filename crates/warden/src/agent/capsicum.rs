@@ -251,6 +251,8 @@ fn dispatch(c: &Client, s: &Session, call: Call) -> Handled {
         Call::Memfd(a) => super::fs::memfd_create(c, a).map_err(errno),
         // Only in the host's network (IP rules): a connection on a socket the program holds.
         Call::Accept(a) => super::net::accept(c, a).map_err(errno),
+        // Names the program's own socket: nothing to decide.
+        Call::SocketName(a) => super::net::socket_name(c, a).map_err(errno),
         Call::SocketAddress(_) | Call::Socket(_) | Call::Send(_) => {
             Err(refuse(c, c.syscall(), Rule::SocketAddress, ""))
         }

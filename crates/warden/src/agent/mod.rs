@@ -33,6 +33,7 @@ pub mod pool;
 pub mod resolve;
 pub mod restart;
 pub mod stand_in;
+pub mod unix_names;
 
 use crate::confine::namespaces::IdMap;
 use crate::sys::{mem, unotify};
@@ -668,6 +669,7 @@ fn policy_serves(client: &Client<'_>, call: call::Call) -> Served {
         C::Socket(a) => net::socket(client, a),
         C::Send(a) => net::send(client, a),
         C::Accept(a) => net::accept(client, a),
+        C::SocketName(a) => net::socket_name(client, a),
         // Only capability mode's profile sends these: [`capsicum`] answers them all, or, in a
         // sandbox without namespaces, [`hostpids`].
         C::Checked(a) => match client.agent.host_pids {
@@ -1128,6 +1130,16 @@ impl Client<'_> {
         }
         self.agent.descriptors.object_refused(self.syscall());
         Err(libc::EPERM)
+    }
+
+    /// The caller's descriptor `fd` through `pidfd_getfd`, or `None` where that fails or is
+    /// refused (nothing logged, and the route unchanged): for a call the kernel can answer
+    /// itself when the agent cannot see the descriptor.
+    pub fn fd_if_reachable(&self, fd: i32) -> Option<OwnedFd> {
+        if self.agent.descriptors.through_proc() {
+            return None;
+        }
+        self.fd_by_pidfd(fd).ok()
     }
 
     /// On the `/proc` route ([`DescriptorRoute`]), keeps the agent's copy of `sock`, a socket

@@ -25,7 +25,8 @@
 //! sockets belong to a network namespace too, and Landlock's scope confines them besides.
 
 use super::call::{
-    AcceptArgs, AddressArgs, Live, Message, SendArgs, Sends, SocketArgs, Typed, MMSGHDR,
+    AcceptArgs, AddressArgs, Live, Message, SendArgs, Sends, SocketArgs, SocketNameArgs, Typed,
+    MMSGHDR,
 };
 use super::decode::{endpoint, family};
 use super::resolve::{Base, WalkFlags};
@@ -63,6 +64,8 @@ pub struct Context {
     udp_filter: Vec<Instruction>,
     /// The host sockets the sandbox holds, bounded by `limit-sockets` ([`super::held`]).
     pub held: super::held::Held,
+    /// The paths the program gave the unix sockets the agent bound ([`super::unix_names`]).
+    pub unix_names: super::unix_names::UnixNames,
 }
 
 impl Context {
@@ -112,6 +115,7 @@ impl Context {
                     .sockets
                     .unwrap_or(warden_policy::DEFAULT_SOCKETS),
             ),
+            unix_names: Default::default(),
         })
     }
 
@@ -319,6 +323,15 @@ fn unix_address(
     local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
     local[2..2 + name.len()].copy_from_slice(name);
     let result = raw_call(&sock, &local, is_connect);
+    if result.is_ok() {
+        // The kernel recorded the bare name: keep the program's, for getsockname.
+        let file = rustix::fs::statat(&w.parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| (st.st_dev, st.st_ino));
+        if let Ok(st) = rustix::fs::fstat(&sock) {
+            c.net().unix_names.bound(st.st_ino, file, name, path);
+        }
+    }
     let _ = rustix::process::chdir("/");
     result
 }
@@ -365,7 +378,73 @@ fn connect_checked(
     local[..2].copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
     local[2..2 + target.len()].copy_from_slice(target.as_bytes());
     // Taken last: a name that is not there or not a socket is answered without it.
-    raw_call(&sock()?, &local, true)
+    let sock = sock()?;
+    let result = raw_call(&sock, &local, true);
+    if result.is_ok() {
+        if let Ok(ours) = rustix::fs::fstat(&sock) {
+            c.net()
+                .unix_names
+                .connected(ours.st_ino, (st.st_dev, st.st_ino));
+        }
+    }
+    result
+}
+
+/// Implements getsockname(2) and getpeername(2): the kernel answers (the call goes on), except
+/// for a unix socket named by a bind the agent made by a short name, whose name is given back
+/// as the program wrote it ([`super::unix_names`]).
+pub fn socket_name(c: &Client, call: Live<SocketNameArgs>) -> Served {
+    let a = call.args();
+    let kernel_answers = Ok(Answer::Reply(Reply::Continue));
+    let names = &c.net().unix_names;
+    if names.is_empty() {
+        return kernel_answers;
+    }
+    let Some(sock) = c.fd_if_reachable(a.fd) else {
+        return kernel_answers;
+    };
+    let Some(path) = program_name(names, &sock, a.peer) else {
+        return kernel_answers;
+    };
+    // As the kernel writes a name: the caller's room read first (a negative one refused by
+    // the kernel itself), at most that much written, the name's full length back.
+    let Some(room) = c.read_socklen(a.len_at).filter(|&r| r >= 0) else {
+        return kernel_answers;
+    };
+    let mut out = Vec::with_capacity(3 + path.len());
+    out.extend_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+    out.extend_from_slice(&path);
+    out.push(0);
+    let n = out.len().min(room as usize);
+    if n > 0 {
+        c.write(a.addr_at, &out[..n]).typed()?;
+    }
+    c.write(a.len_at, &(out.len() as u32).to_ne_bytes())
+        .typed()?;
+    value(0).typed()
+}
+
+/// The program's path for the name (or the peer's name) of `sock`, where the kernel's is a
+/// bare name the agent bound for it.
+fn program_name(
+    names: &super::unix_names::UnixNames,
+    sock: &OwnedFd,
+    peer: bool,
+) -> Option<Vec<u8>> {
+    let st = rustix::fs::fstat(sock).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Socket {
+        return None;
+    }
+    let addr = if peer {
+        crate::sys::net::peer_address(sock)
+    } else {
+        crate::sys::net::local_address(sock)
+    }
+    .ok()?;
+    if family(&addr) != libc::AF_UNIX {
+        return None;
+    }
+    names.name(st.st_ino, peer, super::decode::unix_path(&addr)?)
 }
 
 /// Checks an address given to a socket outside the sandbox's namespace. Anything that is not
