@@ -99,6 +99,26 @@ struct Case {
     script: &'static str,
 }
 
+/// Binds unix sockets by absolute and relative paths in the start directory and prints what
+/// their names say (compared, not printed, where the path depends on the directory), then runs
+/// a `multiprocessing.Manager()`, whose clients connect to the name its listener reports.
+const UNIX_SOCKET_NAMES: &str = "mkdir d e && python3 - <<'EOF'
+import multiprocessing as m, os, socket
+U = socket.AF_UNIX
+p = os.path.join(os.getcwd(), 'd', 's.sock')
+s = socket.socket(U); s.bind(p); s.listen()
+print('bound', s.getsockname() == p)
+c = socket.socket(U); c.connect(p)
+a, peer = s.accept()
+print('peer', c.getpeername() == p, 'accepted', a.getsockname() == p, repr(peer), repr(c.getsockname()))
+r = socket.socket(U); r.bind('d/r.sock'); r.listen(); print('relative', r.getsockname())
+c2 = socket.socket(U); c2.connect('d/r.sock'); print('relative peer', c2.getpeername())
+q = os.path.join(os.getcwd(), 'e', 's.sock')
+t = socket.socket(U); t.bind(q); print('same last name', t.getsockname() == q, s.getsockname() == p)
+print('kept', os.path.exists(p), sorted(os.listdir('d')))
+mgr = m.Manager(); print('manager', mgr.list([1, 2]), mgr.dict(a=1)); mgr.shutdown()
+EOF";
+
 /// The cases, each a test of its own (below), and each replayed by `learn --verify`.
 const CASES: &[Case] = &[
     Case {
@@ -206,6 +226,16 @@ const CASES: &[Case] = &[
          q = m.Queue(); q.put(7); print(q.get())'",
     },
     Case {
+        name: "unix_socket_names",
+        why: "Issue 39, item 8: a unix socket's name is the path it was bound to (getsockname, \
+              a client's getpeername, an accepted connection's getsockname), though the agent \
+              binds it by its last name; multiprocessing.Manager() hands that name to its \
+              clients.",
+        needs: &["/usr/bin/python3"],
+        flags: &[],
+        script: UNIX_SOCKET_NAMES,
+    },
+    Case {
         name: "cc_build_and_run",
         why: "Compiling and running a C program in the working directory (with an exec grant).",
         needs: &["/usr/bin/cc"],
@@ -285,6 +315,7 @@ compat!(
     sqlite_database,
     python_subprocesses,
     python_pool,
+    unix_socket_names,
     cc_build_and_run,
     node_worker_threads,
     metadata_heavy_walks,
@@ -315,6 +346,35 @@ fn home_pwd_and_uptime_are_there_by_default() {
         assert!(lines[0].starts_with('/') && lines[0] != "/root", "{out}");
         assert_eq!((lines[1], lines[2]), (lines[0], lines[0]), "{out}");
         assert_eq!(&lines[3..], ["home-ok", "uptime-ok", "5"], "{out}");
+    });
+}
+
+/// Issue 39, item 8, as root and as uid 65534 (the compatibility case above runs as whoever
+/// runs the tests): a unix socket the agent bound is named by the path the program gave, for
+/// itself and for its peers, and `multiprocessing.Manager()` works.
+#[test]
+fn unix_socket_names_are_the_bound_paths_for_each_user() {
+    let test = "unix_socket_names_are_the_bound_paths_for_each_user";
+    if !installed(test, &["/usr/bin/python3"]) {
+        return;
+    }
+    common::each_user(test, |who| {
+        let mut cmd = common::warden_cmd(who);
+        cmd.args(["run", "--", "bash", "-c", UNIX_SOCKET_NAMES]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        common::assert_ok(&o);
+        assert_eq!(
+            common::stdout(&o),
+            "bound True\n\
+             peer True accepted True '' ''\n\
+             relative d/r.sock\n\
+             relative peer d/r.sock\n\
+             same last name True True\n\
+             kept True ['r.sock', 's.sock']\n\
+             manager [1, 2] {'a': 1}\n",
+            "as {who:?}: {}",
+            common::stderr(&o)
+        );
     });
 }
 

@@ -1898,6 +1898,6 @@ mod tests {
                 None => panic!("{} has no decoder", entry.name()),
             }
         }
-        assert_eq!(rows, 64);
+        assert_eq!(rows, 66);
     }
 }
