@@ -81,6 +81,33 @@ int main(int argc, char **argv) {
         resultf("readlink_into_readonly_memory", rc >= 0 || changed, e, "changed=%d", changed);
         rc = syscall(SYS_newfstatat, AT_FDCWD, "/etc/passwd", (void *)main, 0);
         result("stat_into_program_text", rc == 0, errno);
+        /* The name of a unix socket the agent bound by a short name is the agent's to write
+         * (getsockname, issue 39): not into read-only memory or the program's text either. */
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (!getcwd(un.sun_path, sizeof(un.sun_path) - 16))
+            un.sun_path[0] = 0;
+        strcat(un.sun_path, "/named.sock");
+        result_rc("benign_bind_named_unix_socket", bind(s, (struct sockaddr *)&un, sizeof(un)));
+        socklen_t len = sizeof(un);
+        rc = syscall(SYS_getsockname, s, ro, &len);
+        e = errno;
+        changed = 0;
+        for (int i = 0; i < 4096; i++)
+            changed |= ro[i] != 0x5a;
+        resultf("sockname_into_readonly_memory", rc == 0 || changed, e, "changed=%d", changed);
+        len = sizeof(un);
+        rc = syscall(SYS_getsockname, s, (void *)main, &len);
+        result("sockname_into_program_text", rc == 0, errno);
+        struct sockaddr_un out;
+        /* And the length itself read-only (0x5a5a5a5a: room enough). */
+        rc = syscall(SYS_getsockname, s, &out, (socklen_t *)ro);
+        e = errno;
+        changed = 0;
+        for (int i = 0; i < 4096; i++)
+            changed |= ro[i] != 0x5a;
+        resultf("sockname_length_in_readonly_memory", rc == 0 || changed, e, "changed=%d", changed);
+        close(s);
     }
     alive("benign_alive_after_readonly_results");
 

@@ -1993,7 +1993,10 @@ fn agent_survives_bad_arguments_and_dead_blocked_callers() {
             r.finished().benign_ok_rest_denied();
             r.errno("open_bad_pointer", "EFAULT")
                 .errno("open_unterminated_at_page_end", "ENAMETOOLONG");
-            r.errno("stat_into_readonly_memory", "EFAULT");
+            r.errno("stat_into_readonly_memory", "EFAULT")
+                .errno("sockname_into_readonly_memory", "EFAULT")
+                .errno("sockname_into_program_text", "EFAULT")
+                .errno("sockname_length_in_readonly_memory", "EFAULT");
         },
     );
 }
