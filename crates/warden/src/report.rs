@@ -23,7 +23,8 @@
 //! | `ran` | `0` when the program never started (warden failed before or at its `execve`); absent when it did |
 //! | `output` | bytes passed on, when `--output-limit` was in force |
 //! | `delegated`, `delegated-FAMILY` | calls the agent performed, in all and per family |
-//! | `denied` | policy decisions that refused a call |
+//! | `denied` | calls the agent refused (policy decisions, and its other refusals: a device node, capability mode) |
+//! | `denied-uncounted` | `1` when the kernel decided some calls alone (opens in the sandbox's view or under Landlock's exact rules, without `-v` or `--log`): those it refused are not in `denied`; absent otherwise |
 //! | `agent-time` | seconds the agent spent on the calls, from receiving each to having its answer ready |
 //! | `agent-cpu` | CPU seconds the agent's workers spent on the calls; included in `time` and in `--time` |
 //! | `agent-mem` | KiB, warden's own peak resident size (the agent's memory, for this sandbox alone) |
@@ -184,6 +185,14 @@ pub struct Measured {
     pub no_landlock: Option<String>,
     /// Why building the view failed, when the run went on the host's tree instead.
     pub view_failed: Option<String>,
+    /// The first few distinct calls the agent refused, for the run's closing line.
+    pub refusals: Vec<crate::agent::log::Refusal>,
+    /// Whether the kernel decided some calls alone (opens not delegated): what it refused is
+    /// not in `agent.denied`.
+    pub kernel_decides: bool,
+    /// How many new processes or threads the process limit refused (the pids cgroup's
+    /// `pids.events`), where it can be read.
+    pub process_limit_hits: Option<u64>,
 }
 
 impl Measured {
@@ -329,6 +338,9 @@ pub fn entries(m: &Measured, limits: &Limits, format: Format) -> Vec<(String, Va
     }
     put("delegated", m.agent.total.into());
     put("denied", m.agent.denied.into());
+    if m.kernel_decides && program_ran(m) {
+        put("denied-uncounted", 1.into());
+    }
     put(
         "agent-time",
         Value::from((m.agent.busy.as_secs_f64() * 1e6).round() / 1e6),
@@ -463,7 +475,33 @@ mod tests {
                 bound: 20 << 20,
             }),
             sockets: None,
+            refusals: Vec::new(),
+            kernel_decides: false,
+            process_limit_hits: None,
         }
+    }
+
+    #[test]
+    fn denied_says_when_the_kernel_decided_refusals_it_does_not_count() {
+        let get = |m: &Measured| {
+            let e = entries(m, &Limits::default(), Format::Meta);
+            e.iter()
+                .find(|(key, _)| key == "denied-uncounted")
+                .map(|(_, v)| v.clone())
+        };
+        let agent_only = measured(Outcome::Exited(1));
+        assert_eq!(get(&agent_only), None);
+        let kernel = Measured {
+            kernel_decides: true,
+            ..measured(Outcome::Exited(1))
+        };
+        assert_eq!(get(&kernel), Some(1.into()));
+        // No program ran: nothing was decided by anyone.
+        let never = Measured {
+            kernel_decides: true,
+            ..Measured::default()
+        };
+        assert_eq!(get(&never), None);
     }
 
     #[test]

@@ -172,6 +172,51 @@ fn now() -> f64 {
         .map_or(0.0, |t| t.as_secs_f64())
 }
 
+/// A refusal the run's closing line names ([`crate::report::end_lines`]): the call as `-v`
+/// writes it (escaped) and its reason (escaped, with the rule or the line to add).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// `openat("/etc/x", O_WRONLY|O_CREAT|O_TRUNC)`.
+    pub call: String,
+    /// `no path-allow write rule matches; add: path-allow write /etc/x`.
+    pub reason: String,
+}
+
+/// The first distinct refusals of a run, kept for its closing line whatever `-v` says: only
+/// these few are explained (a program that is refused 100,000 opens costs the explanation of
+/// [`FirstRefusals::KEPT`], and of at most [`FirstRefusals::LOOKED`] before they are found).
+#[derive(Default)]
+struct FirstRefusals {
+    kept: Mutex<Vec<Refusal>>,
+    looked: AtomicU64,
+}
+
+impl FirstRefusals {
+    /// Distinct refusals kept.
+    const KEPT: usize = 3;
+    /// Refusals looked at, at most, to find them (a program retrying one path).
+    const LOOKED: u64 = 64;
+
+    /// Whether the next refusal may still be kept.
+    fn open(&self) -> bool {
+        self.looked.load(Ordering::Relaxed) < Self::LOOKED
+    }
+
+    fn keep(&self, r: Refusal) {
+        if self.looked.fetch_add(1, Ordering::Relaxed) >= Self::LOOKED {
+            return;
+        }
+        if let Ok(mut kept) = self.kept.lock() {
+            if !kept.contains(&r) {
+                kept.push(r);
+            }
+            if kept.len() >= Self::KEPT {
+                self.looked.store(Self::LOOKED, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// Where decisions go.
 #[derive(Default)]
 pub struct Log {
@@ -181,6 +226,7 @@ pub struct Log {
     sandbox: String,
     /// The run's scratch directory, written `$SCRATCH` in reasons and suggestions.
     scratch: Option<String>,
+    first: FirstRefusals,
 }
 
 impl Log {
@@ -201,7 +247,17 @@ impl Log {
             observations: None,
             sandbox,
             scratch: None,
+            first: FirstRefusals::default(),
         }
+    }
+
+    /// The run's first few distinct refusals (see [`FirstRefusals`]), for its closing line.
+    pub fn first_refusals(&self) -> Vec<Refusal> {
+        self.first
+            .kept
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default()
     }
 
     /// Writes at most `bound` bytes to the JSON log (`--log-max`), its last line included; past
@@ -264,9 +320,10 @@ impl Log {
         self.json.is_some() || self.observations.is_some()
     }
 
-    /// Whether a decision that `allowed` or not is written anywhere.
+    /// Whether a decision that `allowed` or not is written anywhere (a refusal also while the
+    /// run's first few are being kept for its closing line).
     pub fn wants(&self, allowed: bool) -> bool {
-        self.wants_allowed() || (self.verbose && !allowed)
+        self.wants_allowed() || (!allowed && (self.verbose || self.first.open()))
     }
 
     /// Writes one decision where it is wanted.
@@ -276,21 +333,26 @@ impl Log {
             Some(dir) => scratch_relative(&d.reason, dir),
             None => d.reason.clone(),
         };
-        if !d.allowed && self.verbose {
+        if !d.allowed && (self.verbose || self.first.open()) {
             // The path, the thread's name and the reason (which repeats the path) are the
             // sandbox's choice: escaped, they cannot drive the operator's terminal.
-            let comm = comm(d.tid);
             let target = escape(d.target);
             let call = match &flags {
                 Some(f) => format!("{}(\"{target}\", {f})", d.syscall),
                 None => format!("{}(\"{target}\")", d.syscall),
             };
-            eprintln!(
-                "warden: denied {call} for pid {} ({}): {}",
-                d.pid.unwrap_or(d.tid),
-                escape(&comm),
-                escape(&reason)
-            );
+            if self.verbose {
+                eprintln!(
+                    "warden: denied {call} for pid {} ({}): {}",
+                    d.pid.unwrap_or(d.tid),
+                    escape(&comm(d.tid)),
+                    escape(&reason)
+                );
+            }
+            self.first.keep(Refusal {
+                call,
+                reason: escape(&reason).into_owned(),
+            });
         }
         if let Some(Ok(mut o)) = self.observations.as_ref().map(|o| o.lock()) {
             o.record(d.syscall, d.target, d.access, d.allowed);

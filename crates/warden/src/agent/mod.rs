@@ -333,6 +333,11 @@ impl Agent {
         self.log.finish()
     }
 
+    /// The run's first few distinct refusals, for its closing line.
+    pub fn first_refusals(&self) -> Vec<log::Refusal> {
+        self.log.first_refusals()
+    }
+
     /// Waits (at most `limit`) until no request is being served or left to count. Call once
     /// the sandbox's processes are gone: no new request can come, but a worker may still be
     /// acting for a caller that died after it checked (creating a file in the scratch

@@ -482,6 +482,17 @@ impl Cgroup {
         key_value(&text, key)
     }
 
+    /// How many times the group's process limit refused a new process or thread (the `max` of `pids.events`,
+    /// on v2 and on v1 kernels that have it; `None` where it is not there).
+    pub fn process_limit_hits(&self) -> Option<u64> {
+        let dir = match self.version {
+            Version::V2 => &self.dirs[0],
+            Version::V1 => self.dirs.get(1)?,
+        };
+        let text = fs::read_to_string(dir.join("pids.events")).ok()?;
+        key_value(&text, "max")
+    }
+
     /// Where the memory limit is: the run's group on v2, the sandbox's on v1.
     fn memory_dir(&self) -> &Path {
         self.run.as_ref().map_or(&self.dirs[0], |r| &r.top)

@@ -59,6 +59,8 @@ pub fn execute(
         net,
     } = plan;
     let limits = policy.limits;
+    // What the kernel refuses alone (opens not delegated) is not in the agent's count.
+    measured.kernel_decides = opens != Opens::Agent;
     let cgroup = make_cgroup(cgroup.as_ref(), &command, measured)?;
     command.rlimits = limits::rlimits(&limits, cgroup.is_some());
     command.stdio = stdio;
@@ -545,9 +547,11 @@ fn measure(measured: &mut Measured, usage: Option<Usage>, cgroup: Option<&Cgroup
         }
         measured.cgroup_peak = cg.peak_memory();
         measured.oom_kills = cg.oom_kills();
+        measured.process_limit_hits = cg.process_limit_hits();
         cg.remove();
     }
     measured.agent = agent.stats.snapshot();
+    measured.refusals = agent.first_refusals();
     measured.log_dropped = agent.finish_log();
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;

@@ -4,6 +4,7 @@
 //! into a plan (only looking), and [`execute::execute`] makes it in one place. Around them:
 //! the scratch directory ([`scratch`]), the program's stdio ([`stdio`]) and the reports.
 
+mod closing;
 mod copies;
 mod execute;
 mod plan;
@@ -181,6 +182,7 @@ fn failure(status: i32, message: impl Into<String>) -> Failure {
 /// also when the program could not be run.
 pub fn run(cfg: RunConfig) -> Result<Finished, Failure> {
     let mut session = Session::open(cfg)?;
+    session.closing_lines = true;
     let mut result = session.decide().and_then(|d| session.execute(d));
     if let Err(f) = &result {
         if session.without_view_after(f) {
@@ -225,6 +227,9 @@ pub struct Session {
     exiting: Option<crate::launch::Exiting>,
     /// warden's terminal as the run found it, put back when it ends.
     terminal: Option<terminal::Saved>,
+    /// Whether [`Session::close`] ends the run with its closing lines ([`closing`]):
+    /// `warden run`'s, not `warden learn`'s, which says what it learned instead.
+    closing_lines: bool,
 }
 
 /// What [`Session::decide`] made ready for [`Session::execute`]: the plan, the program's
@@ -296,6 +301,7 @@ impl Session {
             },
             exiting: None,
             terminal: terminal::Saved::take(),
+            closing_lines: false,
         })
     }
 
@@ -452,6 +458,16 @@ impl Session {
         }
         self.reports
             .write(&self.measured, &self.cfg.policy.limits)?;
+        if self.closing_lines {
+            let asked = closing::Asked {
+                verbose: self.cfg.verbose,
+                logged: self.cfg.log.is_some(),
+            };
+            let limits = &self.cfg.policy.limits;
+            for line in closing::lines(&self.measured, limits, &self.cfg.program, asked) {
+                eprintln!("{line}");
+            }
+        }
         crate::timings::print();
         result.map(|status| Finished {
             status,
