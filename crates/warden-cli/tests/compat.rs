@@ -910,3 +910,86 @@ fn learn_verify_runs_nginx_and_curl_again() {
     assert!(!learned.contains(" udp "), "{learned}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue 39, point 1: a refusal does not look like an ordinary error. The newcomer's `warden
+/// run -- cat ~/.bashrc` (here a file of the host's the default policy does not grant, which
+/// the user may read natively) fails as `cat` fails, and warden's last line on stderr says the
+/// sandbox is why: the refusals the agent counted, first of them this open with the rule to
+/// add, or, where the kernel decided the open alone (the report's `denied-uncounted`), that
+/// such refusals are not counted and `-v` names them. With `-v` the line names this open with
+/// its rule. A clean run ends with no line.
+#[test]
+fn a_refusal_is_said_at_the_end_of_the_run() {
+    common::each_user("a_refusal_is_said_at_the_end_of_the_run", |who| {
+        let d = common::fresh_dir(&format!("compat-refusal-{}", common::who_tag(who)));
+        common::chmod(&d, 0o777);
+        let file = d.join("bashrc");
+        std::fs::write(&file, "alias ll='ls -l'\n").unwrap();
+        common::chmod(&file, 0o644);
+        let f = file.to_str().unwrap();
+        let report = d.join("report");
+        let r = report.to_str().unwrap();
+        let field = |key: &str| common::report_field(&report, key);
+        let last_line = |o: &std::process::Output| {
+            let err = common::stderr(o);
+            let last = err.lines().last().unwrap_or_default().to_owned();
+            let ours = err.lines().filter(|l| l.starts_with("warden: ")).count();
+            (err, last, ours)
+        };
+        let named = format!(
+            "openat(\"{f}\", O_RDONLY) (no path-allow read rule matches; add: path-allow read {f})"
+        );
+
+        let o = common::run_warden(who, &d, &["run", "--report", r, "--", "cat", f]);
+        let (err, last, ours) = last_line(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(ours, 1, "one line of warden's:\n{err}");
+        let denied: u64 = field("denied").unwrap().parse().unwrap();
+        if field("denied-uncounted").as_deref() == Some("1") {
+            assert_eq!(denied, 0, "the kernel decided the open:\n{err}");
+            assert!(
+                last.starts_with(
+                    "warden: the program exited with status 1; warden refused it nothing it \
+                     counted, but the kernel decided its opens alone here"
+                ) && last.contains("rerun with -v"),
+                "{err}"
+            );
+        } else {
+            assert!(denied >= 1, "the agent decided the open:\n{err}");
+            assert!(
+                last.starts_with("warden: the sandbox refused ") && last.contains(&named),
+                "{err}"
+            );
+        }
+
+        let o = common::run_warden(who, &d, &["run", "-v", "--report", r, "--", "cat", f]);
+        let (err, last, _) = last_line(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        let denied: u64 = field("denied").unwrap().parse().unwrap();
+        assert!(denied >= 1, "-v has the agent decide every open:\n{err}");
+        let calls = if denied == 1 { "call" } else { "calls" };
+        assert!(
+            last.starts_with(&format!(
+                "warden: the sandbox refused {denied} {calls}, first "
+            )) && last.contains(&named)
+                && last.ends_with("(-v named each above)"),
+            "{err}"
+        );
+
+        // A clean run: no closing line (and, on a host warden needs no fallback on, nothing).
+        let o = common::run_warden(who, &d, &["run", "--report", r, "--", "true"]);
+        common::assert_ok(&o);
+        let err = common::stderr(&o);
+        assert!(
+            !err.contains("refused") && !err.contains("stopped:"),
+            "a clean run said:\n{err}"
+        );
+        let degraded = ["mode", "view", "fallbacks"]
+            .iter()
+            .any(|k| field(k).is_some());
+        if !degraded {
+            assert_eq!(err, "", "a clean run said something");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    });
+}

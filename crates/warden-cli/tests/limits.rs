@@ -1158,6 +1158,120 @@ fn memory_hog_fails_under_rusage_as_nobody() {
     info(As::Nobody, &["--mem", "128M"]).expect_field("as", 128 * MIB);
 }
 
+// ---- 3b. the closing line ---------------------------------------------------------------------
+
+impl Run {
+    /// warden's own lines on stderr (`warden: ...`), but for the notice at the start of a run
+    /// without a cgroup (uid 65534's), which says the limits are rlimits.
+    fn warden_lines(&self) -> Vec<String> {
+        common::stderr(&self.out)
+            .lines()
+            .filter(|l| {
+                l.starts_with("warden: ")
+                    && !l.starts_with("warden: no cgroup for this run's limits")
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// stderr ends with exactly one line of warden's, and it has every one of `parts`.
+    fn expect_closing_line(&self, parts: &[&str]) -> &Self {
+        let err = common::stderr(&self.out);
+        let ours = self.warden_lines();
+        let last = err.lines().last().unwrap_or_default();
+        self.ensure(
+            ours.len() == 1 && ours[0] == last,
+            format_args!("want one warden line, the last on stderr; got {ours:?}"),
+        );
+        for p in parts {
+            self.ensure(
+                last.contains(p),
+                format_args!("the closing line lacks {p:?}"),
+            );
+        }
+        self
+    }
+
+    /// Nothing of warden's on stderr.
+    fn expect_no_warden_line(&self) -> &Self {
+        let ours = self.warden_lines();
+        self.ensure(ours.is_empty(), format_args!("a clean run said {ours:?}"))
+    }
+}
+
+/// Issue 39: a limit that stops the program is said in one line at the end of the run, naming
+/// the limit and the option to change; a clean run under the same limits says nothing. As root
+/// (a cgroup: the OOM killer, `pids.events`) and as uid 65534 (rlimits: the line says what
+/// warden cannot count).
+fn closing_line_names_the_limit(who: As) {
+    let limits = ["--mem", "128M", "--processes", "50", "--time", "5"];
+    sandbox_cmd(who, "true", &limits, &["/bin/true"])
+        .expect_ok()
+        .expect_no_warden_line();
+    // The memory hog (the newcomer's `python3 -c 'x=bytearray(200<<20)'`, in C).
+    let r = sandbox(who, "limit_mem", &["--mem", "128M"], &["400"]);
+    if expected_accounting(who) == "rusage" {
+        r.expect_closing_line(&[
+            "warden: limit_mem ",
+            "without a cgroup here --mem 128M holds per process (rlimits)",
+            "raise the limit",
+        ]);
+    } else {
+        r.expect_oom_kill().expect_closing_line(&[
+            "warden: stopped: the sandbox's memory limit (--mem 128M) was reached; the \
+             kernel's OOM killer killed limit_mem",
+            "raise --mem",
+        ]);
+    }
+    // The newcomer's fork loop: 1 shell and 7 sleeps under --processes 5.
+    let script = "for i in 1 2 3 4 5 6 7; do sleep 1 & done; wait";
+    let r = sandbox_cmd(
+        who,
+        "fork loop",
+        &["--processes", "5"],
+        &["/bin/sh", "-c", script],
+    );
+    r.ensure(
+        r.code() != Some(0),
+        "the shell forked 7 sleeps under --processes 5",
+    );
+    if expected_accounting(who) == "rusage" {
+        r.expect_closing_line(&[
+            "warden: sh exited with status ",
+            "without a cgroup here --processes 5 holds per process (rlimits)",
+        ]);
+    } else {
+        r.expect_closing_line(&[
+            "warden: the sandbox's process limit (--processes 5, processes and threads \
+             together) refused ",
+            "failed with EAGAIN); raise --processes",
+        ]);
+    }
+    // CPU time, wall-clock time, output: warden's own kills.
+    sandbox(
+        who,
+        "limit_cpu",
+        &["--time", "0.5", "--extra-time", "0.2"],
+        &["spin", "inf"],
+    )
+    .expect_status("TO")
+    .expect_closing_line(&[
+        "warden: stopped: the sandbox's CPU time limit (--time 0.5 seconds) was reached; \
+             warden killed limit_cpu and everything it started; raise --time",
+    ]);
+    sandbox_cmd(who, "sleep", &["--wall-time", "0.5"], &["/bin/sleep", "10"])
+        .expect_status("TO")
+        .expect_closing_line(&[
+            "warden: stopped: the sandbox's wall-clock time limit (--wall-time 0.5 seconds) \
+             was reached; warden killed sleep",
+        ]);
+    let r = sandbox_cmd(who, "yes", &["--output-limit", "1K"], &["/usr/bin/yes"]);
+    r.expect_output_limit().expect_closing_line(&[
+        "warden: stopped: the program's output reached the sandbox's output limit \
+         (--output-limit 1K, stdout and stderr together); warden killed yes",
+    ]);
+}
+
 // ---- 4. processes ---------------------------------------------------------------------------------
 
 const TEN_PROCESSES: [&str; 2] = ["--processes", "10"];
@@ -2378,6 +2492,10 @@ both! {
         memory_under_limit_is_ok_as_nobody;
     agent_state_within_memory_limit: agent_state_is_bounded_by_the_memory_limit,
         agent_state_is_bounded_by_the_memory_limit_as_nobody;
+
+    // 3b. the closing line
+    closing_line_names_the_limit: closing_line_names_the_limit_that_stopped_the_program,
+        closing_line_names_the_limit_that_stopped_the_program_as_nobody;
 
     // 4. processes
     fork_bomb: fork_bomb_is_capped_and_cleaned_up,

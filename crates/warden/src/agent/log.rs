@@ -187,7 +187,8 @@ pub struct Refusal {
 /// [`FirstRefusals::KEPT`], and of at most [`FirstRefusals::LOOKED`] before they are found).
 #[derive(Default)]
 struct FirstRefusals {
-    kept: Mutex<Vec<Refusal>>,
+    /// Each with whether its call only looked.
+    kept: Mutex<Vec<(Refusal, bool)>>,
     looked: AtomicU64,
 }
 
@@ -202,19 +203,52 @@ impl FirstRefusals {
         self.looked.load(Ordering::Relaxed) < Self::LOOKED
     }
 
-    fn keep(&self, r: Refusal) {
+    /// Keeps `r` (made by `syscall`) if it is new and there is room, or in place of the last
+    /// kept call that only looked (a stat of each `PATH` directory, say) when `r` acts (an
+    /// open, an exec): those say what the program was refused.
+    fn keep(&self, syscall: &str, r: Refusal) {
         if self.looked.fetch_add(1, Ordering::Relaxed) >= Self::LOOKED {
             return;
         }
-        if let Ok(mut kept) = self.kept.lock() {
-            if !kept.contains(&r) {
-                kept.push(r);
-            }
-            if kept.len() >= Self::KEPT {
-                self.looked.store(Self::LOOKED, Ordering::Relaxed);
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        if kept.iter().any(|(k, _)| *k == r) {
+            return;
+        }
+        let looks = only_looks(syscall);
+        if kept.len() < Self::KEPT {
+            kept.push((r, looks));
+        } else if !looks {
+            if let Some(at) = kept.iter().rposition(|(_, l)| *l) {
+                kept.remove(at);
+                kept.push((r, looks));
             }
         }
+        if kept.len() >= Self::KEPT && kept.iter().all(|(_, l)| !l) {
+            self.looked.store(Self::LOOKED, Ordering::Relaxed);
+        }
     }
+}
+
+/// Whether `syscall` only looks at a path (its refusal is often a search, such as a shell's
+/// walk of `PATH`, that the program goes past).
+fn only_looks(syscall: &str) -> bool {
+    matches!(
+        syscall,
+        "stat"
+            | "lstat"
+            | "newfstatat"
+            | "statx"
+            | "access"
+            | "faccessat"
+            | "faccessat2"
+            | "readlink"
+            | "readlinkat"
+            | "statfs"
+            | "getxattr"
+            | "lgetxattr"
+    )
 }
 
 /// Where decisions go.
@@ -256,7 +290,7 @@ impl Log {
         self.first
             .kept
             .lock()
-            .map(|k| k.clone())
+            .map(|k| k.iter().map(|(r, _)| r.clone()).collect())
             .unwrap_or_default()
     }
 
@@ -349,10 +383,13 @@ impl Log {
                     escape(&reason)
                 );
             }
-            self.first.keep(Refusal {
-                call,
-                reason: escape(&reason).into_owned(),
-            });
+            self.first.keep(
+                d.syscall,
+                Refusal {
+                    call,
+                    reason: escape(&reason).into_owned(),
+                },
+            );
         }
         if let Some(Ok(mut o)) = self.observations.as_ref().map(|o| o.lock()) {
             o.record(d.syscall, d.target, d.access, d.allowed);

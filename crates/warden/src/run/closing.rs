@@ -151,13 +151,14 @@ fn limit_line(m: &Measured, limits: &Limits, name: &str) -> Option<String> {
         .flatten()
         .collect();
         format!(
-            "{name} {}; without a cgroup here {} hold per process (rlimits), so a refused \
+            "{name} {}; without a cgroup here {} {} per process (rlimits), so a refused \
              allocation or fork is the program's own error and warden cannot count it: if it \
              failed for want of memory or processes, raise the limit (or run warden in a \
              cgroup of its own, `systemd-run --user --scope -p Delegate=yes warden run ...`, \
              where warden says which limit stopped it)",
             ended(m.outcome),
-            opts.join(" and ")
+            opts.join(" and "),
+            if opts.len() == 1 { "holds" } else { "hold" }
         )
     });
     let line = match (main, processes) {
