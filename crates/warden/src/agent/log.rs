@@ -646,6 +646,47 @@ mod tests {
     }
 
     #[test]
+    fn the_first_refusals_are_kept_few_distinct_and_acts_before_looks() {
+        let r = |call: &str| Refusal {
+            call: call.into(),
+            reason: "no rule".into(),
+        };
+        let first = FirstRefusals::default();
+        for dir in ["/a", "/b", "/c", "/d"] {
+            first.keep("newfstatat", r(dir));
+        }
+        first.keep("newfstatat", r("/a"));
+        assert!(first.open(), "only looks kept: an open may still come");
+        first.keep("openat", r("/etc/x"));
+        first.keep("openat", r("/etc/x"));
+        first.keep("execve", r("/bin/y"));
+        let kept: Vec<String> = first
+            .kept
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.call.clone())
+            .collect();
+        assert_eq!(kept, ["/a", "/etc/x", "/bin/y"]);
+        first.keep("openat", r("/etc/z"));
+        assert!(!first.open(), "three acts kept: no more are explained");
+        let kept: Vec<String> = first
+            .kept
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.call.clone())
+            .collect();
+        assert_eq!(kept, ["/etc/x", "/bin/y", "/etc/z"]);
+        // A program retrying one refused path stops being explained after LOOKED tries.
+        let retry = FirstRefusals::default();
+        for _ in 0..FirstRefusals::LOOKED {
+            retry.keep("newfstatat", r("/same"));
+        }
+        assert!(!retry.open());
+    }
+
+    #[test]
     fn suggestions_name_the_scratch_directory_as_a_variable() {
         let d = "/tmp/warden-7-0000abcd";
         assert_eq!(
