@@ -146,10 +146,11 @@ fn run(mode: &Mode, who: As, dir: &Path, extra: &[&str], script: &str) -> (bool,
 
 /// The notice, exactly when the mode is degraded: one line naming what is missing; none at all
 /// otherwise.
+/// The run's closing line (issue 39), which says what the sandbox refused; not a notice.
 fn check_notice(mode: &Mode, stderr: &str, what: &str) {
     let lines: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.starts_with("warden:"))
+        .filter(|l| l.starts_with("warden:") && !l.starts_with("warden: the sandbox refused "))
         .collect();
     match mode.notice {
         None => assert!(
@@ -245,10 +246,10 @@ fn everyday(who: As) {
         );
         check_notice(mode, &err, "python3");
         // curl to the allowed address gets the page; to the same host's other port it does not.
+        let other = if port == 65535 { 65534 } else { port + 1 };
         let script = format!(
             "/usr/bin/curl -sS --max-time 20 http://127.0.0.1:{port}/hello.txt; \
-             /usr/bin/curl -sS --max-time 20 http://127.0.0.1:{}/ >/dev/null 2>&1 && echo OTHER-REACHED; true",
-            if port == 65535 { 65534 } else { port + 1 }
+             /usr/bin/curl -sS --max-time 20 http://127.0.0.1:{other}/ >/dev/null 2>&1 && echo OTHER-REACHED; true",
         );
         let (ok, out, err) = run(mode, who, &dir, &["--policy", &policy], &script);
         assert!(
@@ -257,6 +258,14 @@ fn everyday(who: As) {
             mode.name
         );
         check_notice(mode, &err, "curl");
+        // The refused connect is said at the end, in every mode.
+        let refused = format!("connect(\"tcp 127.0.0.1:{other}\")");
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("warden: the sandbox refused ") && l.contains(&refused)),
+            "{}: curl: the closing line does not name {refused}:\n{err}",
+            mode.name
+        );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = std::net::TcpStream::connect(("127.0.0.1", port));

@@ -209,10 +209,9 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
         return None;
     }
     Some(format!(
-        "warden: the program {}; warden refused it nothing it counted, but the kernel decided \
-         its opens alone here: a path the sandbox's view does not show is ENOENT (\"No such \
-         file or directory\"), one Landlock refuses EACCES, and neither is counted; rerun with \
-         -v to have warden decide every call and name each refusal with the rule to add",
+        "warden: the program {}; warden counted no refusal, but the kernel decides opens alone \
+         here and does not count its refusals (ENOENT for a path outside the sandbox's view, \
+         EACCES from Landlock): rerun with -v to have each named with the rule to add",
         ended(m.outcome)
     ))
 }
@@ -420,7 +419,7 @@ mod tests {
         let l = one(&m, &Limits::default());
         assert!(
             l.starts_with(
-                "warden: the program exited with status 1; warden refused it nothing it counted"
+                "warden: the program exited with status 1; warden counted no refusal, but the kernel"
             ),
             "{l}"
         );
