@@ -82,7 +82,7 @@ fn limit_line(m: &Measured, limits: &Limits, name: &str) -> Option<String> {
         Status::Timeout => {
             let wall = m.exceeded == Some(KillReason::WallTime)
                 || (m.exceeded != Some(KillReason::CpuTime)
-                    && !limits.time.is_some_and(|l| m.cpu > l));
+                    && limits.time.is_none_or(|l| m.cpu <= l));
             let (what, flag, limit) = if wall {
                 ("wall-clock time", "--wall-time", limits.wall_time)
             } else {
