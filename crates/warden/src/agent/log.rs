@@ -172,7 +172,7 @@ fn now() -> f64 {
         .map_or(0.0, |t| t.as_secs_f64())
 }
 
-/// A refusal the run's closing line names ([`crate::report::end_lines`]): the call as `-v`
+/// A refusal the run's closing line names (`run::closing`): the call as `-v`
 /// writes it (escaped) and its reason (escaped, with the rule or the line to add).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {

@@ -482,8 +482,8 @@ impl Cgroup {
         key_value(&text, key)
     }
 
-    /// How many times the group's process limit refused a new process or thread (the `max` of `pids.events`,
-    /// on v2 and on v1 kernels that have it; `None` where it is not there).
+    /// How many times the group's process limit refused a new process or thread (the `max` of
+    /// `pids.events`, on v2 and on v1 kernels that have it; `None` where it is not there).
     pub fn process_limit_hits(&self) -> Option<u64> {
         let dir = match self.version {
             Version::V2 => &self.dirs[0],
