@@ -187,6 +187,8 @@ pub struct Measured {
     pub view_failed: Option<String>,
     /// The first few distinct calls the agent refused, for the run's closing line.
     pub refusals: Vec<crate::agent::log::Refusal>,
+    /// Whether every call the agent refused only looked (a `stat`, an `access`).
+    pub refused_only_looks: bool,
     /// Whether the kernel decided some calls alone (opens not delegated): what it refused is
     /// not in `agent.denied`.
     pub kernel_decides: bool,

@@ -416,7 +416,11 @@ pub fn warden_cmd_under(who: As, prefix: Vec<std::ffi::OsString>) -> Command {
         .env("PATH", SYSTEM_PATH)
         .env("LC_ALL", "C")
         .env("TZ", "UTC")
-        .env("TMPDIR", std::env::temp_dir());
+        .env("TMPDIR", std::env::temp_dir())
+        // cargo runs tests with LD_LIBRARY_PATH into its target and toolchain: a program's
+        // loader would probe those first, and where warden decides opens itself each probe is
+        // a refusal the run's closing line names. A user's shell has no such variable.
+        .env_remove("LD_LIBRARY_PATH");
     cmd
 }
 

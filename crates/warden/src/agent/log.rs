@@ -203,6 +203,12 @@ impl FirstRefusals {
         self.looked.load(Ordering::Relaxed) < Self::LOOKED
     }
 
+    /// Whether every refusal seen only looked: an act is always kept while [`Self::open`]
+    /// (in place of a look if need be), and past [`Self::LOOKED`] refusals it cannot say.
+    fn only_looks(&self) -> bool {
+        self.open() && self.kept.lock().is_ok_and(|k| k.iter().all(|(_, l)| *l))
+    }
+
     /// Keeps `r` (made by `syscall`) if it is new and there is room, or in place of the last
     /// kept call that only looked (a stat of each `PATH` directory, say) when `r` acts (an
     /// open, an exec): those say what the program was refused.
@@ -292,6 +298,13 @@ impl Log {
             .lock()
             .map(|k| k.iter().map(|(r, _)| r.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// Whether every call refused so far only looked (a `stat`, an `access`: a search the
+    /// program goes past, such as the loader's walk of `LD_LIBRARY_PATH`). Past the refusals
+    /// [`FirstRefusals`] looks at, it cannot say: then not.
+    pub fn refused_only_looks(&self) -> bool {
+        self.first.only_looks()
     }
 
     /// Writes at most `bound` bytes to the JSON log (`--log-max`), its last line included; past
@@ -657,7 +670,9 @@ mod tests {
         }
         first.keep("newfstatat", r("/a"));
         assert!(first.open(), "only looks kept: an open may still come");
+        assert!(first.only_looks());
         first.keep("openat", r("/etc/x"));
+        assert!(!first.only_looks(), "an open acts");
         first.keep("openat", r("/etc/x"));
         first.keep("execve", r("/bin/y"));
         let kept: Vec<String> = first
@@ -684,6 +699,7 @@ mod tests {
             retry.keep("newfstatat", r("/same"));
         }
         assert!(!retry.open());
+        assert!(!retry.only_looks(), "past what it looked at, it cannot say");
     }
 
     #[test]

@@ -338,6 +338,11 @@ impl Agent {
         self.log.first_refusals()
     }
 
+    /// Whether every call refused only looked (see [`log::Log::refused_only_looks`]).
+    pub fn refused_only_looks(&self) -> bool {
+        self.log.refused_only_looks()
+    }
+
     /// Waits (at most `limit`) until no request is being served or left to count. Call once
     /// the sandbox's processes are gone: no new request can come, but a worker may still be
     /// acting for a caller that died after it checked (creating a file in the scratch

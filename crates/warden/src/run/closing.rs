@@ -190,7 +190,10 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
     } else {
         ""
     };
-    if denied > 0 {
+    let clean = matches!(m.outcome, Some(Outcome::Exited(0))) && !limited;
+    // A search the program went past (the loader's stat of each LD_LIBRARY_PATH directory, a
+    // shell's of each PATH entry) in a run that succeeded: nothing the user needs to act on.
+    if denied > 0 && !(clean && m.refused_only_looks) {
         let first = first_refusals(&m.refusals);
         let rest = if asked.verbose {
             " (-v named each above)"
@@ -408,6 +411,40 @@ mod tests {
         };
         let l = one(&k, &Limits::default());
         assert!(l.contains("refusals the kernel decided alone"), "{l}");
+    }
+
+    #[test]
+    fn a_search_refused_in_a_run_that_succeeded_makes_no_line() {
+        let looked = Measured {
+            agent: StatsSnapshot {
+                denied: 4,
+                ..Default::default()
+            },
+            refusals: vec![Refusal {
+                call: "newfstatat(\"/root/lib/tls\")".into(),
+                reason: "no path-allow read rule matches; add: path-allow read /root/lib/tls"
+                    .into(),
+            }],
+            refused_only_looks: true,
+            ..ran(Outcome::Exited(0))
+        };
+        assert!(lines(&looked, &Limits::default(), "true", Asked::default()).is_empty());
+        // The same refusals in a run that failed may be why: said.
+        let failed = Measured {
+            outcome: Some(Outcome::Exited(1)),
+            ..looked.clone()
+        };
+        let l = one(&failed, &Limits::default());
+        assert!(
+            l.starts_with("warden: the sandbox refused 4 calls, first newfstatat"),
+            "{l}"
+        );
+        // And a refusal that acted is said even when the program succeeded.
+        let acted = Measured {
+            refused_only_looks: false,
+            ..looked
+        };
+        assert!(one(&acted, &Limits::default()).contains("refused 4 calls"));
     }
 
     #[test]

@@ -552,6 +552,7 @@ fn measure(measured: &mut Measured, usage: Option<Usage>, cgroup: Option<&Cgroup
     }
     measured.agent = agent.stats.snapshot();
     measured.refusals = agent.first_refusals();
+    measured.refused_only_looks = agent.refused_only_looks();
     measured.log_dropped = agent.finish_log();
     // What the agent did for the sandbox is the sandbox's time (report: `agent-cpu`).
     measured.cpu += measured.agent.cpu;
