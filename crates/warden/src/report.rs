@@ -478,6 +478,7 @@ mod tests {
             }),
             sockets: None,
             refusals: Vec::new(),
+            refused_only_looks: false,
             kernel_decides: false,
             process_limit_hits: None,
         }
