@@ -1497,7 +1497,7 @@ fn check_syscalls_names_the_agents_privilege_call_by_call() {
             assert!(privilege.is_empty(), "{name} is not the agent's: {b:#?}");
         }
     }
-    assert_eq!(performed, 64, "{out}");
+    assert_eq!(performed, 66, "{out}");
     let row = |name: &str| {
         blocks
             .iter()
