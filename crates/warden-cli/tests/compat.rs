@@ -244,6 +244,16 @@ const CASES: &[Case] = &[
          > m.c && cc -o bin/m m.c && bin/m",
     },
     Case {
+        name: "build_then_run_in_the_scratch_directory",
+        why: "Issue 39, item 5: the newcomer's `cc -o a a.c && ./a` (what make test, cargo test \
+              and go test do) runs with the one flag the refusal names, `--exec '$SCRATCH'`: \
+              the scratch directory given as a directory is its tree, as any directory is.",
+        needs: &["/usr/bin/cc"],
+        flags: &["--exec", "$SCRATCH"],
+        script: "printf '#include <stdio.h>\\nint main(void){puts(\"ran\");return 0;}\\n' > a.c \
+         && cc -o a a.c && ./a && mkdir -p sub && cp a sub/b && sub/b",
+    },
+    Case {
         name: "node_worker_threads",
         why: "node with four worker threads passing messages.",
         needs: &["/usr/bin/node"],
@@ -317,6 +327,7 @@ compat!(
     python_pool,
     unix_socket_names,
     cc_build_and_run,
+    build_then_run_in_the_scratch_directory,
     node_worker_threads,
     metadata_heavy_walks,
     uptime_and_system_facts,
