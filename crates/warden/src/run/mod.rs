@@ -6,6 +6,7 @@
 
 mod copies;
 mod execute;
+mod listeners;
 mod plan;
 mod scratch;
 mod stdio;
