@@ -114,6 +114,11 @@ impl Plan {
                  which this kernel does not have; run without --wx",
             ));
         }
+        if cfg.verbose {
+            for w in policy.trees_without_their_directory() {
+                eprintln!("warden: {w}");
+            }
+        }
         let cwd = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
             (None, Some((dir, _))) => PathBuf::from(dir),
