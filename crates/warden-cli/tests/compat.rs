@@ -244,6 +244,16 @@ const CASES: &[Case] = &[
          > m.c && cc -o bin/m m.c && bin/m",
     },
     Case {
+        name: "build_then_run_in_the_scratch_directory",
+        why: "Issue 39, item 5: the newcomer's `cc -o a a.c && ./a` (what make test, cargo test \
+              and go test do) runs with the one flag the refusal names, `--exec '$SCRATCH'`: \
+              the scratch directory given as a directory is its tree, as any directory is.",
+        needs: &["/usr/bin/cc"],
+        flags: &["--exec", "$SCRATCH"],
+        script: "printf '#include <stdio.h>\\nint main(void){puts(\"ran\");return 0;}\\n' > a.c \
+         && cc -o a a.c && ./a && mkdir -p sub && cp a sub/b && sub/b",
+    },
+    Case {
         name: "node_worker_threads",
         why: "node with four worker threads passing messages.",
         needs: &["/usr/bin/node"],
@@ -317,6 +327,7 @@ compat!(
     python_pool,
     unix_socket_names,
     cc_build_and_run,
+    build_then_run_in_the_scratch_directory,
     node_worker_threads,
     metadata_heavy_walks,
     uptime_and_system_facts,
@@ -372,6 +383,186 @@ fn unix_socket_names_are_the_bound_paths_for_each_user() {
              same last name True True\n\
              kept True ['r.sock', 's.sock']\n\
              manager [1, 2] {'a': 1}\n",
+            "as {who:?}: {}",
+            common::stderr(&o)
+        );
+    });
+}
+
+/// Issue 39, item 7, as root and as uid 65534: a program found on PATH after one the policy may
+/// not run (a version manager's shim) runs, and one line says which ran instead of which, why,
+/// and what brings the first in; once allowed, the first runs, and nothing is said.
+#[test]
+fn a_path_entry_the_policy_skips_is_named() {
+    common::each_user("a_path_entry_the_policy_skips_is_named", |who| {
+        let dir = common::fresh_dir(&format!("path-skip-{}", common::who_tag(who)));
+        let shims = dir.join("shims");
+        let system = dir.join("system");
+        for (d, says) in [(&shims, "shim"), (&system, "system")] {
+            std::fs::create_dir_all(d).unwrap();
+            common::write_file(&d.join("tool"), format!("#!/bin/sh\necho {says}\n"), 0o755);
+            common::chmod(d, 0o755);
+        }
+        common::chmod(&dir, 0o755);
+        let (s, y) = (shims.to_str().unwrap(), system.to_str().unwrap());
+        let path = format!("PATH={s}:{y}:/usr/bin:/bin");
+        let run = |allow_shims: bool| {
+            let mut cmd = common::warden_cmd(who);
+            cmd.args(["run", "--env", &path, "--read", y, "--exec", y]);
+            if allow_shims {
+                cmd.args(["--read", s, "--exec", s]);
+            }
+            cmd.args(["--", "tool"]);
+            common::finish(cmd, common::RUN_DEADLINE).0
+        };
+        let o = run(false);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "system\n", "as {who:?}");
+        let err = common::stderr(&o);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("warden: running "))
+            .collect();
+        assert_eq!(said.len(), 1, "as {who:?}: {err}");
+        let line = said[0];
+        for part in [
+            format!("warden: running {y}/tool for tool: the PATH has {s}/tool first"),
+            format!("add: path-allow exec {s}/tool"),
+            format!("--exec {s}"),
+        ] {
+            assert!(line.contains(&part), "as {who:?}: {part:?} not in {line}");
+        }
+        let o = run(true);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "shim\n", "as {who:?}");
+        assert!(
+            !common::stderr(&o).contains("warden: running "),
+            "as {who:?}: {}",
+            common::stderr(&o)
+        );
+    });
+}
+
+/// Issue 39, item 12, as root and as uid 65534: a server in the sandbox's own network (no IP
+/// rule) is told, once, while it runs, that nothing outside can reach its port, with the rule
+/// that would serve it; a host server on another port is not the sandbox's and is not named;
+/// with that rule the line is not said and the host reaches the server.
+#[test]
+fn a_server_nothing_can_reach_is_named_with_its_rule() {
+    let test = "a_server_nothing_can_reach_is_named_with_its_rule";
+    if !installed(test, &["/usr/bin/python3"]) {
+        return;
+    }
+    common::each_user(test, |who| {
+        // A server of the host's, listening while the sandbox runs.
+        let host = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let host_port = host.local_addr().unwrap().port();
+        let port = free_port();
+        let serve = format!(
+            "import socket, time\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(('0.0.0.0', {port})); s.listen(); print('listening', flush=True)\n\
+             s.settimeout(3)\n\
+             try:\n    c, _ = s.accept(); c.sendall(b'hello'); c.close()\n\
+             except socket.timeout:\n    pass\n"
+        );
+        let mut cmd = common::warden_cmd(who);
+        cmd.args(["run", "--", "/usr/bin/python3", "-c", &serve]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        common::assert_ok(&o);
+        let err = common::stderr(&o);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains(" listens on TCP port "))
+            .collect();
+        assert_eq!(
+            said,
+            [format!(
+                "warden: python3 listens on TCP port {port} in the sandbox's own network, which \
+                 nothing outside the sandbox can reach; to serve it to the host, add the line \
+                 `net-allow incoming tcp 0/0 {port}` to a policy file and give it with --policy \
+                 FILE"
+            )],
+            "as {who:?}: {err}"
+        );
+        assert!(
+            !err.contains(&format!("port {host_port} ")),
+            "as {who:?}: {err}"
+        );
+        // With the rule: served to the host, and nothing said.
+        let dir = common::fresh_dir(&format!("listen-{}", common::who_tag(who)));
+        common::chmod(&dir, 0o755);
+        let policy = dir.join("serve.policy");
+        common::write_file(
+            &policy,
+            format!("net-allow incoming tcp 0/0 {port}\n"),
+            0o644,
+        );
+        let mut cmd = common::warden_cmd(who);
+        cmd.args(["run", "--policy", policy.to_str().unwrap(), "--"])
+            .args(["/usr/bin/python3", "-c", &serve])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line, "listening\n", "as {who:?}");
+        let mut got = String::new();
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        std::io::Read::read_to_string(&mut c, &mut got).unwrap();
+        assert_eq!(got, "hello", "as {who:?}");
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "as {who:?}");
+        let err = common::stderr(&o);
+        assert!(!err.contains(" listens on TCP port "), "as {who:?}: {err}");
+        drop(host);
+    });
+}
+
+/// Issue 39, item 6, as root and as uid 65534: with no rule in the user's home, `HOME` is the
+/// scratch directory and git finds no identity there; a rule that names a file in it (`--read
+/// ~/.gitconfig`) keeps `HOME` the user's, and git finds the identity as natively, while the
+/// home's other files stay refused.
+#[test]
+fn a_rule_in_home_keeps_home_and_its_configuration() {
+    let test = "a_rule_in_home_keeps_home_and_its_configuration";
+    if !installed(test, &["/usr/bin/git"]) {
+        return;
+    }
+    common::each_user(test, |who| {
+        let home = common::fresh_dir(&format!("home-{}", common::who_tag(who)));
+        common::write_file(
+            &home.join(".gitconfig"),
+            "[user]\n\tname = Ann Example\n",
+            0o644,
+        );
+        common::write_file(&home.join("secret"), "secret\n", 0o644);
+        common::chmod(&home, 0o755);
+        let h = home.to_str().unwrap();
+        let run = |flags: &[&str]| {
+            let mut cmd = common::warden_cmd(who);
+            cmd.env("HOME", h)
+                .args(["run"])
+                .args(flags)
+                .args(["--", "sh", "-c"])
+                .arg("echo \"$HOME\"; git config user.name; cat \"$HOME/secret\" 2>/dev/null || echo refused");
+            common::finish(cmd, common::RUN_DEADLINE).0
+        };
+        let o = run(&[]);
+        let out = common::stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_ne!(lines.first(), Some(&h), "as {who:?}: {out}");
+        assert_eq!(
+            lines.get(1),
+            Some(&"refused"),
+            "as {who:?}: no identity: {out}"
+        );
+        let gitconfig = format!("{h}/.gitconfig");
+        let o = run(&["--read", &gitconfig]);
+        assert_eq!(
+            common::stdout(&o),
+            format!("{h}\nAnn Example\nrefused\n"),
             "as {who:?}: {}",
             common::stderr(&o)
         );

@@ -121,6 +121,11 @@ impl Plan {
                  which this kernel does not have; run without --wx",
             ));
         }
+        if cfg.verbose {
+            for w in policy.trees_without_their_directory() {
+                eprintln!("warden: {w}");
+            }
+        }
         let (cwd, hidden_cwd) = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => (
                 std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
@@ -137,7 +142,7 @@ impl Plan {
             }
             (None, None) => implicit_cwd(cfg, view.as_ref())?,
         };
-        let env = environment(&cfg.env, scratch, &policy, &cwd)?;
+        let env = environment(&cfg.env, scratch, &policy, &cwd, cfg.verbose)?;
         // Looked up as the program's own execvp would: on the sandbox's PATH, from its
         // directory, past what the policy does not let it run.
         let search = env
@@ -575,6 +580,7 @@ fn environment(
     scratch: Option<&Path>,
     policy: &Policy,
     cwd: &Path,
+    verbose: bool,
 ) -> Result<Vec<CString>, Failure> {
     use std::ffi::{OsStr, OsString};
     let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
@@ -598,16 +604,36 @@ fn environment(
         );
         // A HOME the program may not write in makes every tool that keeps a cache or a
         // history there fail (and `learn` learn the host's home); the scratch directory is
-        // the one the program has.
+        // the one the program has. Unless the policy names something in the user's HOME
+        // (`--read ~/.gitconfig`, `--read ~/.rustup`): that is found through HOME, so HOME
+        // stays, and what the policy does not allow there is refused as anywhere else.
         let home = vars
             .iter()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| v.clone());
-        let usable = home.as_ref().and_then(|h| h.to_str()).is_some_and(|h| {
-            let probe = format!("{}/.warden-home-probe", h.trim_end_matches('/'));
-            policy.check(&probe, Access::Write).is_allowed()
-        });
-        if !usable {
+        let kept = home
+            .as_ref()
+            .and_then(|h| h.to_str())
+            .and_then(|h| home_kept(policy, h));
+        if verbose {
+            let shown =
+                |p: &OsStr| warden_policy::escape::escape(p.as_encoded_bytes()).into_owned();
+            match (&kept, &home) {
+                (Some(why), Some(h)) => {
+                    eprintln!("warden: HOME is yours, {}: {why}", shown(h))
+                }
+                (None, Some(h)) => eprintln!(
+                    "warden: HOME is the scratch directory, not {}: no rule of the policy names \
+                     anything in it, so the program reads none of your dot-files (git's \
+                     identity, toolchains, caches); a rule that names one (--read \
+                     {}/.gitconfig) keeps HOME yours",
+                    shown(h),
+                    shown(h).trim_end_matches('/')
+                ),
+                _ => {}
+            }
+        }
+        if kept.is_none() {
             put(
                 &mut vars,
                 OsStr::new("HOME"),
@@ -688,9 +714,10 @@ fn find_program(
     }
     if name.contains('/') {
         return runnable(Path::new(name), policy)
-            .map_err(|(status, why)| failure(status, format!("cannot run {}", why)));
+            .map_err(|(status, why, _)| failure(status, format!("cannot run {}", why)));
     }
     let mut tried = Vec::new();
+    let mut refused = Vec::new();
     let mut status = EXIT_NOT_FOUND;
     for dir in std::env::split_paths(search) {
         let candidate = cwd.join(dir).join(name);
@@ -698,9 +725,19 @@ fn find_program(
             continue;
         }
         match runnable(&candidate, policy) {
-            Ok(p) => return Ok(p),
-            Err((s, why)) => {
+            Ok(p) => {
+                // The user's shell would have run the first of those the policy refused (a
+                // version manager's shim, a tool of their own): say which ran instead.
+                if !refused.is_empty() {
+                    eprintln!("{}", skipped_on_path(name, &refused, &p));
+                }
+                return Ok(p);
+            }
+            Err((s, why, by_policy)) => {
                 status = s;
+                if by_policy {
+                    refused.push((candidate.clone(), why.clone()));
+                }
                 tried.push(why);
             }
         }
@@ -725,10 +762,59 @@ fn find_program(
     ))
 }
 
+/// Why the user's `home` stays the program's `HOME`, if it does: the policy lets the program
+/// write there, or one of its allow rules names a path in it. `None` for `/` (every path is in
+/// it) and for a relative or empty `HOME`.
+fn home_kept(policy: &Policy, home: &str) -> Option<String> {
+    use warden_policy::map::at_or_beneath;
+    let home = home.trim_end_matches('/');
+    if !home.starts_with('/') {
+        return None;
+    }
+    let probe = format!("{home}/.warden-home-probe");
+    if policy.check(&probe, Access::Write).is_allowed() {
+        return Some("the policy lets the program write in it".into());
+    }
+    policy
+        .path_rules()
+        .iter()
+        .find(|r| {
+            r.access.is_some()
+                && !r.pattern.uses_scratch()
+                && at_or_beneath(r.pattern.literal().trim_end_matches('/'), home)
+        })
+        .map(|r| format!("{}: {r} names a path in it", r.span))
+}
+
+/// The one line said when the program found on PATH is not the first one there, because the
+/// policy refused those before it: `refused` holds each (path, "PATH: why").
+fn skipped_on_path(name: &str, refused: &[(PathBuf, String)], ran: &Path) -> String {
+    use warden_policy::escape::escape;
+    let shown = |p: &Path| escape(p.as_os_str().as_encoded_bytes()).into_owned();
+    let first = &refused[0].0;
+    let dir = first.parent().map_or_else(String::new, shown);
+    let others = match refused.len() {
+        1 => String::new(),
+        n => format!(" ({} more before it, likewise)", n - 1),
+    };
+    format!(
+        "warden: running {} for {}: the PATH has {} first, which the sandbox may not run \
+         ({}){others}; to run it, allow it and what it runs (on the command line: --exec {dir}, \
+         with --read for what it reads)",
+        shown(ran),
+        escape(name.as_bytes()),
+        shown(first),
+        refused[0]
+            .1
+            .strip_prefix(&format!("{}: ", shown(first)))
+            .unwrap_or(&refused[0].1),
+    )
+}
+
 /// `path` if it can be run in the sandbox: it exists, is an executable file, and the policy
 /// lets it run (its target, and the link itself when it is a symlink, as the agent checks).
-/// Otherwise the exit status and "PATH: why".
-fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
+/// Otherwise the exit status, "PATH: why", and whether the policy (not the file) refused it.
+fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String, bool)> {
     use warden_policy::escape::escape;
     let shown = escape(path.as_os_str().as_encoded_bytes());
     let meta = std::fs::metadata(path).map_err(|e| {
@@ -737,13 +823,17 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
         } else {
             EXIT_CANNOT_EXEC
         };
-        (status, format!("{shown}: {e}"))
+        (status, format!("{shown}: {e}"), false)
     })?;
     if meta.is_dir() || rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_err() {
-        return Err((EXIT_CANNOT_EXEC, format!("{shown}: not an executable file")));
+        return Err((
+            EXIT_CANNOT_EXEC,
+            format!("{shown}: not an executable file"),
+            false,
+        ));
     }
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
+    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)), true);
     if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
         let link = is_link
@@ -818,6 +908,59 @@ pub fn with_id_range(mut ids: IdMap, policy: &Policy) -> Result<IdMap, Failure> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn home_stays_the_users_when_the_policy_names_something_in_it() {
+        let with = |text: &str| {
+            let mut p = Policy::default_policy();
+            p.merge(Policy::parse("t", text).unwrap());
+            p.expand_scratch("/tmp/warden-1")
+        };
+        assert_eq!(home_kept(&with(""), "/home/ann"), None);
+        assert_eq!(
+            home_kept(&with("path-allow read /home/annex/*"), "/home/ann"),
+            None
+        );
+        assert_eq!(
+            home_kept(&with("path-deny /home/ann/.ssh"), "/home/ann"),
+            None
+        );
+        let why = home_kept(&with("path-allow read /home/ann/.gitconfig"), "/home/ann/").unwrap();
+        assert!(why.starts_with("t:1:"), "{why}");
+        assert!(home_kept(&with("path-allow read /home/ann/.rustup/*"), "/home/ann").is_some());
+        assert!(home_kept(&with("path-allow write /home/*"), "/home/ann").is_some());
+        // `/` and a relative HOME are never kept for a rule in them.
+        assert_eq!(home_kept(&with("path-allow read /srv/x"), "/"), None);
+        assert_eq!(home_kept(&with("path-allow read /srv/x"), "srv"), None);
+    }
+
+    #[test]
+    fn a_skipped_path_entry_is_said_in_one_line_with_the_rule_and_the_flag() {
+        let refused = vec![
+            (
+                PathBuf::from("/home/u/.pyenv/shims/python3"),
+                "/home/u/.pyenv/shims/python3: no path-allow exec rule matches; add: \
+                 path-allow exec /home/u/.pyenv/shims/python3"
+                    .to_owned(),
+            ),
+            (
+                PathBuf::from("/opt/x\ny/python3"),
+                "/opt/x\\ny/python3: ...".to_owned(),
+            ),
+        ];
+        let line = skipped_on_path("python3", &refused, Path::new("/usr/bin/python3"));
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert_eq!(
+            line,
+            "warden: running /usr/bin/python3 for python3: the PATH has \
+             /home/u/.pyenv/shims/python3 first, which the sandbox may not run (no path-allow \
+             exec rule matches; add: path-allow exec /home/u/.pyenv/shims/python3) (1 more \
+             before it, likewise); to run it, allow it and what it runs (on the command line: \
+             --exec /home/u/.pyenv/shims, with --read for what it reads)"
+        );
+        let odd = skipped_on_path("t", &refused[1..], Path::new("/usr/bin/t"));
+        assert_eq!(odd.lines().count(), 1, "{odd}");
+    }
 
     fn ids() -> IdMap {
         IdMap {
