@@ -1254,7 +1254,8 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
             last.starts_with(&format!(
                 "warden: the sandbox refused {denied} {calls}, first "
             )) && last.contains(&named)
-                && last.ends_with("(-v named each above)"),
+                // Then, as the program failed, where it started (run from `d`: point 3).
+                && last.contains("(-v named each above); it started in its own scratch directory"),
             "{err}"
         );
 
