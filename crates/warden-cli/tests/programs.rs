@@ -1586,7 +1586,7 @@ fn sleeps_with(arg: &str) -> Vec<i32> {
 
 /// Starts `warden run -- sh -c 'echo $PWD; sleep A & sleep B & wait'`, waits until both sleeps
 /// run (at least 0.5 s), and returns the child, its scratch directory and the two arguments.
-fn start_sleepers(k: u32) -> (Child, PathBuf, [String; 2]) {
+fn start_sleepers(k: u32) -> (Child, PathBuf, [String; 2], PathBuf) {
     let args = [unique_sleep(k), unique_sleep(k + 1)];
     let script = format!("echo $PWD; sleep {} & sleep {} & wait", args[0], args[1]);
     let started = Instant::now();
@@ -1622,7 +1622,7 @@ fn start_sleepers(k: u32) -> (Child, PathBuf, [String; 2]) {
     if let Some(rest) = Duration::from_millis(500).checked_sub(started.elapsed()) {
         std::thread::sleep(rest);
     }
-    (child, scratch, args)
+    (child, scratch, args, err_path)
 }
 
 /// Asserts that no `sleep ARG` survives (allowing `grace` for the kernel to reap them); kills
@@ -1646,7 +1646,7 @@ fn assert_sleepers_gone(args: &[String; 2], grace: Duration) {
 }
 
 fn signal_warden(sig: i32, k: u32, want_code: i32) {
-    let (mut child, scratch, args) = start_sleepers(k);
+    let (mut child, scratch, args, err) = start_sleepers(k);
     let sent = Instant::now();
     // A child we spawned and have not yet reaped.
     common::signal(child.id() as i32, sig).expect("kill");
@@ -1663,6 +1663,14 @@ fn signal_warden(sig: i32, k: u32, want_code: i32) {
         "scratch {} survived signal {sig}",
         scratch.display()
     );
+    // The user stopped the run: warden does not explain the program's failure (it refused
+    // nothing here, and the program started in its scratch directory, which a failed run
+    // would be told of), as a native run prints nothing.
+    let err = read(&err);
+    assert!(
+        !err.lines().any(|l| l.starts_with("warden:")),
+        "a stopped run ended with a line of warden's:\n{err}"
+    );
 }
 
 #[test]
@@ -1677,7 +1685,7 @@ fn sigterm_stops_warden_and_the_whole_sandbox() {
 
 #[test]
 fn sigkill_of_warden_takes_the_sandbox_down() {
-    let (mut child, scratch, args) = start_sleepers(5);
+    let (mut child, scratch, args, _) = start_sleepers(5);
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL));

@@ -196,6 +196,10 @@ pub struct Measured {
     /// did not choose (no `--here`, `--chdir` or `starting_dir` of theirs), and where it
     /// started, in words: a relative name the program failed to find was most likely there.
     pub hidden_cwd: Option<(std::path::PathBuf, &'static str)>,
+    /// The signal that ended warden itself (`Ctrl-C`'s SIGINT, `timeout`'s SIGTERM), which
+    /// ended the sandbox with it: the user stopped the run, and it failed for no other reason
+    /// than that.
+    pub interrupted: Option<i32>,
     /// How many new processes or threads the process limit refused (the pids cgroup's
     /// `pids.events`), where it can be read.
     pub process_limit_hits: Option<u64>,
@@ -472,6 +476,7 @@ mod tests {
             disk: Some((10 << 20, 1 << 30)),
             log_dropped: None,
             no_namespaces: None,
+            interrupted: None,
             fallbacks: Vec::new(),
             no_landlock: None,
             view_failed: None,

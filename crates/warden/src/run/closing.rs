@@ -141,7 +141,8 @@ fn limit_line(m: &Measured, limits: &Limits, name: &str) -> Option<String> {
         && processes.is_none()
         && m.accounting == Accounting::Rusage
         && (limits.mem.is_some() || limits.processes.is_some())
-        && !matches!(m.outcome, Some(Outcome::Exited(0))))
+        && !matches!(m.outcome, Some(Outcome::Exited(0)))
+        && m.interrupted.is_none())
     .then(|| {
         let opts: Vec<String> = [
             limits.mem.map(|n| option("--mem", LimitValue::Amount(n))),
@@ -190,7 +191,9 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
     } else {
         ""
     };
-    let failed = !matches!(m.outcome, Some(Outcome::Exited(0)));
+    // A run the user stopped (Ctrl-C, `timeout`) failed because they stopped it: nothing to
+    // explain, as natively, but what the sandbox did count.
+    let failed = !matches!(m.outcome, Some(Outcome::Exited(0))) && m.interrupted.is_none();
     let clean = !failed && !limited;
     let mut hints = match &m.hidden_cwd {
         Some((dir, start)) if failed && !limited => cwd_hint(dir, start),
@@ -271,6 +274,53 @@ mod tests {
         let l = lines(m, limits, "/usr/bin/python3", Asked::default());
         assert_eq!(l.len(), 1, "{l:?}");
         l[0].clone()
+    }
+
+    #[test]
+    fn a_run_the_user_stopped_is_not_explained_but_what_was_refused_is_said() {
+        let none = Limits::default();
+        let stopped = |outcome| Measured {
+            interrupted: Some(libc::SIGINT),
+            kernel_decides: true,
+            hidden_cwd: Some((
+                std::path::PathBuf::from("/home/u/p"),
+                "its scratch directory",
+            )),
+            ..ran(outcome)
+        };
+        // Ctrl-C: the program died of SIGINT, or exited 130 on its own after it.
+        for outcome in [Outcome::Signaled(libc::SIGINT), Outcome::Exited(130)] {
+            assert!(
+                lines(&stopped(outcome), &none, "sleep", Asked::default()).is_empty(),
+                "{outcome:?}"
+            );
+        }
+        // Without a cgroup, --mem's rlimit is not blamed for a stopped run either.
+        let mem = Limits {
+            mem: Some(1 << 30),
+            ..Limits::default()
+        };
+        let m = Measured {
+            accounting: Accounting::Rusage,
+            ..stopped(Outcome::Signaled(libc::SIGTERM))
+        };
+        assert!(lines(&m, &mem, "sleep", Asked::default()).is_empty());
+        // What the sandbox counted it still says: it is what the user may need to know.
+        let mut m = stopped(Outcome::Signaled(libc::SIGINT));
+        m.agent.denied = 2;
+        let l = lines(&m, &none, "sleep", Asked::default());
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert!(
+            l[0].starts_with("warden: the sandbox refused 2 calls"),
+            "{l:?}"
+        );
+        assert!(!l[0].contains("--here"), "{l:?}");
+        // The same run, not stopped, is explained.
+        let m = Measured {
+            interrupted: None,
+            ..stopped(Outcome::Exited(130))
+        };
+        assert_eq!(lines(&m, &none, "sleep", Asked::default()).len(), 1);
     }
 
     #[test]

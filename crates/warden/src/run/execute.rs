@@ -248,6 +248,7 @@ pub fn execute(
         measured.exceeded = Some(KillReason::Output);
     }
     measured.outcome = Some(outcome);
+    measured.interrupted = caught;
     measured.output = captures.used();
     measure(measured, usage, cgroup.as_deref(), &agent);
     measured.disk = disk.and_then(|(fd, limit)| {
