@@ -330,6 +330,7 @@ impl Agent {
     /// At the end of the run: the `--log` file's last line, if decisions were dropped from it;
     /// how many were (`None` without `--log`). See [`Log::finish`].
     pub fn finish_log(&self) -> Option<u64> {
+        self.log.summarize();
         self.log.finish()
     }
 
