@@ -1255,7 +1255,7 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
                 "warden: the sandbox refused {denied} {calls}, first "
             )) && last.contains(&named)
                 // Then, as the program failed, where it started (run from `d`: point 3).
-                && last.contains("(-v named each above); it started in its own scratch directory"),
+                && last.contains("(-v named each distinct one above); it started in its own scratch directory"),
             "{err}"
         );
 

@@ -2685,6 +2685,170 @@ fn scratch_of_a_killed_warden_is_swept_by_the_next_run_as_nobody() {
 
 // --- -v suggestions that work when pasted (issue 14, item 7) --------------------------------------
 
+/// `-v` under a policy that refuses a repetitive workload 400 times prints each distinct
+/// refusal once, counts the repeats, and sums up fifty paths of one directory refused for one
+/// reason with the one rule for them all: a bounded number of lines, in which every rule the
+/// program needs is named, and those rules, pasted into a policy, let the same run through.
+fn verbose_groups_repeated_refusals(who: As) {
+    let d = common::fresh_dir(&format!("grouped-{who:?}"));
+    let (files, hidden) = (d.join("files"), d.join("hidden"));
+    std::fs::create_dir(&files).unwrap();
+    std::fs::create_dir(&hidden).unwrap();
+    common::chmod(&files, 0o755);
+    common::chmod(&hidden, 0o755);
+    for i in 0..50 {
+        common::write_file(&files.join(format!("f{i}")), "", 0o666);
+    }
+    common::write_file(&hidden.join("secret"), "s\n", 0o644);
+    let script = format!(
+        "fails=0; i=0; while [ $i -lt 200 ]; do \
+         {{ read x < {h}/secret; }} 2>/dev/null || fails=$((fails+1)); \
+         {{ true > {f}/f$((i%50)); }} 2>/dev/null || fails=$((fails+1)); \
+         i=$((i+1)); done; echo fails=$fails",
+        h = s(&hidden),
+        f = s(&files)
+    );
+    let o = run(who, &["-v", "--read", s(&files), "--", "sh", "-c", &script]);
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "fails=400\n");
+    let err = common::stderr(&o);
+    let lines = err.lines().count();
+    // The view's own lines (about 30 under the default policy) and the refusals': tens, where
+    // a line per refusal was over 400.
+    assert!(lines <= 60, "{lines} lines of -v for 400 refusals:\n{err}");
+    let denied: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("warden: denied"))
+        .collect();
+    assert_eq!(denied.len(), 4, "{err}");
+    let secret = format!("add: path-allow read {}/secret", s(&hidden));
+    assert_eq!(
+        denied.iter().filter(|l| l.ends_with(&secret)).count(),
+        1,
+        "the repeated refusal once, with its rule:\n{err}"
+    );
+    assert!(err.contains("repeats of refusals it printed"), "{err}");
+    let all = format!("for them all add: path-allow write {}/*", s(&files));
+    let summed = err
+        .lines()
+        .find(|l| l.ends_with(&all))
+        .unwrap_or_else(|| panic!("no line with {all:?} in\n{err}"));
+    assert!(summed.contains("47 more paths"), "{summed}");
+    assert!(err.contains("(-v named each distinct one above)"), "{err}");
+
+    let rules = [
+        secret.trim_start_matches("add: ").to_owned(),
+        all.trim_start_matches("for them all add: ").to_owned(),
+    ];
+    let policy = d.join("suggested.policy");
+    std::fs::write(&policy, rules.join("\n") + "\n").unwrap();
+    let o = run(
+        who,
+        &[
+            "--policy",
+            s(&policy),
+            "--read",
+            s(&files),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    common::assert_ok(&o);
+    assert_eq!(common::stdout(&o), "fails=0\n", "{}", common::stderr(&o));
+}
+
+#[test]
+fn verbose_prints_each_distinct_refusal_once() {
+    verbose_groups_repeated_refusals(As::Me);
+}
+
+#[test]
+fn verbose_prints_each_distinct_refusal_once_as_nobody() {
+    as_nobody(
+        "verbose_prints_each_distinct_refusal_once_as_nobody",
+        verbose_groups_repeated_refusals,
+    );
+}
+
+/// A connect to a unix socket served outside the sandbox, and a bind of one, refused: `-v`
+/// names in one round the one rule each call needs (`net-allow outgoing|incoming unix-domain
+/// PATH`), where it named `path-allow read` and then, once that was added, `path-allow write`;
+/// the rule, pasted into a policy, lets the call through.
+fn verbose_names_the_whole_unix_socket_rule(who: As) {
+    use std::os::unix::net::UnixListener;
+    let d = common::fresh_dir(&format!("unix-rule-{who:?}"));
+    let served = d.join("served.sock");
+    let listener = UnixListener::bind(&served).unwrap();
+    common::chmod(&served, 0o777);
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = conn;
+            let _ = conn.write_all(b"hello");
+        }
+    });
+    let client = "import socket, sys\n\
+                  s = socket.socket(socket.AF_UNIX)\n\
+                  s.connect(sys.argv[1])\n\
+                  print(s.recv(5).decode())\n";
+    let binds = d.join("binds");
+    std::fs::create_dir(&binds).unwrap();
+    common::chmod(&binds, 0o777);
+    let bound = binds.join("b.sock");
+    let server = "import socket, sys\n\
+                  s = socket.socket(socket.AF_UNIX)\n\
+                  s.bind(sys.argv[1])\n\
+                  print('bound')\n";
+    let policy = d.join("suggested.policy");
+    for (program, path, direction, out) in [
+        (client, &served, "outgoing", "hello\n"),
+        (server, &bound, "incoming", "bound\n"),
+    ] {
+        let o = run(who, &["-v", "--", "python3", "-c", program, s(path)]);
+        assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+        let err = common::stderr(&o);
+        let denied: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("warden: denied") && l.contains(s(path)))
+            .collect();
+        assert_eq!(denied.len(), 1, "one refusal, one rule:\n{err}");
+        let (_, rule) = denied[0].rsplit_once("add: ").expect("a suggestion");
+        assert_eq!(
+            rule,
+            format!("net-allow {direction} unix-domain {}", s(path))
+        );
+        std::fs::write(&policy, format!("{rule}\n")).unwrap();
+        let o = run(
+            who,
+            &[
+                "--policy",
+                s(&policy),
+                "--",
+                "python3",
+                "-c",
+                program,
+                s(path),
+            ],
+        );
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), out, "{}", common::stderr(&o));
+    }
+}
+
+#[test]
+fn verbose_names_the_whole_unix_socket_rule_at_once() {
+    verbose_names_the_whole_unix_socket_rule(As::Me);
+}
+
+#[test]
+fn verbose_names_the_whole_unix_socket_rule_at_once_as_nobody() {
+    as_nobody(
+        "verbose_names_the_whole_unix_socket_rule_at_once_as_nobody",
+        verbose_names_the_whole_unix_socket_rule,
+    );
+}
+
 /// The rule `-v` suggests for a path in the scratch directory names it `$SCRATCH/...` (it named
 /// this run's directory, which the next run does not have), so pasted into a policy it lets the
 /// next run do it; and a connect with no network rule at all, which `-v` passed over in

@@ -829,6 +829,33 @@ impl Policy {
         self.net_rules.iter().find(|r| r.matches_unix(dir, path))
     }
 
+    /// Why a connect (`Outgoing`) or bind (`Incoming`) of the unix socket named `path` was
+    /// denied, with the one line that lets the whole call through: the `net-allow DIR
+    /// unix-domain` rule both gives the name (and lets the walk pass the directories on the way
+    /// to it) and allows the connect or bind, where path rules would take a `write` on the
+    /// name and a round each to learn. A `path-deny` on the name is named instead (a unix rule
+    /// would not reach through it).
+    pub fn explain_unix_denial(&self, dir: Direction, path: &str) -> String {
+        if let Some(id) = self.denied_by(path) {
+            let rule = self.rule(id);
+            return format!("path-deny {} at {} forbids it", rule.pattern, rule.span);
+        }
+        let writable =
+            PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
+        if writable {
+            format!(
+                "no net-allow {dir} unix-domain rule matches {path} (nor a path-allow write); \
+                 add: net-allow {dir} unix-domain {path}"
+            )
+        } else {
+            format!(
+                "no net-allow {dir} unix-domain rule matches (nor a path-allow write), and this \
+                 path cannot be named exactly in a policy (it contains whitespace, `#`, `*`, `$` \
+                 or a control character); a prefix pattern ending in `*` can cover it"
+            )
+        }
+    }
+
     /// Why IP traffic was denied, with the rule that would allow it.
     pub fn explain_ip_denial(
         &self,

@@ -410,6 +410,32 @@ fn explain_denial() {
 }
 
 #[test]
+fn a_unix_socket_denial_names_the_one_rule_the_whole_call_needs() {
+    let p = parse("path-allow read /run/*\npath-deny /run/secret.sock");
+    assert_eq!(
+        p.explain_unix_denial(Direction::Outgoing, "/run/app.sock"),
+        "no net-allow outgoing unix-domain rule matches /run/app.sock (nor a path-allow write); \
+         add: net-allow outgoing unix-domain /run/app.sock"
+    );
+    assert!(p
+        .explain_unix_denial(Direction::Incoming, "/srv/x.sock")
+        .ends_with("add: net-allow incoming unix-domain /srv/x.sock"));
+    assert_eq!(
+        p.explain_unix_denial(Direction::Outgoing, "/run/secret.sock"),
+        "path-deny /run/secret.sock at t:2:11 forbids it"
+    );
+    assert!(p
+        .explain_unix_denial(Direction::Outgoing, "/srv/my sock")
+        .contains("cannot be named exactly"));
+    // The line it names lets the connect through.
+    let fixed = parse("net-allow outgoing unix-domain /run/app.sock");
+    assert!(fixed
+        .check_unix(Direction::Outgoing, "/run/app.sock")
+        .is_some());
+    assert!(fixed.may_traverse("/run"));
+}
+
+#[test]
 fn a_read_tree_without_its_directory_is_warned_of_with_the_line_to_add() {
     let mut p = Policy::default_policy();
     p.merge(parse(

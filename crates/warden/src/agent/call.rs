@@ -83,6 +83,10 @@ pub struct Client<'a> {
     /// What this request created, to be undone if its answer cannot be given (only without
     /// `WAIT_KILLABLE_RECV`: [`super::restart`]).
     pub(super) created: std::cell::RefCell<Option<super::restart::Created>>,
+    /// For a connect or bind of a path-named unix socket: its direction and the name as the
+    /// program gave it, so that a refusal anywhere in the call (the walk to the name, or the
+    /// name itself) names the one rule the whole call needs ([`Client::names_unix_socket`]).
+    pub(super) unix_socket: std::cell::RefCell<Option<(warden_policy::Direction, Vec<u8>)>>,
 }
 
 impl<'a> Client<'a> {
@@ -107,7 +111,16 @@ impl<'a> Client<'a> {
             keeps_grant,
             writable: std::cell::Cell::new(None),
             created: std::cell::RefCell::new(None),
+            unix_socket: std::cell::RefCell::new(None),
         }
+    }
+
+    /// Says that this call connects to (`Outgoing`) or binds (`Incoming`) the unix socket
+    /// `name`: its refusals then suggest `net-allow DIR unix-domain PATH`, which lets the walk
+    /// and the call through at once, not the `read` and then the `write` each check would
+    /// suggest in turn (a round each).
+    pub fn names_unix_socket(&self, dir: warden_policy::Direction, name: &[u8]) {
+        *self.unix_socket.borrow_mut() = Some((dir, name.to_vec()));
     }
 
     /// Records that this request made `name` in `parent` (a directory if `dir`), so that it

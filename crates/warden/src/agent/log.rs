@@ -257,6 +257,194 @@ fn only_looks(syscall: &str) -> bool {
     )
 }
 
+/// What `-v` prints of a run's refusals, so that a program refused the same thing thousands of
+/// times (a build whose every compiler looks at `/lib`) prints tens of lines, not thousands,
+/// and no distinct rule the user needs to add goes unsaid:
+///
+/// - each distinct refusal (call, target and reason, whatever the flags or the process) is
+///   printed once, with its reason and the rule to add; its repeats are counted;
+/// - past [`Grouper::SHOWN`] distinct targets in one directory refused for the same reason
+///   (the reason with the target taken out: the same rule for each), the rest are counted;
+///   the summary gives the one rule for the directory (`path-allow unlink DIR/*`);
+/// - the first time either happens, one line says so, and at the end of the run
+///   [`Grouper::summary`] gives the counts, the most repeated refusals and each directory's
+///   rule.
+///
+/// It keeps at most [`Grouper::MOST`] distinct refusals; past that, new ones are counted and
+/// not printed (the summary says how many; `--log` records each).
+#[derive(Default)]
+struct Grouper {
+    /// Each distinct refusal (syscall, target, reason): its call as shown and how many times
+    /// it was made.
+    lines: std::collections::HashMap<(String, String, String), (String, u64)>,
+    /// Per directory and reason template: the group.
+    dirs: std::collections::HashMap<(String, String), DirGroup>,
+    /// Refusals made again after they were printed.
+    repeats: u64,
+    /// Distinct refusals past [`Grouper::MOST`].
+    past: u64,
+    /// Whether the line saying repeats are counted was printed.
+    said_repeats: bool,
+    /// Whether the summary was given.
+    summed: bool,
+}
+
+/// Distinct targets in one directory refused for one reason.
+struct DirGroup {
+    /// Printed.
+    shown: usize,
+    /// Counted, not printed.
+    more: u64,
+    /// The order it was made in, for the summary.
+    order: usize,
+}
+
+/// What to print for one refusal.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    /// The refusal's line.
+    Show,
+    /// Nothing, or (the first time something is left out) this line saying so.
+    Quiet(Option<String>),
+}
+
+/// Stands for the target in a reason's template.
+const HOLE: char = '\0';
+
+impl Grouper {
+    /// Distinct targets of one directory and reason printed before the rest are counted.
+    const SHOWN: usize = 3;
+    /// Distinct refusals kept (a few hundred bytes each).
+    const MOST: usize = 20_000;
+    /// Repeated refusals the summary names.
+    const NAMED: usize = 5;
+
+    /// Sorts one refusal: `call` as shown (`openat("/lib")`), `target` (as shown in
+    /// `reason`, the scratch directory written `$SCRATCH`) and its `reason`.
+    fn see(&mut self, syscall: &str, call: &str, target: &str, reason: &str) -> Seen {
+        let key = (syscall.to_owned(), target.to_owned(), reason.to_owned());
+        if let Some((_, n)) = self.lines.get_mut(&key) {
+            *n += 1;
+            self.repeats += 1;
+            if std::mem::replace(&mut self.said_repeats, true) {
+                return Seen::Quiet(None);
+            }
+            return Seen::Quiet(Some(
+                "warden: -v prints each distinct refusal once: repeats are counted, and summed \
+                 up when the run ends (--log FILE records every one)"
+                    .into(),
+            ));
+        }
+        if self.lines.len() >= Self::MOST {
+            self.past += 1;
+            return Seen::Quiet(None);
+        }
+        self.lines.insert(key, (call.to_owned(), 1));
+        let Some(dir) = parent(target) else {
+            return Seen::Show;
+        };
+        let template = reason.replace(target, &HOLE.to_string());
+        let order = self.dirs.len();
+        let group = self
+            .dirs
+            .entry((dir.to_owned(), template))
+            .or_insert(DirGroup {
+                shown: 0,
+                more: 0,
+                order,
+            });
+        if group.shown < Self::SHOWN {
+            group.shown += 1;
+            return Seen::Show;
+        }
+        group.more += 1;
+        if group.more > 1 {
+            return Seen::Quiet(None);
+        }
+        Seen::Quiet(Some(format!(
+            "warden: more refusals in {} for the same reason are counted, not printed (summed \
+             up when the run ends)",
+            escape(dir)
+        )))
+    }
+
+    /// The lines that end the run's `-v` output: what was counted and not printed, once
+    /// (nothing if nothing was left out).
+    fn summary(&mut self) -> Vec<String> {
+        if std::mem::replace(&mut self.summed, true) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if self.repeats > 0 {
+            let mut repeated: Vec<&(String, u64)> =
+                self.lines.values().filter(|(_, n)| *n > 1).collect();
+            repeated.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let named: Vec<String> = repeated
+                .iter()
+                .take(Self::NAMED)
+                .map(|(call, n)| format!("{call} {}", plural(*n, "time", "times")))
+                .collect();
+            let others = repeated.len().saturating_sub(Self::NAMED);
+            let rest = if others > 0 {
+                format!(", and {}", plural(others as u64, "other", "others"))
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "warden: -v left out {} of refusals it printed: {}{rest}",
+                plural(self.repeats, "repeat", "repeats"),
+                named.join(", ")
+            ));
+        }
+        let mut groups: Vec<(&(String, String), &DirGroup)> =
+            self.dirs.iter().filter(|(_, g)| g.more > 0).collect();
+        groups.sort_by_key(|(_, g)| g.order);
+        for ((dir, template), g) in groups {
+            let all = format!("{dir}/*");
+            let why = template.replace(HOLE, &all);
+            let why = match why.rsplit_once("; add: ") {
+                Some((head, rule)) if template.contains(HOLE) => {
+                    format!("{head}; for them all add: {rule}")
+                }
+                _ => why,
+            };
+            out.push(format!(
+                "warden: -v left out {} in {} refused for the same reason as the {} above: {}",
+                plural(g.more, "more path", "more paths"),
+                escape(dir),
+                g.shown,
+                escape(&why)
+            ));
+        }
+        if self.past > 0 {
+            out.push(format!(
+                "warden: -v left out {}: it sorts {} at most (--log FILE records every one)",
+                plural(self.past, "more distinct refusal", "more distinct refusals"),
+                Self::MOST
+            ));
+        }
+        out
+    }
+}
+
+/// The directory of an absolute path whose refusals may be grouped, or `None`: for a target
+/// that is not a path (`tcp 10.0.0.1:443`), and for one directly in `/` (`/bin`, `/lib`,
+/// `/tmp` are each a rule of their own, and `/*` would be everything).
+fn parent(target: &str) -> Option<&str> {
+    if !(target.starts_with('/') || target.starts_with("$SCRATCH/")) {
+        return None;
+    }
+    match target.rsplit_once('/')? {
+        ("", _) => None,
+        (dir, _) => Some(dir),
+    }
+}
+
+/// `1 call`, `2 calls`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Where decisions go.
 #[derive(Default)]
 pub struct Log {
@@ -267,6 +455,8 @@ pub struct Log {
     /// The run's scratch directory, written `$SCRATCH` in reasons and suggestions.
     scratch: Option<String>,
     first: FirstRefusals,
+    /// What `-v` printed, to print each distinct refusal once.
+    grouped: Mutex<Grouper>,
 }
 
 impl Log {
@@ -288,6 +478,21 @@ impl Log {
             sandbox,
             scratch: None,
             first: FirstRefusals::default(),
+            grouped: Mutex::default(),
+        }
+    }
+
+    /// At the end of the run, under `-v`: the lines saying what was counted and not printed
+    /// (see [`Grouper`]), on stderr, once.
+    pub fn summarize(&self) {
+        if !self.verbose {
+            return;
+        }
+        let Ok(mut grouped) = self.grouped.lock() else {
+            return;
+        };
+        for line in grouped.summary() {
+            eprintln!("{line}");
         }
     }
 
@@ -389,12 +594,23 @@ impl Log {
                 None => format!("{}(\"{target}\")", d.syscall),
             };
             if self.verbose {
-                eprintln!(
-                    "warden: denied {call} for pid {} ({}): {}",
-                    d.pid.unwrap_or(d.tid),
-                    escape(&comm(d.tid)),
-                    escape(&reason)
-                );
+                let shown = match &self.scratch {
+                    Some(dir) => scratch_relative(d.target, dir),
+                    None => d.target.to_owned(),
+                };
+                let brief = format!("{}(\"{target}\")", d.syscall);
+                if let Ok(mut grouped) = self.grouped.lock() {
+                    match grouped.see(d.syscall, &brief, &shown, &reason) {
+                        Seen::Show => eprintln!(
+                            "warden: denied {call} for pid {} ({}): {}",
+                            d.pid.unwrap_or(d.tid),
+                            escape(&comm(d.tid)),
+                            escape(&reason)
+                        ),
+                        Seen::Quiet(Some(note)) => eprintln!("{note}"),
+                        Seen::Quiet(None) => {}
+                    }
+                }
             }
             self.first.keep(
                 d.syscall,
@@ -692,6 +908,122 @@ mod tests {
         }
         assert!(!retry.open());
         assert!(!retry.only_looks(), "past what it looked at, it cannot say");
+    }
+
+    #[test]
+    fn repeated_refusals_print_once_and_are_summed_up() {
+        let mut g = Grouper::default();
+        let why = "no path-allow read rule matches; add: path-allow read /lib";
+        assert_eq!(g.see("openat", "openat(\"/lib\")", "/lib", why), Seen::Show);
+        let Seen::Quiet(Some(note)) = g.see("openat", "openat(\"/lib\")", "/lib", why) else {
+            panic!("the first repeat says repeats are counted");
+        };
+        assert!(note.contains("once"), "{note}");
+        for _ in 0..1000 {
+            assert_eq!(
+                g.see("openat", "openat(\"/lib\")", "/lib", why),
+                Seen::Quiet(None)
+            );
+        }
+        // Another call on the same path is another line, as is another reason.
+        assert_eq!(
+            g.see("newfstatat", "newfstatat(\"/lib\")", "/lib", why),
+            Seen::Show
+        );
+        let deny = "path-deny /lib at p:1:11 forbids it";
+        assert_eq!(
+            g.see("openat", "openat(\"/lib\")", "/lib", deny),
+            Seen::Show
+        );
+        let sum = g.summary();
+        assert_eq!(sum.len(), 1, "{sum:?}");
+        assert_eq!(
+            sum[0],
+            "warden: -v left out 1001 repeats of refusals it printed: openat(\"/lib\") 1002 times"
+        );
+        assert!(g.summary().is_empty(), "once");
+        assert!(
+            Grouper::default().summary().is_empty(),
+            "nothing left out, nothing said"
+        );
+    }
+
+    #[test]
+    fn many_paths_of_one_directory_and_reason_are_counted_with_the_rule_for_them_all() {
+        let mut g = Grouper::default();
+        let mut shown = 0;
+        let mut notes = 0;
+        for i in 0..60 {
+            let path = format!("/src/p/cc{i}.s");
+            let why = format!("no path-allow unlink rule matches; add: path-allow unlink {path}");
+            match g.see("unlink", &format!("unlink(\"{path}\")"), &path, &why) {
+                Seen::Show => shown += 1,
+                Seen::Quiet(Some(_)) => notes += 1,
+                Seen::Quiet(None) => {}
+            }
+        }
+        assert_eq!((shown, notes), (Grouper::SHOWN, 1));
+        // The same directory for another reason is another rule: printed.
+        let why = "no path-allow write rule matches; add: path-allow write /src/p/a.o";
+        assert_eq!(
+            g.see("openat", "openat(\"/src/p/a.o\")", "/src/p/a.o", why),
+            Seen::Show
+        );
+        // Names directly in / are each a rule of their own.
+        for dir in ["/bin", "/sbin", "/lib", "/lib64", "/tmp"] {
+            let why = format!("no path-allow read rule matches; add: path-allow read {dir}");
+            assert_eq!(g.see("newfstatat", dir, dir, &why), Seen::Show, "{dir}");
+        }
+        // Targets that are not paths are never grouped.
+        for ip in 1..10 {
+            let t = format!("tcp 10.0.0.{ip}:80");
+            assert_eq!(g.see("connect", &t, &t, "no net-allow"), Seen::Show);
+        }
+        let sum = g.summary();
+        assert_eq!(
+            sum,
+            [
+                "warden: -v left out 57 more paths in /src/p refused for the same reason as the 3 \
+              above: no path-allow unlink rule matches; for them all add: path-allow unlink \
+              /src/p/*"
+            ]
+        );
+        // In the scratch directory, the rule names it as a variable.
+        let mut g = Grouper::default();
+        for i in 0..5 {
+            let path = format!("$SCRATCH/o/{i}");
+            let why = format!("no path-allow exec rule matches; add: path-allow exec {path}");
+            g.see("execve", &path, &path, &why);
+        }
+        let sum = g.summary();
+        assert!(
+            sum[0].ends_with("add: path-allow exec $SCRATCH/o/*"),
+            "{sum:?}"
+        );
+    }
+
+    #[test]
+    fn the_grouper_keeps_a_bounded_number_of_refusals_and_names_a_directory_escaped() {
+        let mut g = Grouper::default();
+        for i in 0..Grouper::MOST + 10 {
+            let path = format!("/d{}/f", i);
+            g.see("openat", &path, &path, "no rule");
+        }
+        assert_eq!(g.lines.len(), Grouper::MOST);
+        let sum = g.summary();
+        assert!(
+            sum.iter()
+                .any(|l| l.contains("left out 10 more distinct refusals")),
+            "{sum:?}"
+        );
+        let mut g = Grouper::default();
+        for i in 0..5 {
+            let path = format!("/x\x1b[2J/{i}");
+            let why = format!("no path-allow read rule matches; add: path-allow read {path}");
+            g.see("openat", &path, &path, &why);
+        }
+        let sum = g.summary().join("\n");
+        assert!(!sum.contains('\x1b'), "{sum:?}");
     }
 
     #[test]

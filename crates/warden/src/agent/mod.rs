@@ -330,6 +330,7 @@ impl Agent {
     /// At the end of the run: the `--log` file's last line, if decisions were dropped from it;
     /// how many were (`None` without `--log`). See [`Log::finish`].
     pub fn finish_log(&self) -> Option<u64> {
+        self.log.summarize();
         self.log.finish()
     }
 
@@ -1383,7 +1384,8 @@ impl Client<'_> {
         let reason = if allowed {
             String::new()
         } else {
-            policy.explain_denial(path, access)
+            self.unix_socket_hint(path)
+                .unwrap_or_else(|| policy.explain_denial(path, access))
         };
         let errno = (!allowed).then_some(libc::EACCES);
         self.log(path, Some(access), allowed, rule, reason, errno);
@@ -1391,6 +1393,62 @@ impl Client<'_> {
 }
 
 impl Client<'_> {
+    /// For a refusal of `path` in a connect or bind of a unix socket
+    /// ([`Client::names_unix_socket`]): the rule the whole call needs, for the socket's name
+    /// when `path` is it or a directory on the way to it (as the program wrote it, taken
+    /// literally), for `path` itself otherwise (a symlink on the way led there).
+    fn unix_socket_hint(&self, path: &str) -> Option<String> {
+        let dir = self.unix_socket.borrow().as_ref()?.0;
+        let socket = self.unix_socket_path();
+        let on_the_way = socket.as_deref().is_some_and(|s| {
+            s == path || path == "/" || s.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+        });
+        let target = match socket {
+            Some(s) if on_the_way => s,
+            _ => path.to_owned(),
+        };
+        Some(self.agent.policy.explain_unix_denial(dir, &target))
+    }
+
+    /// For a bind whose walk found a directory on the way missing: if the host has that
+    /// directory (the policy hides it) and no rule gives the name, the refusal is recorded with
+    /// the rule the bind needs ([`Client::unix_socket_hint`]). Returns `errno`, the answer.
+    pub fn unix_name_hidden(&self, errno: i32) -> i32 {
+        let Some(socket) = self.unix_socket_path() else {
+            return errno;
+        };
+        let parent = match socket.rsplit_once('/') {
+            Some(("", _)) => "/",
+            Some((p, _)) => p,
+            None => return errno,
+        };
+        let policy = &self.agent.policy;
+        let given = policy
+            .check_unix(warden_policy::Direction::Incoming, &socket)
+            .is_some()
+            || policy.check(&socket, Access::Write).is_allowed();
+        if given || rustix::fs::lstat(parent).is_err() {
+            return errno;
+        }
+        match self.unix_socket_hint(&socket) {
+            Some(why) => self.refuse(&socket, &why, errno),
+            None => errno,
+        }
+    }
+
+    /// The unix socket this call names ([`Client::names_unix_socket`]), taken literally from
+    /// the caller's directory: `None` for a name through `..` or not UTF-8.
+    fn unix_socket_path(&self) -> Option<String> {
+        let name = self.unix_socket.borrow().as_ref()?.1.clone();
+        let name = String::from_utf8(name).ok()?;
+        if name.starts_with('/') {
+            literal_path("", &name)
+        } else {
+            let (_, cwd) = self.base(resolve::Base::Cwd).ok()?;
+            literal_path(std::str::from_utf8(&cwd).ok()?, &name)
+        }
+    }
+
     /// The directory a relative path starts from and its logical path ([`resolve::Caller::base`]).
     fn base(&self, base: resolve::Base) -> Result<(OwnedFd, Vec<u8>), i32> {
         use std::os::fd::AsRawFd;
@@ -1423,5 +1481,42 @@ impl Agent {
     /// The listener descriptor.
     pub fn listener(&self) -> BorrowedFd<'_> {
         self.listener.as_fd()
+    }
+}
+
+/// `name` taken literally from the directory `base` (when relative): `.` and empty
+/// components dropped; `None` for a name through `..`, which only a walk can place.
+fn literal_path(base: &str, name: &str) -> Option<String> {
+    let mut out = String::new();
+    for part in base.split('/').chain(name.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            p => {
+                out.push('/');
+                out.push_str(p);
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod literal_tests {
+    use super::literal_path;
+
+    #[test]
+    fn a_socket_name_is_placed_literally_or_not_at_all() {
+        assert_eq!(
+            literal_path("", "/run//app/./s.sock").unwrap(),
+            "/run/app/s.sock"
+        );
+        assert_eq!(literal_path("/home/u", "s.sock").unwrap(), "/home/u/s.sock");
+        assert_eq!(literal_path("/", "./s").unwrap(), "/s");
+        assert_eq!(literal_path("", "/").unwrap(), "/");
+        assert!(literal_path("/home/u", "../s").is_none());
     }
 }

@@ -286,7 +286,13 @@ fn unix_address(
         }
         return raw_call(&sock()?, addr, is_connect);
     };
-    let w = c.resolver().walk(
+    let dir = if is_connect {
+        Direction::Outgoing
+    } else {
+        Direction::Incoming
+    };
+    c.names_unix_socket(dir, path);
+    let walked = c.resolver().walk(
         c,
         c.policy(),
         Base::Cwd,
@@ -295,11 +301,12 @@ fn unix_address(
             follow: is_connect,
             ..WalkFlags::default()
         },
-    )?;
-    let dir = if is_connect {
-        Direction::Outgoing
-    } else {
-        Direction::Incoming
+    );
+    let w = match walked {
+        // A bind names what is not there yet: a directory on the way the policy hides is
+        // answered as missing, and named for -v with the rule that brings it in.
+        Err(libc::ENOENT) if !is_connect => return Err(c.unix_name_hidden(libc::ENOENT)),
+        other => other?,
     };
     let _allowed = match c.policy().check_unix(dir, &w.path) {
         Some(rule) => c.allow_net(call, &format!("unix {}", w.path), rule.span.to_string()),

@@ -210,7 +210,7 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
     if denied > 0 && !(clean && m.refused_only_looks) {
         let first = first_refusals(&m.refusals);
         let rest = if asked.verbose {
-            " (-v named each above)"
+            " (-v named each distinct one above)"
         } else if asked.logged {
             " (the --log file has each)"
         } else {
@@ -479,7 +479,10 @@ mod tests {
                 logged: false,
             },
         );
-        assert!(v[0].ends_with("(-v named each above)"), "{v:?}");
+        assert!(
+            v[0].ends_with("(-v named each distinct one above)"),
+            "{v:?}"
+        );
         let k = Measured {
             kernel_decides: true,
             ..m
