@@ -410,6 +410,61 @@ fn explain_denial() {
 }
 
 #[test]
+fn the_default_private_tmp_gives_way_to_any_rule_of_the_users_on_tmp() {
+    let with = |text: &str| {
+        let mut p = Policy::default_policy();
+        p.merge(parse(text));
+        p.names_tmp()
+    };
+    assert_eq!(Policy::default_policy().names_tmp(), None);
+    for quiet in [
+        "path-allow read /usr/*",
+        "path-allow write $SCRATCH/*",
+        "path-allow exec $SCRATCH/*",
+        "path-allow read /tmpfoo",
+        "path-allow read /",
+        "net-allow incoming unix-domain $SCRATCH/sock",
+        "path-map /tmp/data /data ro\npath-allow read /data /data/*",
+    ] {
+        assert_eq!(with(quiet), None, "{quiet}");
+    }
+    for names in [
+        "path-allow read /tmp/foo",
+        "path-allow write /tmp/*",
+        "path-allow read /tmp",
+        "path-allow read /*",
+        "path-allow read /t*",
+        "path-deny /tmp/secret",
+        "path-map tmpfs /tmp",
+        "path-map /srv /tmp/srv rw",
+        "net-allow outgoing unix-domain /tmp/.X11-unix/X0",
+        "starting_dir /tmp/work",
+    ] {
+        let said = with(names).unwrap_or_else(|| panic!("{names}: not seen"));
+        assert!(said.starts_with("t:"), "{said}");
+    }
+    // Only the default's own rules and map go; the user's stay, in order.
+    let mut p = Policy::default_policy();
+    p.merge(parse("path-allow read /tmp/foo\npath-allow read /srv/*"));
+    let without = p.without_private_tmp();
+    assert!(without.maps().iter().all(|m| m.sandbox != "/tmp"));
+    let on_tmp: Vec<String> = without
+        .path_rules()
+        .iter()
+        .filter(|r| r.pattern.literal().starts_with("/tmp"))
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(on_tmp, ["path-allow read /tmp/foo"]);
+    assert_eq!(
+        without.path_rules().len(),
+        p.path_rules().len() - 4,
+        "the default's four /tmp rules"
+    );
+    assert!(without.check("/srv/x", Read).is_allowed());
+    assert!(!without.check("/tmp/x", Write).is_allowed());
+}
+
+#[test]
 fn default_policy_parses_and_decides() {
     let d = Policy::parse(DEFAULT_POLICY_NAME, DEFAULT_POLICY)
         .unwrap_or_else(|e| panic!("default policy: {e:#?}"));
@@ -422,6 +477,17 @@ fn default_policy_parses_and_decides() {
 
     let d = d.expand_scratch("/tmp/warden-1");
     assert_eq!(d.starting_dir.as_ref().unwrap().0, "/tmp/warden-1");
+    // The sandbox's own /tmp: read, write, remove, never run. Without it (no view, or the
+    // user's own rules on /tmp) the host's /tmp is private again, as below.
+    assert_eq!(d.rights("/tmp/x"), set(&[Read, Write, Unlink]));
+    assert_eq!(d.rights("/tmp"), set(&[Read]));
+    assert!(d
+        .maps()
+        .iter()
+        .any(|m| m.sandbox == "/tmp" && m.source == crate::map::MapSource::Tmpfs));
+    let d = d.without_private_tmp();
+    assert!(d.maps().iter().all(|m| m.sandbox != "/tmp"));
+    assert!(d.maps().iter().any(|m| m.sandbox == "/dev/shm"));
     // Programs and libraries.
     assert!(d.check("/usr/bin/ls", Exec).is_allowed());
     assert!(d.check("/usr/bin/ls", Read).is_allowed());

@@ -314,15 +314,16 @@ impl Session {
     /// looks at the host, opens the program's stdio, then decides the run.
     pub fn decide(&mut self) -> Result<Decided, Failure> {
         let (cfg, ids) = (&self.cfg, self.ids);
+        let policy = plan::private_tmp(cfg, &cfg.policy);
         let policy = match &self.scratch {
             Some(s) => {
                 let path = s
                     .path
                     .to_str()
                     .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?;
-                plan::scratch_on_top(cfg.policy.expand_scratch(path), path)
+                plan::scratch_on_top(policy.expand_scratch(path), path)
             }
-            None => cfg.policy.clone(),
+            None => policy,
         };
         // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
         // rules).
