@@ -281,6 +281,17 @@ const CASES: &[Case] = &[
          System.out.println(\"hi \" + Runtime.getRuntime().availableProcessors()); } }' > H.java \
          && javac H.java && java H",
     },
+    Case {
+        name: "tmp_is_writable",
+        why: "Issue 39, point 4: a newcomer's `echo x > /tmp/x`, and `mktemp` without TMPDIR: \
+              /tmp is writable (the sandbox's own, mode 1777), as natively.",
+        needs: &["/usr/bin/mktemp"],
+        flags: &[],
+        script: "f=/tmp/warden-compat-$$; echo x > $f && cat $f && mkdir $f.d && echo y > $f.d/g \
+         && ls $f.d && mv $f.d/g $f.g && cat $f.g && rm -r $f $f.d $f.g && echo removed; \
+         t=$(env -u TMPDIR mktemp) && case $t in /tmp/tmp.*) echo mktemp-in-tmp;; esac && \
+         rm $t; test -w /tmp && echo writable; stat -c %a /tmp",
+    },
 ];
 
 fn case_named(name: &str) -> &'static Case {
@@ -321,6 +332,7 @@ compat!(
     metadata_heavy_walks,
     uptime_and_system_facts,
     java_compile_and_run,
+    tmp_is_writable,
 );
 
 /// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
