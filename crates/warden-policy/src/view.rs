@@ -588,7 +588,11 @@ pub fn view_plan_with(policy: &Policy, host: &dyn Host, hiding: Hiding) -> ViewP
             Some((path, tree)) => {
                 if !tree && matches!(host.node(&path), Node::Dir) && !rule.pattern.is_prefix() {
                     // `read DIR` alone lists DIR: the view shows the names it holds, which are
-                    // the policy's own. Nothing to bind; the directory itself is there.
+                    // the policy's own. Nothing to bind; the directory itself is there. (A map's
+                    // own place shows what the map holds: nothing to say.)
+                    if policy.maps().iter().any(|m| m.sandbox == path) {
+                        continue;
+                    }
                     plan.notes.push((
                         id,
                         format!(
