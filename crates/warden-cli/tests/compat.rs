@@ -928,6 +928,92 @@ fn learn_verify_runs_nginx_and_curl_again() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Issue 39, point 3: the default run starts the program in its own scratch directory, not
+/// where the user stands, so the newcomer's `warden run -- bash ./t.sh` finds no `./t.sh`. It
+/// fails as bash does there (127), and warden's last line names the directory and the options
+/// that bring it in; `--here`, the first of them, runs it as natively; a program that ends well
+/// there gets no line; `--chdir` to a readable place (the user's own choice) gets no hint.
+#[test]
+fn a_program_started_away_from_the_users_directory_is_told_how_to_bring_it_in() {
+    common::each_user("a_program_started_away_from_the_users_directory", |who| {
+        let d = common::fresh_dir(&format!("compat-here-{}", common::who_tag(who)));
+        common::chmod(&d, 0o777);
+        let script = d.join("t.sh");
+        std::fs::write(&script, "echo hi from t.sh\n").unwrap();
+        common::chmod(&script, 0o644);
+        let dir = d.to_str().unwrap();
+        let native = Command::new("/bin/bash")
+            .arg("./t.sh")
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert_eq!(common::stdout(&native), "hi from t.sh\n");
+
+        let o = common::run_warden(who, &d, &["run", "--", "/bin/bash", "./t.sh"]);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(127), "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("warden: the program exited with status 127;")
+                && last.contains(&format!(
+                    "it started in its own scratch directory, not in {dir}: --here starts it \
+                     there"
+                ))
+                && last.contains(&format!("--read {dir} --chdir {dir} read-only")),
+            "{err}"
+        );
+
+        let o = common::run_warden(who, &d, &["run", "--here", "--", "/bin/bash", "./t.sh"]);
+        assert_eq!(
+            common::stdout(&o),
+            common::stdout(&native),
+            "{}",
+            common::stderr(&o)
+        );
+        assert!(o.status.success());
+        assert!(
+            !common::stderr(&o).contains("warden: "),
+            "{}",
+            common::stderr(&o)
+        );
+
+        let o = common::run_warden(
+            who,
+            &d,
+            &[
+                "run",
+                "--read",
+                dir,
+                "--chdir",
+                dir,
+                "--",
+                "/bin/bash",
+                "./t.sh",
+            ],
+        );
+        assert_eq!(
+            common::stdout(&o),
+            common::stdout(&native),
+            "{}",
+            common::stderr(&o)
+        );
+        let o = common::run_warden(
+            who,
+            &d,
+            &[
+                "run", "--read", dir, "--chdir", dir, "--", "/bin/sh", "-c", "exit 3",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(3));
+        assert!(
+            !common::stderr(&o).contains("--here"),
+            "{}",
+            common::stderr(&o)
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    });
+}
+
 /// Issue 39, point 1: a refusal does not look like an ordinary error. The newcomer's `warden
 /// run -- cat ~/.bashrc` (here a file of the host's the default policy does not grant, which
 /// the user may read natively) fails as `cat` fails, and warden's last line on stderr says the
@@ -966,8 +1052,8 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
             assert_eq!(denied, 0, "the kernel decided the open:\n{err}");
             assert!(
                 last.starts_with(
-                    "warden: the program exited with status 1; warden counted no refusal, but \
-                     the kernel decides opens alone here"
+                    "warden: the program exited with status 1; refusals the kernel decided \
+                     alone are not counted"
                 ) && last.contains("rerun with -v"),
                 "{err}"
             );

@@ -192,6 +192,10 @@ pub struct Measured {
     /// Whether the kernel decided some calls alone (opens not delegated): what it refused is
     /// not in `agent.denied`.
     pub kernel_decides: bool,
+    /// The directory warden was started in, when the program started elsewhere that the user
+    /// did not choose (no `--here`, `--chdir` or `starting_dir` of theirs), and where it
+    /// started, in words: a relative name the program failed to find was most likely there.
+    pub hidden_cwd: Option<(std::path::PathBuf, &'static str)>,
     /// How many new processes or threads the process limit refused (the pids cgroup's
     /// `pids.events`), where it can be read.
     pub process_limit_hits: Option<u64>,
@@ -479,6 +483,7 @@ mod tests {
             sockets: None,
             refusals: Vec::new(),
             kernel_decides: false,
+            hidden_cwd: None,
             process_limit_hits: None,
         }
     }

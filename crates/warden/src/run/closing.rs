@@ -191,8 +191,19 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
         ""
     };
     let clean = matches!(m.outcome, Some(Outcome::Exited(0))) && !limited;
-    // A search the program went past (the loader's stat of each LD_LIBRARY_PATH directory, a
-    // shell's of each PATH entry) in a run that succeeded: nothing the user needs to act on.
+    let failed = !matches!(m.outcome, Some(Outcome::Exited(0)));
+    let mut cwd = match &m.hidden_cwd {
+        Some((dir, start)) if failed && !limited => cwd_hint(dir, start),
+        _ => String::new(),
+    };
+    // A shell's "found, but could not run it": in a sandbox, most often what the program built.
+    if m.outcome == Some(Outcome::Exited(126)) && !limited {
+        cwd.push_str(
+            "; 126 is a shell's \"found but could not run\": only files an exec rule names \
+             may run, so to run what it builds in its scratch directory add --exec '$SCRATCH' \
+             (or build in your project with --here)",
+        );
+    }
     if denied > 0 && !(clean && m.refused_only_looks) {
         let first = first_refusals(&m.refusals);
         let rest = if asked.verbose {
@@ -204,19 +215,32 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
         };
         let calls = plural(denied, "call", "calls");
         return Some(format!(
-            "warden: the sandbox refused {calls}{first}{rest}{uncounted}"
+            "warden: the sandbox refused {calls}{first}{rest}{uncounted}{cwd}"
         ));
     }
-    let failed = !matches!(m.outcome, Some(Outcome::Exited(0)));
-    if !m.kernel_decides || !failed || limited {
+    if !failed || limited {
         return None;
     }
+    if !m.kernel_decides {
+        return (!cwd.is_empty()).then(|| format!("warden: the program {}{cwd}", ended(m.outcome)));
+    }
     Some(format!(
-        "warden: the program {}; warden counted no refusal, but the kernel decides opens alone \
-         here and does not count its refusals (ENOENT for a path outside the sandbox's view, \
-         EACCES from Landlock): rerun with -v to have each named with the rule to add",
+        "warden: the program {}; refusals the kernel decided alone are not counted (a path \
+         outside the sandbox's view is ENOENT, one Landlock refuses EACCES): rerun with -v to name \
+         each with the rule to add{cwd}",
         ended(m.outcome)
     ))
+}
+
+/// For a program that failed after starting in `start` (in words), not in warden's directory
+/// `dir` (`bash ./t.sh`, `python3 t.py` find nothing there): the options that bring it in, as
+/// they are typed.
+fn cwd_hint(dir: &std::path::Path, start: &str) -> String {
+    let shown = warden_policy::escape::escape(dir.as_os_str().as_encoded_bytes());
+    format!(
+        "; it started in {start}, not in {shown}: --here starts it there (read, write, run), \
+         --read {shown} --chdir {shown} read-only"
+    )
 }
 
 /// `, first openat("/etc/x", O_RDONLY) (why), then ...`.
@@ -448,6 +472,62 @@ mod tests {
     }
 
     #[test]
+    fn a_program_that_failed_away_from_a_hidden_directory_is_told_how_to_bring_it_in() {
+        let dir = (std::path::PathBuf::from("/home/ann/proj\n"), "the view's /");
+        // Failed, the agent deciding: only the directory's hint, escaped.
+        let m = Measured {
+            hidden_cwd: Some(dir.clone()),
+            ..ran(Outcome::Exited(127))
+        };
+        let l = one(&m, &Limits::default());
+        assert!(
+            l.starts_with("warden: the program exited with status 127; it started in the view's /, not in /home/ann/proj\\n: --here starts it there"),
+            "{l}"
+        );
+        assert!(
+            l.contains("--read /home/ann/proj\\n --chdir /home/ann/proj\\n read-only"),
+            "{l}"
+        );
+        // Where the kernel decides, after the uncounted refusals' words, on the same line.
+        let k = Measured {
+            kernel_decides: true,
+            ..m
+        };
+        let v = lines(&k, &Limits::default(), "bash", Asked::default());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("are not counted"), "{v:?}");
+        assert!(
+            v[0].ends_with("--read /home/ann/proj\\n --chdir /home/ann/proj\\n read-only"),
+            "{v:?}"
+        );
+        // A clean run says nothing of it.
+        let ok = Measured {
+            hidden_cwd: Some(dir),
+            kernel_decides: true,
+            ..ran(Outcome::Exited(0))
+        };
+        assert!(lines(&ok, &Limits::default(), "bash", Asked::default()).is_empty());
+    }
+
+    #[test]
+    fn a_shell_that_could_not_run_a_file_is_told_the_flag_that_lets_it() {
+        for kernel_decides in [false, true] {
+            let m = Measured {
+                kernel_decides,
+                ..ran(Outcome::Exited(126))
+            };
+            let l = one(&m, &Limits::default());
+            assert!(
+                l.starts_with("warden: the program exited with status 126"),
+                "{l}"
+            );
+            assert!(l.contains("add --exec '$SCRATCH'"), "{l}");
+        }
+        let other = ran(Outcome::Exited(2));
+        assert!(lines(&other, &Limits::default(), "sh", Asked::default()).is_empty());
+    }
+
+    #[test]
     fn where_the_kernel_decides_a_failing_program_is_told_refusals_are_not_counted() {
         let m = Measured {
             kernel_decides: true,
@@ -456,7 +536,7 @@ mod tests {
         let l = one(&m, &Limits::default());
         assert!(
             l.starts_with(
-                "warden: the program exited with status 1; warden counted no refusal, but the kernel"
+                "warden: the program exited with status 1; refusals the kernel decided alone are not counted"
             ),
             "{l}"
         );

@@ -57,8 +57,10 @@ pub fn execute(
         opens,
         profile,
         net,
+        hidden_cwd,
     } = plan;
     let limits = policy.limits;
+    measured.hidden_cwd = hidden_cwd;
     // What the kernel refuses alone (opens not delegated) is not in the agent's count.
     measured.kernel_decides = opens != Opens::Agent;
     let cgroup = make_cgroup(cgroup.as_ref(), &command, measured)?;

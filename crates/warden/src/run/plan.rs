@@ -37,6 +37,9 @@ pub struct Plan {
     pub profile: Profile,
     /// What the agent needs to decide network calls.
     pub net: crate::agent::net::Context,
+    /// warden's own directory, when the program starts elsewhere that the user did not choose,
+    /// and where it starts, in words.
+    pub hidden_cwd: Option<(PathBuf, &'static str)>,
 }
 
 impl Plan {
@@ -114,9 +117,20 @@ impl Plan {
                  which this kernel does not have; run without --wx",
             ));
         }
-        let cwd = match (&cfg.chdir, &policy.starting_dir) {
-            (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
-            (None, Some((dir, _))) => PathBuf::from(dir),
+        let (cwd, hidden_cwd) = match (&cfg.chdir, &policy.starting_dir) {
+            (Some(dir), _) => (
+                std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+                None,
+            ),
+            (None, Some((dir, span))) => {
+                // The built-in default's `$SCRATCH`, not a place the user chose.
+                let hidden = (&*span.file == warden_policy::DEFAULT_POLICY_NAME)
+                    .then(|| std::env::current_dir().ok())
+                    .flatten()
+                    .filter(|here| here != Path::new(dir))
+                    .map(|here| (here, "its own scratch directory"));
+                (PathBuf::from(dir), hidden)
+            }
             (None, None) => implicit_cwd(cfg, view.as_ref())?,
         };
         let env = environment(&cfg.env, scratch, &policy, &cwd)?;
@@ -180,6 +194,7 @@ impl Plan {
             opens,
             profile,
             net,
+            hidden_cwd,
         })
     }
 
@@ -368,11 +383,11 @@ fn without_view(cfg: &RunConfig, policy: Policy) -> Policy {
 
 /// The starting directory when neither `--chdir` nor the policy names one: warden's own, or,
 /// when the sandbox's view does not hold it, the view's root (a program started where it
-/// cannot be would fail every relative path).
+/// cannot be would fail every relative path), with warden's own as the second value.
 fn implicit_cwd(
     cfg: &RunConfig,
     view: Option<&warden_policy::view::ViewPlan>,
-) -> Result<PathBuf, Failure> {
+) -> Result<(PathBuf, Option<(PathBuf, &'static str)>), Failure> {
     let here = std::env::current_dir().map_err(|e| {
         failure(
             EXIT_WARDEN,
@@ -387,9 +402,9 @@ fn implicit_cwd(
                     warden_policy::escape::escape(text)
                 );
             }
-            Ok(PathBuf::from("/"))
+            Ok((PathBuf::from("/"), Some((here, "the view's /"))))
         }
-        _ => Ok(here),
+        _ => Ok((here, None)),
     }
 }
 
