@@ -39,8 +39,12 @@ pub struct Plan {
     pub net: crate::agent::net::Context,
     /// warden's own directory, when the program starts elsewhere that the user did not choose,
     /// and where it starts, in words.
-    pub hidden_cwd: Option<(PathBuf, &'static str)>,
+    pub hidden_cwd: Option<HiddenCwd>,
 }
+
+/// warden's own directory, and where the program starts instead, in words
+/// ([`crate::report::Measured::hidden_cwd`]).
+pub type HiddenCwd = (PathBuf, &'static str);
 
 impl Plan {
     /// Decides the run of `cfg` with `policy` (`$SCRATCH` already expanded; scratch `scratch`
@@ -387,7 +391,7 @@ fn without_view(cfg: &RunConfig, policy: Policy) -> Policy {
 fn implicit_cwd(
     cfg: &RunConfig,
     view: Option<&warden_policy::view::ViewPlan>,
-) -> Result<(PathBuf, Option<(PathBuf, &'static str)>), Failure> {
+) -> Result<(PathBuf, Option<HiddenCwd>), Failure> {
     let here = std::env::current_dir().map_err(|e| {
         failure(
             EXIT_WARDEN,
