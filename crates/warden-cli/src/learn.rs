@@ -155,6 +155,15 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         Some(s) => base.expand_scratch(s),
         None => base.clone(),
     };
+    // The built-in default's private /tmp holds what the program makes there for itself, and
+    // the learned policy needs no rule for that. A file of the host's that it opened in /tmp
+    // (made before the run) does: then its rules decide /tmp in the learned policy's runs (the
+    // private /tmp gives way to them), so every /tmp decision of the run is learned.
+    let expanded = if uses_hosts_tmp(&observations, scratch.as_deref()) {
+        expanded.without_private_tmp()
+    } else {
+        expanded
+    };
     // As the logged paths are: resolved, without a trailing slash.
     let home = std::env::var("HOME")
         .ok()
@@ -180,6 +189,25 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         return Ok((text, code));
     }
     verify(args, text, code, private, start.as_ref())
+}
+
+/// Whether the learning run opened or ran a file of the host's in `/tmp`: one it did not write
+/// itself, outside the run's scratch directory (`scratch`), `/tmp` itself aside.
+fn uses_hosts_tmp(observations: &[(Observation, u64)], scratch: Option<&str>) -> bool {
+    let prefix = format!("{}/", warden_policy::PRIVATE_TMP);
+    let written = |target: &str| {
+        observations
+            .iter()
+            .any(|(o, _)| o.target == target && o.access == Some(Access::Write))
+    };
+    observations.iter().any(|(o, _)| {
+        o.allowed
+            && o.target.starts_with(&prefix)
+            && !scratch.is_some_and(|s| o.target == s || o.target.starts_with(&format!("{s}/")))
+            && matches!(o.access, Some(Access::Read) | Some(Access::Exec))
+            && (o.syscall.starts_with("open") || o.syscall.starts_with("exec"))
+            && !written(&o.target)
+    })
 }
 
 /// The learning run's starting directory, when it is not a fresh scratch directory, copied

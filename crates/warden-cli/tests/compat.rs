@@ -1026,7 +1026,16 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
     common::each_user("a_refusal_is_said_at_the_end_of_the_run", |who| {
         let d = common::fresh_dir(&format!("compat-refusal-{}", common::who_tag(who)));
         common::chmod(&d, 0o777);
-        let file = d.join("bashrc");
+        // Outside /tmp, which the default run has a private one of: a file there would just
+        // not be in the sandbox (ENOENT), allowed by the policy and refused by nothing.
+        let outside = std::path::PathBuf::from(format!(
+            "/var/tmp/warden-compat-refusal-{}-{}",
+            std::process::id(),
+            common::who_tag(who)
+        ));
+        std::fs::create_dir_all(&outside).unwrap();
+        common::chmod(&outside, 0o755);
+        let file = outside.join("bashrc");
         std::fs::write(&file, "alias ll='ls -l'\n").unwrap();
         common::chmod(&file, 0o644);
         let f = file.to_str().unwrap();
@@ -1093,6 +1102,7 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
         if !degraded {
             assert_eq!(err, "", "a clean run said something");
         }
+        let _ = std::fs::remove_dir_all(&outside);
         let _ = std::fs::remove_dir_all(&d);
     });
 }

@@ -215,7 +215,7 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
         };
         let calls = plural(denied, "call", "calls");
         return Some(format!(
-            "warden: the sandbox refused {calls}{first}{rest}{uncounted}{cwd}"
+            "warden: the sandbox refused {calls}{first}{rest}{uncounted}"
         ));
     }
     if !failed || limited {
