@@ -482,6 +482,7 @@ mod tests {
             }),
             sockets: None,
             refusals: Vec::new(),
+            refused_only_looks: false,
             kernel_decides: false,
             hidden_cwd: None,
             process_limit_hits: None,
