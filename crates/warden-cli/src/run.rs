@@ -507,8 +507,13 @@ fn flag_patterns(raw: &str) -> Result<Vec<PathPattern>, String> {
     let star = raw.ends_with('*');
     let bare = raw.trim_end_matches('*');
     if bare.starts_with("$SCRATCH") {
-        // Expanded per run, once the scratch directory exists.
-        return Ok(vec![PathPattern::parse(raw)?]);
+        // Expanded per run, once the scratch directory exists. The scratch directory itself is
+        // one, so `--exec '$SCRATCH'` is the tree, as for any directory given without `*`.
+        let mut out = vec![PathPattern::parse(raw)?];
+        if !star && bare.trim_end_matches('/') == "$SCRATCH" {
+            out.push(PathPattern::parse("$SCRATCH/*")?);
+        }
+        return Ok(out);
     }
     let abs = if bare.starts_with('/') {
         PathBuf::from(bare)
@@ -636,6 +641,10 @@ mod tests {
         assert_eq!(texts(&format!("{d}/ld/*")), [format!("{d}/real/*")]);
         assert_eq!(texts(&format!("{d}/ld/su*")), [format!("{d}/real/su*")]);
         assert_eq!(texts("$SCRATCH/ve/bin/*"), ["$SCRATCH/ve/bin/*"]);
+        // The scratch directory is a directory: without `*`, itself and its tree.
+        assert_eq!(texts("$SCRATCH"), ["$SCRATCH", "$SCRATCH/*"]);
+        assert_eq!(texts("$SCRATCH/"), ["$SCRATCH", "$SCRATCH/*"]);
+        assert_eq!(texts("$SCRATCH/a.out"), ["$SCRATCH/a.out"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -244,6 +244,16 @@ const CASES: &[Case] = &[
          > m.c && cc -o bin/m m.c && bin/m",
     },
     Case {
+        name: "build_then_run_in_the_scratch_directory",
+        why: "Issue 39, item 5: the newcomer's `cc -o a a.c && ./a` (what make test, cargo test \
+              and go test do) runs with the one flag the refusal names, `--exec '$SCRATCH'`: \
+              the scratch directory given as a directory is its tree, as any directory is.",
+        needs: &["/usr/bin/cc"],
+        flags: &["--exec", "$SCRATCH"],
+        script: "printf '#include <stdio.h>\\nint main(void){puts(\"ran\");return 0;}\\n' > a.c \
+         && cc -o a a.c && ./a && mkdir -p sub && cp a sub/b && sub/b",
+    },
+    Case {
         name: "node_worker_threads",
         why: "node with four worker threads passing messages.",
         needs: &["/usr/bin/node"],
@@ -328,6 +338,7 @@ compat!(
     python_pool,
     unix_socket_names,
     cc_build_and_run,
+    build_then_run_in_the_scratch_directory,
     node_worker_threads,
     metadata_heavy_walks,
     uptime_and_system_facts,
@@ -384,6 +395,60 @@ fn unix_socket_names_are_the_bound_paths_for_each_user() {
              same last name True True\n\
              kept True ['r.sock', 's.sock']\n\
              manager [1, 2] {'a': 1}\n",
+            "as {who:?}: {}",
+            common::stderr(&o)
+        );
+    });
+}
+
+/// Issue 39, item 7, as root and as uid 65534: a program found on PATH after one the policy may
+/// not run (a version manager's shim) runs, and one line says which ran instead of which, why,
+/// and what brings the first in; once allowed, the first runs, and nothing is said.
+#[test]
+fn a_path_entry_the_policy_skips_is_named() {
+    common::each_user("a_path_entry_the_policy_skips_is_named", |who| {
+        let dir = common::fresh_dir(&format!("path-skip-{}", common::who_tag(who)));
+        let shims = dir.join("shims");
+        let system = dir.join("system");
+        for (d, says) in [(&shims, "shim"), (&system, "system")] {
+            std::fs::create_dir_all(d).unwrap();
+            common::write_file(&d.join("tool"), &format!("#!/bin/sh\necho {says}\n"), 0o755);
+            common::chmod(d, 0o755);
+        }
+        common::chmod(&dir, 0o755);
+        let (s, y) = (shims.to_str().unwrap(), system.to_str().unwrap());
+        let path = format!("PATH={s}:{y}:/usr/bin:/bin");
+        let run = |allow_shims: bool| {
+            let mut cmd = common::warden_cmd(who);
+            cmd.args(["run", "--env", &path, "--read", y, "--exec", y]);
+            if allow_shims {
+                cmd.args(["--read", s, "--exec", s]);
+            }
+            cmd.args(["--", "tool"]);
+            common::finish(cmd, common::RUN_DEADLINE).0
+        };
+        let o = run(false);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "system\n", "as {who:?}");
+        let err = common::stderr(&o);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("warden: running "))
+            .collect();
+        assert_eq!(said.len(), 1, "as {who:?}: {err}");
+        let line = said[0];
+        for part in [
+            format!("warden: running {y}/tool for tool: the PATH has {s}/tool first"),
+            format!("add: path-allow exec {s}/tool"),
+            format!("--exec {s}"),
+        ] {
+            assert!(line.contains(&part), "as {who:?}: {part:?} not in {line}");
+        }
+        let o = run(true);
+        common::assert_ok(&o);
+        assert_eq!(common::stdout(&o), "shim\n", "as {who:?}");
+        assert!(
+            !common::stderr(&o).contains("warden: running "),
             "as {who:?}: {}",
             common::stderr(&o)
         );

@@ -688,9 +688,10 @@ fn find_program(
     }
     if name.contains('/') {
         return runnable(Path::new(name), policy)
-            .map_err(|(status, why)| failure(status, format!("cannot run {}", why)));
+            .map_err(|(status, why, _)| failure(status, format!("cannot run {}", why)));
     }
     let mut tried = Vec::new();
+    let mut refused = Vec::new();
     let mut status = EXIT_NOT_FOUND;
     for dir in std::env::split_paths(search) {
         let candidate = cwd.join(dir).join(name);
@@ -698,9 +699,19 @@ fn find_program(
             continue;
         }
         match runnable(&candidate, policy) {
-            Ok(p) => return Ok(p),
-            Err((s, why)) => {
+            Ok(p) => {
+                // The user's shell would have run the first of those the policy refused (a
+                // version manager's shim, a tool of their own): say which ran instead.
+                if !refused.is_empty() {
+                    eprintln!("{}", skipped_on_path(name, &refused, &p));
+                }
+                return Ok(p);
+            }
+            Err((s, why, by_policy)) => {
                 status = s;
+                if by_policy {
+                    refused.push((candidate.clone(), why.clone()));
+                }
                 tried.push(why);
             }
         }
@@ -725,10 +736,35 @@ fn find_program(
     ))
 }
 
+/// The one line said when the program found on PATH is not the first one there, because the
+/// policy refused those before it: `refused` holds each (path, "PATH: why").
+fn skipped_on_path(name: &str, refused: &[(PathBuf, String)], ran: &Path) -> String {
+    use warden_policy::escape::escape;
+    let shown = |p: &Path| escape(p.as_os_str().as_encoded_bytes()).into_owned();
+    let first = &refused[0].0;
+    let dir = first.parent().map_or_else(String::new, shown);
+    let others = match refused.len() {
+        1 => String::new(),
+        n => format!(" ({} more before it, likewise)", n - 1),
+    };
+    format!(
+        "warden: running {} for {}: the PATH has {} first, which the sandbox may not run \
+         ({}){others}; to run it, allow it and what it runs (on the command line: --exec {dir}, \
+         with --read for what it reads)",
+        shown(ran),
+        escape(name.as_bytes()),
+        shown(first),
+        refused[0]
+            .1
+            .strip_prefix(&format!("{}: ", shown(first)))
+            .unwrap_or(&refused[0].1),
+    )
+}
+
 /// `path` if it can be run in the sandbox: it exists, is an executable file, and the policy
 /// lets it run (its target, and the link itself when it is a symlink, as the agent checks).
-/// Otherwise the exit status and "PATH: why".
-fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
+/// Otherwise the exit status, "PATH: why", and whether the policy (not the file) refused it.
+fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String, bool)> {
     use warden_policy::escape::escape;
     let shown = escape(path.as_os_str().as_encoded_bytes());
     let meta = std::fs::metadata(path).map_err(|e| {
@@ -737,13 +773,17 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String)> {
         } else {
             EXIT_CANNOT_EXEC
         };
-        (status, format!("{shown}: {e}"))
+        (status, format!("{shown}: {e}"), false)
     })?;
     if meta.is_dir() || rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_err() {
-        return Err((EXIT_CANNOT_EXEC, format!("{shown}: not an executable file")));
+        return Err((
+            EXIT_CANNOT_EXEC,
+            format!("{shown}: not an executable file"),
+            false,
+        ));
     }
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)));
+    let denied = |why: String| (EXIT_CANNOT_EXEC, format!("{shown}: {}", escape(&why)), true);
     if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
         let link = is_link
@@ -842,6 +882,34 @@ pub fn with_id_range(mut ids: IdMap, policy: &Policy) -> Result<IdMap, Failure> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skipped_path_entry_is_said_in_one_line_with_the_rule_and_the_flag() {
+        let refused = vec![
+            (
+                PathBuf::from("/home/u/.pyenv/shims/python3"),
+                "/home/u/.pyenv/shims/python3: no path-allow exec rule matches; add: \
+                 path-allow exec /home/u/.pyenv/shims/python3"
+                    .to_owned(),
+            ),
+            (
+                PathBuf::from("/opt/x\ny/python3"),
+                "/opt/x\\ny/python3: ...".to_owned(),
+            ),
+        ];
+        let line = skipped_on_path("python3", &refused, Path::new("/usr/bin/python3"));
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert_eq!(
+            line,
+            "warden: running /usr/bin/python3 for python3: the PATH has \
+             /home/u/.pyenv/shims/python3 first, which the sandbox may not run (no path-allow \
+             exec rule matches; add: path-allow exec /home/u/.pyenv/shims/python3) (1 more \
+             before it, likewise); to run it, allow it and what it runs (on the command line: \
+             --exec /home/u/.pyenv/shims, with --read for what it reads)"
+        );
+        let odd = skipped_on_path("t", &refused[1..], Path::new("/usr/bin/t"));
+        assert_eq!(odd.lines().count(), 1, "{odd}");
+    }
 
     fn ids() -> IdMap {
         IdMap {
