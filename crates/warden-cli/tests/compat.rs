@@ -412,7 +412,7 @@ fn a_path_entry_the_policy_skips_is_named() {
         let system = dir.join("system");
         for (d, says) in [(&shims, "shim"), (&system, "system")] {
             std::fs::create_dir_all(d).unwrap();
-            common::write_file(&d.join("tool"), &format!("#!/bin/sh\necho {says}\n"), 0o755);
+            common::write_file(&d.join("tool"), format!("#!/bin/sh\necho {says}\n"), 0o755);
             common::chmod(d, 0o755);
         }
         common::chmod(&dir, 0o755);
@@ -452,6 +452,83 @@ fn a_path_entry_the_policy_skips_is_named() {
             "as {who:?}: {}",
             common::stderr(&o)
         );
+    });
+}
+
+/// Issue 39, item 12, as root and as uid 65534: a server in the sandbox's own network (no IP
+/// rule) is told, once, while it runs, that nothing outside can reach its port, with the rule
+/// that would serve it; a host server on another port is not the sandbox's and is not named;
+/// with that rule the line is not said and the host reaches the server.
+#[test]
+fn a_server_nothing_can_reach_is_named_with_its_rule() {
+    let test = "a_server_nothing_can_reach_is_named_with_its_rule";
+    if !installed(test, &["/usr/bin/python3"]) {
+        return;
+    }
+    common::each_user(test, |who| {
+        // A server of the host's, listening while the sandbox runs.
+        let host = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let host_port = host.local_addr().unwrap().port();
+        let port = free_port();
+        let serve = format!(
+            "import socket, time\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(('0.0.0.0', {port})); s.listen(); print('listening', flush=True)\n\
+             s.settimeout(3)\n\
+             try:\n    c, _ = s.accept(); c.sendall(b'hello'); c.close()\n\
+             except socket.timeout:\n    pass\n"
+        );
+        let mut cmd = common::warden_cmd(who);
+        cmd.args(["run", "--", "/usr/bin/python3", "-c", &serve]);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        common::assert_ok(&o);
+        let err = common::stderr(&o);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains(" listens on TCP port "))
+            .collect();
+        assert_eq!(
+            said,
+            [format!(
+                "warden: python3 listens on TCP port {port} in the sandbox's own network, which \
+                 nothing outside the sandbox can reach; to serve it to the host, add the line \
+                 `net-allow incoming tcp 0/0 {port}` to a policy file and give it with --policy \
+                 FILE"
+            )],
+            "as {who:?}: {err}"
+        );
+        assert!(
+            !err.contains(&format!("port {host_port} ")),
+            "as {who:?}: {err}"
+        );
+        // With the rule: served to the host, and nothing said.
+        let dir = common::fresh_dir(&format!("listen-{}", common::who_tag(who)));
+        common::chmod(&dir, 0o755);
+        let policy = dir.join("serve.policy");
+        common::write_file(
+            &policy,
+            format!("net-allow incoming tcp 0/0 {port}\n"),
+            0o644,
+        );
+        let mut cmd = common::warden_cmd(who);
+        cmd.args(["run", "--policy", policy.to_str().unwrap(), "--"])
+            .args(["/usr/bin/python3", "-c", &serve])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line, "listening\n", "as {who:?}");
+        let mut got = String::new();
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        std::io::Read::read_to_string(&mut c, &mut got).unwrap();
+        assert_eq!(got, "hello", "as {who:?}");
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "as {who:?}");
+        let err = common::stderr(&o);
+        assert!(!err.contains(" listens on TCP port "), "as {who:?}: {err}");
+        drop(host);
     });
 }
 

@@ -182,6 +182,7 @@ pub fn execute(
         sources,
         (network, mode),
         degraded,
+        command.namespaces && network == "private",
     );
     crate::timings::mark("registered");
 
@@ -456,7 +457,10 @@ fn become_starting_ids(command: &Command) -> Result<(), Failure> {
 
 /// Enters the run in the registry, where `warden ps` and `warden inspect` find it; without a
 /// registry directory they just do not see it. The entry goes when the value is dropped. The
-/// directory is found, made and checked on the registration's thread, not here.
+/// directory is found, made and checked on the registration's thread, not here. With
+/// `own_network` (a private network namespace) that thread also says each TCP port a server of
+/// the sandbox listens on, which nothing outside can reach ([`super::listeners`]).
+#[allow(clippy::too_many_arguments)]
 fn register(
     cfg: &RunConfig,
     sandbox: &Launched,
@@ -465,6 +469,7 @@ fn register(
     policies: Vec<String>,
     (network, mode): (&str, &str),
     degraded: Vec<String>,
+    own_network: bool,
 ) -> Option<crate::registry::Registration> {
     let entry = crate::registry::Entry {
         id,
@@ -486,12 +491,24 @@ fn register(
         ..Default::default()
     };
     let a = Arc::clone(agent);
+    // A server in the sandbox's own network is unreachable from outside: said as it starts,
+    // each time the entry is written.
+    let listeners = own_network.then(|| {
+        let name = Path::new(&cfg.program)
+            .file_name()
+            .map_or(cfg.program.as_bytes(), |n| n.as_encoded_bytes());
+        let name = warden_policy::escape::escape(name).into_owned();
+        super::listeners::Listeners::new(sandbox.init_pid, name)
+    });
     Some(crate::registry::Registration::start(
         crate::registry::Place::Own,
         entry,
         Arc::clone(&agent.grants),
         cfg.capsicum.clone(),
         move || {
+            if let Some(l) = &listeners {
+                l.look();
+            }
             let s = a.stats.snapshot();
             (s.total, s.denied)
         },

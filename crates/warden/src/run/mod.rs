@@ -7,6 +7,7 @@
 mod closing;
 mod copies;
 mod execute;
+mod listeners;
 mod plan;
 mod scratch;
 mod stdio;
