@@ -532,6 +532,55 @@ fn a_server_nothing_can_reach_is_named_with_its_rule() {
     });
 }
 
+/// Issue 39, item 6, as root and as uid 65534: with no rule in the user's home, `HOME` is the
+/// scratch directory and git finds no identity there; a rule that names a file in it (`--read
+/// ~/.gitconfig`) keeps `HOME` the user's, and git finds the identity as natively, while the
+/// home's other files stay refused.
+#[test]
+fn a_rule_in_home_keeps_home_and_its_configuration() {
+    let test = "a_rule_in_home_keeps_home_and_its_configuration";
+    if !installed(test, &["/usr/bin/git"]) {
+        return;
+    }
+    common::each_user(test, |who| {
+        let home = common::fresh_dir(&format!("home-{}", common::who_tag(who)));
+        common::write_file(
+            &home.join(".gitconfig"),
+            "[user]\n\tname = Ann Example\n",
+            0o644,
+        );
+        common::write_file(&home.join("secret"), "secret\n", 0o644);
+        common::chmod(&home, 0o755);
+        let h = home.to_str().unwrap();
+        let run = |flags: &[&str]| {
+            let mut cmd = common::warden_cmd(who);
+            cmd.env("HOME", h)
+                .args(["run"])
+                .args(flags)
+                .args(["--", "sh", "-c"])
+                .arg("echo \"$HOME\"; git config user.name; cat \"$HOME/secret\" 2>/dev/null || echo refused");
+            common::finish(cmd, common::RUN_DEADLINE).0
+        };
+        let o = run(&[]);
+        let out = common::stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_ne!(lines.first(), Some(&h), "as {who:?}: {out}");
+        assert_eq!(
+            lines.get(1),
+            Some(&"refused"),
+            "as {who:?}: no identity: {out}"
+        );
+        let gitconfig = format!("{h}/.gitconfig");
+        let o = run(&["--read", &gitconfig]);
+        assert_eq!(
+            common::stdout(&o),
+            format!("{h}\nAnn Example\nrefused\n"),
+            "as {who:?}: {}",
+            common::stderr(&o)
+        );
+    });
+}
+
 /// Item 9: `--here` builds the project the user stands in, and nothing beside it.
 #[test]
 fn here_builds_the_project_standing_in() {
@@ -1226,7 +1275,8 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
             last.starts_with(&format!(
                 "warden: the sandbox refused {denied} {calls}, first "
             )) && last.contains(&named)
-                && last.ends_with("(-v named each above)"),
+                // Then, as the program failed, where it started (run from `d`: point 3).
+                && last.contains("(-v named each above); it started in its own scratch directory"),
             "{err}"
         );
 

@@ -2399,9 +2399,15 @@ fn agent_threads_hold_only_the_capabilities_they_need() {
         };
         for t in tasks.flatten() {
             let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.trim() == "warden-agent" {
-                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
-                agents.push(status);
+            if comm.trim() != "warden-agent" {
+                continue;
+            }
+            // A worker that ends between the two reads leaves no status (ESRCH); one that was
+            // read at all has every line of it.
+            if let Ok(status) = std::fs::read_to_string(t.path().join("status")) {
+                if status.contains("CapAmb:") {
+                    agents.push(status);
+                }
             }
         }
     }

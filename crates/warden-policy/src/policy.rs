@@ -410,6 +410,39 @@ impl Policy {
         &self.path_rules
     }
 
+    /// The `path-allow read D/*` rules of the user's (not the built-in default's) under which
+    /// `D` itself may not be read: what is beneath `D` is, but a program that lists or looks at
+    /// `D` (the linker searching `/lib`, `find /usr`) is refused there, which is rarely what the
+    /// rule was written for. Each as "FILE:LINE:COL: warning: ..., add: path-allow read D".
+    pub fn trees_without_their_directory(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.path_rules {
+            if r.access != Some(Access::Read) || &*r.span.file == DEFAULT_POLICY_NAME {
+                continue;
+            }
+            let lit = r.pattern.literal();
+            if !r.pattern.is_prefix() || r.pattern.uses_scratch() || !lit.ends_with('/') {
+                continue;
+            }
+            let dir = lit.trim_end_matches('/');
+            if dir.is_empty() || self.check(dir, Access::Read).is_allowed() {
+                continue;
+            }
+            // Only when the directory could be named in a rule as it is.
+            if !PathPattern::parse(dir).is_ok_and(|p| !p.is_prefix() && p.literal() == dir) {
+                continue;
+            }
+            let shown = crate::escape::escape(dir);
+            out.push(format!(
+                "{}: warning: {r} allows what is beneath {shown}, not {shown} itself: a program \
+                 that lists or looks at {shown} (a linker searching it, find) is refused there; \
+                 add: path-allow read {shown}",
+                r.span
+            ));
+        }
+        out
+    }
+
     /// The files the rules came from, in first-use order (`<default>` for the built-in one,
     /// `--read` and the like for the shorthand flags).
     pub fn sources(&self) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! the incoming filter, the namespace cookie, and the host's addresses.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `connect(sock, addr)` or `bind(sock, addr)` with `addr` exactly as given.
 pub fn address_call(sock: &OwnedFd, addr: &[u8], connect: bool) -> io::Result<()> {
@@ -157,33 +157,31 @@ pub fn host_addresses() -> Vec<std::net::IpAddr> {
 
 /// The local address of `sock` (`getsockname`), as raw sockaddr bytes.
 pub fn local_address(sock: impl AsFd) -> io::Result<Vec<u8>> {
-    // SAFETY: an all-zero sockaddr_storage is valid.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `storage`, a live sockaddr_storage,
-    // and stores the address's length in `len`.
-    let rc = unsafe {
-        libc::getsockname(
-            sock.as_fd().as_raw_fd(),
-            (&mut storage as *mut libc::sockaddr_storage).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(bytes_of(&storage, len))
+    socket_name(sock.as_fd(), libc::getsockname)
 }
 
 /// The address of the peer `sock` is connected to (`getpeername`), as raw sockaddr bytes.
 pub fn peer_address(sock: impl AsFd) -> io::Result<Vec<u8>> {
+    socket_name(sock.as_fd(), libc::getpeername)
+}
+
+/// `call` (`getsockname` or `getpeername`, which take the same arguments) on `sock`.
+fn socket_name(
+    sock: BorrowedFd<'_>,
+    call: unsafe extern "C" fn(
+        libc::c_int,
+        *mut libc::sockaddr,
+        *mut libc::socklen_t,
+    ) -> libc::c_int,
+) -> io::Result<Vec<u8>> {
     // SAFETY: an all-zero sockaddr_storage is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: as getsockname above.
+    // SAFETY: `call` is getsockname or getpeername: the kernel writes at most `len` bytes into
+    // `storage`, a live sockaddr_storage, and stores the address's length in `len`.
     let rc = unsafe {
-        libc::getpeername(
-            sock.as_fd().as_raw_fd(),
+        call(
+            sock.as_raw_fd(),
             (&mut storage as *mut libc::sockaddr_storage).cast(),
             &mut len,
         )

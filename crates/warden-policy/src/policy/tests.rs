@@ -465,6 +465,35 @@ fn the_default_private_tmp_gives_way_to_any_rule_of_the_users_on_tmp() {
 }
 
 #[test]
+fn a_read_tree_without_its_directory_is_warned_of_with_the_line_to_add() {
+    let mut p = Policy::default_policy();
+    p.merge(parse(
+        "path-allow read /lib/*\npath-allow read /srv/data/*\npath-allow read /srv/data\n\
+         path-allow read /opt/lib*\npath-allow write /var/out/*\npath-allow read $SCRATCH/x/*",
+    ));
+    let w = p.trees_without_their_directory();
+    // /lib itself: the default allows it (its own rules). /srv/data: its own rule. /opt/lib*:
+    // not a tree. write: not a read. $SCRATCH: the run's own.
+    assert!(w.is_empty(), "{w:?}");
+    let p = parse("path-allow read /usr/*\npath-allow read /etc/ssl/*\npath-allow read /etc/ssl");
+    let w = p.trees_without_their_directory();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("t:1:"), "{}", w[0]);
+    assert!(
+        w[0].contains(
+            "warning: path-allow read /usr/* allows what is beneath /usr, not /usr itself"
+        ),
+        "{}",
+        w[0]
+    );
+    assert!(w[0].ends_with("add: path-allow read /usr"), "{}", w[0]);
+    // The built-in default's own rules are never warned of.
+    assert!(Policy::default_policy()
+        .trees_without_their_directory()
+        .is_empty());
+}
+
+#[test]
 fn default_policy_parses_and_decides() {
     let d = Policy::parse(DEFAULT_POLICY_NAME, DEFAULT_POLICY)
         .unwrap_or_else(|e| panic!("default policy: {e:#?}"));

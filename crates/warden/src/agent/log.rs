@@ -664,6 +664,10 @@ mod tests {
             call: call.into(),
             reason: "no rule".into(),
         };
+        let calls = |first: &FirstRefusals| -> Vec<String> {
+            let kept = first.kept.lock().unwrap();
+            kept.iter().map(|(k, _)| k.call.clone()).collect()
+        };
         let first = FirstRefusals::default();
         for dir in ["/a", "/b", "/c", "/d"] {
             first.keep("newfstatat", r(dir));
@@ -675,23 +679,11 @@ mod tests {
         assert!(!first.only_looks(), "an open acts");
         first.keep("openat", r("/etc/x"));
         first.keep("execve", r("/bin/y"));
-        let kept: Vec<String> = first
-            .kept
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(k, _)| k.call.clone())
-            .collect();
+        let kept = calls(&first);
         assert_eq!(kept, ["/a", "/etc/x", "/bin/y"]);
         first.keep("openat", r("/etc/z"));
         assert!(!first.open(), "three acts kept: no more are explained");
-        let kept: Vec<String> = first
-            .kept
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(k, _)| k.call.clone())
-            .collect();
+        let kept = calls(&first);
         assert_eq!(kept, ["/etc/x", "/bin/y", "/etc/z"]);
         // A program retrying one refused path stops being explained after LOOKED tries.
         let retry = FirstRefusals::default();

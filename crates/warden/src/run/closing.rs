@@ -190,15 +190,15 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
     } else {
         ""
     };
-    let clean = matches!(m.outcome, Some(Outcome::Exited(0))) && !limited;
     let failed = !matches!(m.outcome, Some(Outcome::Exited(0)));
-    let mut cwd = match &m.hidden_cwd {
+    let clean = !failed && !limited;
+    let mut hints = match &m.hidden_cwd {
         Some((dir, start)) if failed && !limited => cwd_hint(dir, start),
         _ => String::new(),
     };
     // A shell's "found, but could not run it": in a sandbox, most often what the program built.
     if m.outcome == Some(Outcome::Exited(126)) && !limited {
-        cwd.push_str(
+        hints.push_str(
             "; 126 is a shell's \"found but could not run\": only files an exec rule names \
              may run, so to run what it builds in its scratch directory add --exec '$SCRATCH' \
              (or build in your project with --here)",
@@ -215,19 +215,20 @@ fn refused_line(m: &Measured, asked: Asked, limited: bool) -> Option<String> {
         };
         let calls = plural(denied, "call", "calls");
         return Some(format!(
-            "warden: the sandbox refused {calls}{first}{rest}{uncounted}"
+            "warden: the sandbox refused {calls}{first}{rest}{uncounted}{hints}"
         ));
     }
     if !failed || limited {
         return None;
     }
     if !m.kernel_decides {
-        return (!cwd.is_empty()).then(|| format!("warden: the program {}{cwd}", ended(m.outcome)));
+        return (!hints.is_empty())
+            .then(|| format!("warden: the program {}{hints}", ended(m.outcome)));
     }
     Some(format!(
         "warden: the program {}; refusals the kernel decided alone are not counted (a path \
          outside the sandbox's view is ENOENT, one Landlock refuses EACCES): rerun with -v to name \
-         each with the rule to add{cwd}",
+         each with the rule to add{hints}",
         ended(m.outcome)
     ))
 }

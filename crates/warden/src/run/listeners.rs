@@ -67,14 +67,32 @@ impl Listeners {
         else {
             return;
         };
-        let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-        match (ns(&child), ns("self")) {
-            (Some(theirs), Some(ours)) if theirs != ours => {}
+        // Everything else through one descriptor of the child's /proc directory: a pid
+        // reused after the child's exit is never read (the descriptor's lookups then fail).
+        use rustix::fs::{openat, readlinkat, Mode, OFlags, CWD};
+        let Ok(dir) = openat(
+            CWD,
+            format!("/proc/{child}"),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return;
+        };
+        let theirs = readlinkat(&dir, "ns/net", Vec::new()).ok();
+        let ours = std::fs::read_link("/proc/self/ns/net").ok();
+        match (theirs, ours) {
+            (Some(theirs), Some(ours))
+                if theirs.as_bytes() != ours.as_os_str().as_encoded_bytes() => {}
             _ => return,
         }
         let mut ports = BTreeSet::new();
-        for table in ["tcp", "tcp6"] {
-            if let Ok(text) = std::fs::read_to_string(format!("/proc/{child}/net/{table}")) {
+        for table in ["net/tcp", "net/tcp6"] {
+            let Ok(fd) = openat(&dir, table, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            else {
+                continue;
+            };
+            let mut text = String::new();
+            if std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut text).is_ok() {
                 ports.extend(listening_ports(&text));
             }
         }

@@ -121,6 +121,11 @@ impl Plan {
                  which this kernel does not have; run without --wx",
             ));
         }
+        if cfg.verbose {
+            for w in policy.trees_without_their_directory() {
+                eprintln!("warden: {w}");
+            }
+        }
         let (cwd, hidden_cwd) = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => (
                 std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
@@ -137,7 +142,7 @@ impl Plan {
             }
             (None, None) => implicit_cwd(cfg, view.as_ref())?,
         };
-        let env = environment(&cfg.env, scratch, &policy, &cwd)?;
+        let env = environment(&cfg.env, scratch, &policy, &cwd, cfg.verbose)?;
         // Looked up as the program's own execvp would: on the sandbox's PATH, from its
         // directory, past what the policy does not let it run.
         let search = env
@@ -575,6 +580,7 @@ fn environment(
     scratch: Option<&Path>,
     policy: &Policy,
     cwd: &Path,
+    verbose: bool,
 ) -> Result<Vec<CString>, Failure> {
     use std::ffi::{OsStr, OsString};
     let mut vars: Vec<(OsString, OsString)> = if cfg.clear {
@@ -598,16 +604,36 @@ fn environment(
         );
         // A HOME the program may not write in makes every tool that keeps a cache or a
         // history there fail (and `learn` learn the host's home); the scratch directory is
-        // the one the program has.
+        // the one the program has. Unless the policy names something in the user's HOME
+        // (`--read ~/.gitconfig`, `--read ~/.rustup`): that is found through HOME, so HOME
+        // stays, and what the policy does not allow there is refused as anywhere else.
         let home = vars
             .iter()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| v.clone());
-        let usable = home.as_ref().and_then(|h| h.to_str()).is_some_and(|h| {
-            let probe = format!("{}/.warden-home-probe", h.trim_end_matches('/'));
-            policy.check(&probe, Access::Write).is_allowed()
-        });
-        if !usable {
+        let kept = home
+            .as_ref()
+            .and_then(|h| h.to_str())
+            .and_then(|h| home_kept(policy, h));
+        if verbose {
+            let shown =
+                |p: &OsStr| warden_policy::escape::escape(p.as_encoded_bytes()).into_owned();
+            match (&kept, &home) {
+                (Some(why), Some(h)) => {
+                    eprintln!("warden: HOME is yours, {}: {why}", shown(h))
+                }
+                (None, Some(h)) => eprintln!(
+                    "warden: HOME is the scratch directory, not {}: no rule of the policy names \
+                     anything in it, so the program reads none of your dot-files (git's \
+                     identity, toolchains, caches); a rule that names one (--read \
+                     {}/.gitconfig) keeps HOME yours",
+                    shown(h),
+                    shown(h).trim_end_matches('/')
+                ),
+                _ => {}
+            }
+        }
+        if kept.is_none() {
             put(
                 &mut vars,
                 OsStr::new("HOME"),
@@ -734,6 +760,30 @@ fn find_program(
             tried.join("; then ")
         ),
     ))
+}
+
+/// Why the user's `home` stays the program's `HOME`, if it does: the policy lets the program
+/// write there, or one of its allow rules names a path in it. `None` for `/` (every path is in
+/// it) and for a relative or empty `HOME`.
+fn home_kept(policy: &Policy, home: &str) -> Option<String> {
+    use warden_policy::map::at_or_beneath;
+    let home = home.trim_end_matches('/');
+    if !home.starts_with('/') {
+        return None;
+    }
+    let probe = format!("{home}/.warden-home-probe");
+    if policy.check(&probe, Access::Write).is_allowed() {
+        return Some("the policy lets the program write in it".into());
+    }
+    policy
+        .path_rules()
+        .iter()
+        .find(|r| {
+            r.access.is_some()
+                && !r.pattern.uses_scratch()
+                && at_or_beneath(r.pattern.literal().trim_end_matches('/'), home)
+        })
+        .map(|r| format!("{}: {r} names a path in it", r.span))
 }
 
 /// The one line said when the program found on PATH is not the first one there, because the
@@ -882,6 +932,31 @@ pub fn with_id_range(mut ids: IdMap, policy: &Policy) -> Result<IdMap, Failure> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn home_stays_the_users_when_the_policy_names_something_in_it() {
+        let with = |text: &str| {
+            let mut p = Policy::default_policy();
+            p.merge(Policy::parse("t", text).unwrap());
+            p.expand_scratch("/tmp/warden-1")
+        };
+        assert_eq!(home_kept(&with(""), "/home/ann"), None);
+        assert_eq!(
+            home_kept(&with("path-allow read /home/annex/*"), "/home/ann"),
+            None
+        );
+        assert_eq!(
+            home_kept(&with("path-deny /home/ann/.ssh"), "/home/ann"),
+            None
+        );
+        let why = home_kept(&with("path-allow read /home/ann/.gitconfig"), "/home/ann/").unwrap();
+        assert!(why.starts_with("t:1:"), "{why}");
+        assert!(home_kept(&with("path-allow read /home/ann/.rustup/*"), "/home/ann").is_some());
+        assert!(home_kept(&with("path-allow write /home/*"), "/home/ann").is_some());
+        // `/` and a relative HOME are never kept for a rule in them.
+        assert_eq!(home_kept(&with("path-allow read /srv/x"), "/"), None);
+        assert_eq!(home_kept(&with("path-allow read /srv/x"), "srv"), None);
+    }
 
     #[test]
     fn a_skipped_path_entry_is_said_in_one_line_with_the_rule_and_the_flag() {
