@@ -385,6 +385,44 @@ impl Policy {
         out
     }
 
+    /// Whether `path` lies in the built-in default's private `/tmp` ([`PRIVATE_TMP`]), and in
+    /// no other map within it: there the sandbox's own (empty at the start) tmpfs is all it
+    /// sees, whatever the host's `/tmp` has at that path.
+    pub fn in_private_tmp(&self, path: &str) -> bool {
+        use crate::map::at_or_beneath;
+        let default = |m: &crate::map::PathMap| &*m.span.file == DEFAULT_POLICY_NAME;
+        at_or_beneath(path, PRIVATE_TMP)
+            && self
+                .maps
+                .iter()
+                .any(|m| default(m) && m.sandbox == PRIVATE_TMP)
+            && !self
+                .maps
+                .iter()
+                .any(|m| m.sandbox != PRIVATE_TMP && at_or_beneath(path, &m.sandbox))
+    }
+
+    /// Why a run that looked up `path` in its private `/tmp` ([`Policy::in_private_tmp`]) was
+    /// told it is not there while the host's `/tmp` has it, and the line that would give it
+    /// the host's (any rule of the user's that names `/tmp` does: [`Policy::names_tmp`]).
+    pub fn explain_private_tmp(&self, path: &str, access: Access) -> String {
+        let nameable =
+            PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
+        let add = if nameable {
+            format!("add: path-allow {access} {path}")
+        } else {
+            format!(
+                "a rule that names {PRIVATE_TMP} gives it (this path cannot be named exactly: \
+                 it contains whitespace, `#`, `*`, `$` or a control character)"
+            )
+        };
+        format!(
+            "the host's {PRIVATE_TMP} has it, but the sandbox's {PRIVATE_TMP} is its own (empty \
+             at the start), and no rule of yours names {PRIVATE_TMP}; {add} (any rule naming \
+             {PRIVATE_TMP} gives the run the host's {PRIVATE_TMP} instead)"
+        )
+    }
+
     /// Every `path-map`, in order.
     pub fn maps(&self) -> &[crate::map::PathMap] {
         &self.maps

@@ -781,3 +781,30 @@ fn without_a_view_a_tmpfs_map_closes_its_tree() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_private_tmp_is_told_apart_and_its_line_gives_the_hosts_back() {
+    let p = Policy::default_policy();
+    assert!(p.in_private_tmp("/tmp"));
+    assert!(p.in_private_tmp("/tmp/x/y"));
+    assert!(!p.in_private_tmp("/tmpx"));
+    assert!(!p.in_private_tmp("/var/tmp/x"));
+    // Without the default's map (a rule of the user's names /tmp) nothing is private.
+    assert!(!p.without_private_tmp().in_private_tmp("/tmp/x"));
+    // A map of the user's within it is not the private /tmp.
+    let mut q = Policy::default_policy();
+    q.merge(parse("path-map /srv/data /tmp/data ro"));
+    assert!(!q.in_private_tmp("/tmp/data/x"));
+    let why = p.explain_private_tmp("/tmp/notes.txt", Read);
+    assert!(
+        why.contains("add: path-allow read /tmp/notes.txt "),
+        "{why}"
+    );
+    // The line it offers, added, gives the run the host's /tmp.
+    let mut r = Policy::default_policy();
+    r.merge(parse("path-allow read /tmp/notes.txt"));
+    assert!(r.names_tmp().is_some());
+    let why = p.explain_private_tmp("/tmp/a b", Read);
+    assert!(!why.contains("add:"), "{why}");
+    assert!(why.contains("cannot be named exactly"), "{why}");
+}
