@@ -771,6 +771,11 @@ fn home_kept(policy: &Policy, home: &str) -> Option<String> {
     if !home.starts_with('/') {
         return None;
     }
+    // In the default's private /tmp the host's home is not there at all: the rules that let
+    // the program write in that /tmp are about the sandbox's own.
+    if policy.in_private_tmp(home) {
+        return None;
+    }
     let probe = format!("{home}/.warden-home-probe");
     if policy.check(&probe, Access::Write).is_allowed() {
         return Some("the policy lets the program write in it".into());
@@ -955,6 +960,8 @@ mod tests {
         assert!(home_kept(&with("path-allow write /home/*"), "/home/ann").is_some());
         // `/` and a relative HOME are never kept for a rule in them.
         assert_eq!(home_kept(&with("path-allow read /srv/x"), "/"), None);
+        // A home in the host's /tmp, which the default's private /tmp does not show.
+        assert_eq!(home_kept(&with(""), "/tmp/ann"), None);
         assert_eq!(home_kept(&with("path-allow read /srv/x"), "srv"), None);
     }
 
