@@ -111,6 +111,18 @@ pub fn main(args: CheckArgs) -> i32 {
     0
 }
 
+/// The default policy with `policy` added, as `warden run` has it in a view: without the
+/// default's private `/tmp` when `policy` names `/tmp` (run/plan.rs, `private_tmp`).
+fn with_default(policy: &Policy) -> Policy {
+    let mut all = Policy::default_policy();
+    all.merge(policy.clone());
+    if all.names_tmp().is_some() {
+        all.without_private_tmp()
+    } else {
+        all
+    }
+}
+
 /// What the host lacks for the policy's maps: each map's host path, and the mount point of a
 /// map that lands in a tree of the host's (planned with the default policy, as `warden run`
 /// plans it).
@@ -124,8 +136,7 @@ fn map_problems(policy: &Policy) -> Vec<String> {
             .map(|(span, text)| format!("{span}: {text}"))
             .collect();
     if out.is_empty() {
-        let mut planned = Policy::default_policy();
-        planned.merge(policy.clone());
+        let planned = with_default(policy);
         let scratch = std::env::temp_dir().join("warden-check");
         let planned = planned.expand_scratch(&scratch.to_string_lossy());
         let plan = warden_policy::view::view_plan(&planned, &warden::confine::view::HostFs);
@@ -245,9 +256,7 @@ fn explain(policy: &Policy) {
         .maps()
         .iter()
         .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
-    let mut with_default = Policy::default_policy();
-    with_default.merge(policy.clone());
-    let in_view = warden_policy::kernel::kernel_plan_in_view(&with_default, &find);
+    let in_view = warden_policy::kernel::kernel_plan_in_view(&with_default(policy), &find);
     let alone = warden_policy::kernel::kernel_plan_in_view(policy, &find).exact();
     if host_maps {
         println!(
@@ -275,7 +284,9 @@ fn explain(policy: &Policy) {
     let plan = warden_policy::kernel::kernel_plan(policy, &find);
     print!("on the host's tree (--view off), ");
     if plan.exact() {
-        let default_too = warden_policy::kernel::kernel_plan(&with_default, &find).exact();
+        // Without a view the default's private /tmp is not made (run/plan.rs, `private_tmp`).
+        let on_host = with_default(policy).without_private_tmp();
+        let default_too = warden_policy::kernel::kernel_plan(&on_host, &find).exact();
         println!(
             "opens: the agent's, or straight to the kernel with --fast-path=auto or always{}: \
              Landlock can enforce every path rule exactly, as the files are now (the fast path)",

@@ -155,6 +155,15 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         Some(s) => base.expand_scratch(s),
         None => base.clone(),
     };
+    // The built-in default's private /tmp holds what the program makes there for itself, and
+    // the learned policy needs no rule for that. A file of the host's that it opened in /tmp
+    // (made before the run) does: then its rules decide /tmp in the learned policy's runs (the
+    // private /tmp gives way to them), so every /tmp decision of the run is learned.
+    let expanded = if uses_hosts_tmp(&observations, scratch.as_deref()) {
+        expanded.without_private_tmp()
+    } else {
+        expanded
+    };
     // As the logged paths are: resolved, without a trailing slash.
     let home = std::env::var("HOME")
         .ok()
@@ -180,6 +189,42 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
         return Ok((text, code));
     }
     verify(args, text, code, private, start.as_ref())
+}
+
+/// Whether the learning run used something of the host's in `/tmp`, outside the run's scratch
+/// directory (`scratch`), `/tmp` itself aside: a file there it opened or ran and did not write
+/// itself, or anything beneath a directory of `/tmp` it did not make (a project or a socket
+/// directory of the host's, where what it creates must land on the host again).
+fn uses_hosts_tmp(observations: &[(Observation, u64)], scratch: Option<&str>) -> bool {
+    let prefix = format!("{}/", warden_policy::PRIVATE_TMP);
+    let written = |target: &str| {
+        observations
+            .iter()
+            .any(|(o, _)| o.target == target && o.access == Some(Access::Write))
+    };
+    let made = |dir: &str| {
+        observations
+            .iter()
+            .any(|(o, _)| o.allowed && o.target == dir && o.syscall.starts_with("mkdir"))
+    };
+    observations.iter().any(|(o, _)| {
+        let Some(rel) = o.target.strip_prefix(&prefix) else {
+            return false;
+        };
+        if !o.allowed
+            || scratch.is_some_and(|s| o.target == s || o.target.starts_with(&format!("{s}/")))
+        {
+            return false;
+        }
+        match rel.split_once('/') {
+            Some((top, _)) => !made(&format!("{prefix}{top}")),
+            None => {
+                matches!(o.access, Some(Access::Read) | Some(Access::Exec))
+                    && (o.syscall.starts_with("open") || o.syscall.starts_with("exec"))
+                    && !written(&o.target)
+            }
+        }
+    })
 }
 
 /// The learning run's starting directory, when it is not a fresh scratch directory, copied
@@ -571,6 +616,46 @@ fn private_dir() -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::is_shared_object;
+
+    #[test]
+    fn the_hosts_tmp_is_used_by_what_the_program_did_not_make_there() {
+        use super::{uses_hosts_tmp, Access, Observation};
+        let o = |syscall: &str, target: &str, access: Access| {
+            (
+                Observation {
+                    syscall: syscall.into(),
+                    target: target.into(),
+                    access: Some(access),
+                    allowed: true,
+                },
+                1,
+            )
+        };
+        let own = [
+            o("mkdir", "/tmp/tmpab12", Access::Write),
+            o("openat", "/tmp/tmpab12/f", Access::Write),
+            o("openat", "/tmp/tmpab12/f", Access::Read),
+            o("openat", "/tmp/x.tmp", Access::Write),
+            o("openat", "/tmp/x.tmp", Access::Read),
+            o("openat", "/tmp/warden-1/scratch/a", Access::Read),
+        ];
+        assert!(!uses_hosts_tmp(&own, Some("/tmp/warden-1/scratch")));
+        for hosts in [
+            // A file of the host's, read.
+            o("openat", "/tmp/nginx.conf", Access::Read),
+            // Something made in a directory of the host's.
+            o("openat", "/tmp/project/marker", Access::Write),
+            o("mkdir", "/tmp/project/build", Access::Write),
+        ] {
+            let mut all = own.to_vec();
+            all.push(hosts.clone());
+            assert!(
+                uses_hosts_tmp(&all, Some("/tmp/warden-1/scratch")),
+                "{:?}",
+                hosts.0
+            );
+        }
+    }
 
     #[test]
     fn shared_objects_are_elf_files_of_type_dyn() {

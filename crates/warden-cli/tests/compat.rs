@@ -291,6 +291,17 @@ const CASES: &[Case] = &[
          System.out.println(\"hi \" + Runtime.getRuntime().availableProcessors()); } }' > H.java \
          && javac H.java && java H",
     },
+    Case {
+        name: "tmp_is_writable",
+        why: "Issue 39, point 4: a newcomer's `echo x > /tmp/x`, and `mktemp` without TMPDIR: \
+              /tmp is writable (the sandbox's own, mode 1777), as natively.",
+        needs: &["/usr/bin/mktemp"],
+        flags: &[],
+        script: "f=/tmp/warden-compat-$$; echo x > $f && cat $f && mkdir $f.d && echo y > $f.d/g \
+         && ls $f.d && mv $f.d/g $f.g && cat $f.g && rm -r $f $f.d $f.g && echo removed; \
+         t=$(env -u TMPDIR mktemp) && case $t in /tmp/tmp.*) echo mktemp-in-tmp;; esac && \
+         rm $t; test -w /tmp && echo writable; stat -c %a /tmp",
+    },
 ];
 
 fn case_named(name: &str) -> &'static Case {
@@ -332,6 +343,7 @@ compat!(
     metadata_heavy_walks,
     uptime_and_system_facts,
     java_compile_and_run,
+    tmp_is_writable,
 );
 
 /// Item 9: what a program finds without asking. `HOME` and `PWD` are places it may use (the
@@ -1205,7 +1217,16 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
     common::each_user("a_refusal_is_said_at_the_end_of_the_run", |who| {
         let d = common::fresh_dir(&format!("compat-refusal-{}", common::who_tag(who)));
         common::chmod(&d, 0o777);
-        let file = d.join("bashrc");
+        // Outside /tmp, which the default run has a private one of: a file there would just
+        // not be in the sandbox (ENOENT), allowed by the policy and refused by nothing.
+        let outside = std::path::PathBuf::from(format!(
+            "/var/tmp/warden-compat-refusal-{}-{}",
+            std::process::id(),
+            common::who_tag(who)
+        ));
+        std::fs::create_dir_all(&outside).unwrap();
+        common::chmod(&outside, 0o755);
+        let file = outside.join("bashrc");
         std::fs::write(&file, "alias ll='ls -l'\n").unwrap();
         common::chmod(&file, 0o644);
         let f = file.to_str().unwrap();
@@ -1273,6 +1294,7 @@ fn a_refusal_is_said_at_the_end_of_the_run() {
         if !degraded {
             assert_eq!(err, "", "a clean run said something");
         }
+        let _ = std::fs::remove_dir_all(&outside);
         let _ = std::fs::remove_dir_all(&d);
     });
 }

@@ -1600,18 +1600,19 @@ fn learned_policies_start_the_program_and_hold_no_per_run_names() {
                 !text.contains(s(&d)) && !text.contains(s(&elsewhere)),
                 "{text}"
             );
-            // A temporary directory of its own in /tmp.
-            let text = learn_with(
-                "yes",
-                &[
-                    "/usr/bin/python3",
-                    "-c",
-                    "import tempfile, os\n\
+            // A temporary directory of its own in /tmp: with the default policy, in the
+            // sandbox's own /tmp, which needs no rule; from nothing, a rule for its kind of name.
+            let own_tmp = [
+                "/usr/bin/python3",
+                "-c",
+                "import tempfile, os\n\
                  d = tempfile.mkdtemp(dir='/tmp')\n\
                  open(d + '/f', 'w').write('x')\n\
                  os.remove(d + '/f'); os.rmdir(d)",
-                ],
-            );
+            ];
+            let text = learn_with("yes", &own_tmp);
+            assert!(rules(&text).iter().all(|l| !l.contains("/tmp")), "{text}");
+            let text = learn_with("no", &own_tmp);
             let r = rules(&text);
             assert!(
                 r.contains(&"path-allow write /tmp/tmp*".to_owned()),

@@ -1301,13 +1301,17 @@ fn verbose_names_the_denied_path_and_the_rule_to_add() {
         line.contains(&format!("path-allow read {}", s(&f))),
         "{line}"
     );
-    // The call as C would spell it, and who made it.
+    // The call as C would spell it, and who made it. The test's files live in the host's /tmp,
+    // which the default run's private /tmp does not show: the line says so.
     assert!(
         line.starts_with(&format!("warden: denied openat(\"{}\", O_RDONLY", s(&f)))
             && line.contains(" for pid ")
-            && line.contains(" (cat): no path-allow read rule matches; add: "),
+            && line.contains(" (cat): the host's /tmp has it, but the sandbox's /tmp is its own"),
         "{line}"
     );
+    // The line it offers, pasted as a flag, gives the run the host's /tmp and the file.
+    let o = run(As::Me, &["--read", s(&f), "--", "cat", s(&f)]);
+    assert_eq!(common::stdout(&o), "hidden\n", "{}", common::stderr(&o));
     // Without -v the program's own message is all there is.
     let o = run(As::Me, &["--", "cat", s(&f)]);
     assert!(

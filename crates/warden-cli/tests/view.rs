@@ -1769,3 +1769,192 @@ fn a_view_the_kernel_refuses_gives_a_run_on_the_hosts_tree_said_in_one_line() {
         view_refused,
     );
 }
+
+/// `/tmp` in the default view (issue 39): the sandbox's own, empty and writable (mode 1777),
+/// none of the host's `/tmp` in it and nothing of it on the host; another sandbox running at
+/// the same time has its own; and it is on the run's disk, so `--disk` bounds it together with
+/// the scratch directory. warden runs from `/`, outside the host's `/tmp`.
+fn private_tmp(who: As) {
+    let name = format!(
+        "warden-private-tmp-{}-{}",
+        std::process::id(),
+        common::who_tag(who)
+    );
+    let host = Path::new("/tmp").join(format!("{name}-host"));
+    let secret = format!("host-tmp-secret-{name}");
+    common::write_file(&host, format!("{secret}\n"), 0o644);
+    let made = Path::new("/tmp").join(format!("{name}-made"));
+    let script = format!(
+        "echo entries $(ls -A /tmp | grep -vc '^warden-scratch-'); stat -c 'mode %a' /tmp; \
+         for p in /tmp/{name}-host /proc/self/root/tmp/{name}-host /tmp/../tmp/{name}-host; do \
+         cat $p; done; echo mine > /tmp/{name}-made && cat /tmp/{name}-made; \
+         mkdir -p /tmp/d/e && echo deep > /tmp/d/e/f && mv /tmp/d/e/f /tmp/g && cat /tmp/g && \
+         rm -r /tmp/d /tmp/g && echo done"
+    );
+    let o = run_warden(
+        who,
+        Path::new("/"),
+        &["run", "--", "/bin/sh", "-c", &script],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert!(out.starts_with("entries 0\nmode 1777\n"), "{out}\n{err}");
+    assert!(
+        out.contains("mine\n") && out.contains("deep\n") && out.ends_with("done\n"),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains(&secret), "the host's /tmp leaked: {out}");
+    // From outside: the host's file is as it was, and nothing the sandbox made is there.
+    assert_eq!(
+        std::fs::read_to_string(&host).unwrap(),
+        format!("{secret}\n")
+    );
+    assert!(!made.exists(), "{} reached the host", made.display());
+
+    // Two sandboxes at once: each /tmp is its own. The first writes, says so, and waits (at
+    // most a minute) for the second to have looked.
+    let first = format!(
+        "echo first-{name} > /tmp/{name}-a && echo ready && read -r _ ; cat /tmp/{name}-a; \
+         cat /tmp/{name}-b; echo first-done"
+    );
+    let mut a = common::warden_cmd(who);
+    a.current_dir("/")
+        .args(["run", "--", "/bin/bash", "-c", &first])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut a = a.spawn().unwrap();
+    let mut a_out = std::io::BufReader::new(a.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut a_out, &mut line).unwrap();
+    assert_eq!(line, "ready\n", "the first sandbox did not start");
+    let second = format!(
+        "ls -A /tmp | grep -v '^warden-scratch-'; cat /tmp/{name}-a; echo second-{name} > \
+         /tmp/{name}-b && echo second-done"
+    );
+    let b = run_warden(
+        who,
+        Path::new("/"),
+        &["run", "--", "/bin/sh", "-c", &second],
+    );
+    let mut a_in = a.stdin.take().unwrap();
+    std::io::Write::write_all(&mut a_in, b"go\n").unwrap();
+    drop(a_in);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut a_out, &mut rest).unwrap();
+    let (status, killed) = common::wait_deadline(&mut a, common::RUN_DEADLINE);
+    assert!(!killed && status.success(), "the first sandbox: {status:?}");
+    let (b_out, b_err) = (stdout(&b), common::stderr(&b));
+    assert_eq!(
+        b_out, "second-done\n",
+        "the second sandbox saw: {b_out}\n{b_err}"
+    );
+    assert!(
+        b_err.contains(&format!("/tmp/{name}-a: No such file")),
+        "{b_err}"
+    );
+    assert!(
+        rest.starts_with(&format!("first-{name}\n")) && rest.ends_with("first-done\n"),
+        "{rest}"
+    );
+    assert!(
+        !rest.contains("second-"),
+        "the first saw the second's /tmp: {rest}"
+    );
+    for n in ["a", "b"] {
+        assert!(!Path::new("/tmp").join(format!("{name}-{n}")).exists());
+    }
+
+    // The run's disk holds /tmp and the scratch directory together: 700 KB fit in /tmp alone
+    // under --disk 1M, and not once the scratch directory holds 700 KB too.
+    let fill = "head -c 700000 /dev/zero > /tmp/a && echo tmp-alone-ok && rm /tmp/a && \
+                head -c 700000 /dev/zero > s && echo scratch-ok && \
+                head -c 700000 /dev/zero > /tmp/b; echo status $?";
+    let o = run_warden(
+        who,
+        Path::new("/"),
+        &["run", "--disk", "1M", "--", "/bin/sh", "-c", fill],
+    );
+    let (out, err) = (stdout(&o), common::stderr(&o));
+    assert_eq!(out, "tmp-alone-ok\nscratch-ok\nstatus 1\n", "{err}");
+    assert!(err.contains("No space left on device"), "{out}\n{err}");
+    let _ = std::fs::remove_file(&host);
+}
+
+#[test]
+fn tmp_is_the_sandboxs_own_on_its_disk_and_not_shared() {
+    each_user(
+        "tmp_is_the_sandboxs_own_on_its_disk_and_not_shared",
+        private_tmp,
+    );
+}
+
+/// Nothing written to the private `/tmp` runs, by any route (issue 39: it adds no exec path):
+/// a copy of `echo` there, run directly, through the dynamic loader (which only the mount's
+/// `noexec` stops), through a symlink or a hard link from the scratch directory, even when the
+/// scratch directory's own files may run (`--exec '$SCRATCH/*'`, its own mount inside `/tmp`).
+/// The control: the same copy, copied into the scratch directory, runs. With `--keep` the
+/// scratch directory is the host's, and no hard link from `/tmp` lands there; checked from
+/// outside.
+fn tmp_never_runs(who: As) {
+    let name = format!(
+        "warden-tmp-exec-{}-{}",
+        std::process::id(),
+        common::who_tag(who)
+    );
+    let x = format!("/tmp/{name}");
+    let script = format!(
+        "cp /usr/bin/echo {x} && chmod 755 {x} && echo copied; {x} PAYLOAD_RAN_direct; \
+         /lib64/ld-linux-x86-64.so.2 {x} PAYLOAD_RAN_ldso; ln -s {x} l && ./l PAYLOAD_RAN_symlink; \
+         ln {x} h && ./h PAYLOAD_RAN_hardlink; (cd /tmp && ./{name} PAYLOAD_RAN_relative); \
+         cp {x} c && ./c CONTROL_RAN; echo done"
+    );
+    for keep in [false, true] {
+        let tmpdir = common::fresh_dir(&format!("tmp-exec-{}-{keep}", common::who_tag(who)));
+        common::chmod(&tmpdir, 0o1777);
+        let mut args = vec!["run", "--exec", "$SCRATCH/*"];
+        if keep {
+            args.push("--keep");
+        }
+        args.extend(["--", "/bin/sh", "-c", &script]);
+        let mut cmd = common::warden_cmd(who);
+        cmd.current_dir("/").env("TMPDIR", &tmpdir).args(&args);
+        let o = common::finish(cmd, common::RUN_DEADLINE).0;
+        let (out, err) = (stdout(&o), common::stderr(&o));
+        let all = format!("keep {keep}:\n{out}\n{err}");
+        assert!(out.starts_with("copied\n"), "{all}");
+        assert!(
+            out.contains("CONTROL_RAN\n") && out.ends_with("done\n"),
+            "control: {all}"
+        );
+        assert!(
+            !out.contains("PAYLOAD_RAN"),
+            "ESCAPE: a copy in /tmp ran: {all}"
+        );
+        assert!(err.contains("failed to map segment"), "ld.so: {all}");
+        // From outside: nothing reached the host's /tmp, and the kept scratch directory holds
+        // the control's copy and no hard link to the one in /tmp.
+        assert!(!Path::new(&x).exists(), "{x} reached the host");
+        if keep {
+            let found = std::process::Command::new("find")
+                .arg(&tmpdir)
+                .args(["-name", "c", "-o", "-name", "h"])
+                .output()
+                .unwrap();
+            let found = stdout(&found);
+            assert!(found.contains("/c\n"), "the kept copy: {found}\n{all}");
+            assert!(
+                !found.contains("/h\n"),
+                "a hard link out of /tmp: {found}\n{all}"
+            );
+        }
+        let _ = std::process::Command::new("rm")
+            .arg("-rf")
+            .arg(&tmpdir)
+            .status();
+    }
+}
+
+#[test]
+fn nothing_in_tmp_runs_by_any_route() {
+    each_user("nothing_in_tmp_runs_by_any_route", tmp_never_runs);
+}

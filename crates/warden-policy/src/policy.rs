@@ -42,6 +42,10 @@ pub const DEFAULT_POLICY: &str = include_str!("../default.policy");
 /// The file name spans of the default policy carry.
 pub const DEFAULT_POLICY_NAME: &str = "<default>";
 
+/// Where the built-in default gives the sandbox a private tmpfs of its own that gives way to
+/// the user's own rules about it ([`Policy::names_tmp`], [`Policy::without_private_tmp`]).
+pub const PRIVATE_TMP: &str = "/tmp";
+
 /// One kind of file access a `path-allow` rule grants.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Access {
@@ -320,6 +324,103 @@ impl Policy {
             }
         }
         (out, closed)
+    }
+
+    /// What decides `/tmp` besides the built-in default's private `/tmp` ([`PRIVATE_TMP`]): the
+    /// first rule, map, socket rule or starting directory not of the default that names
+    /// `/tmp`, a path in it, or a tree around it (`/*`), as "FILE:LINE: RULE". `$SCRATCH` is the
+    /// run's own, wherever it lies, and names nothing here. Asked before `$SCRATCH` is expanded.
+    pub fn names_tmp(&self) -> Option<String> {
+        use crate::map::at_or_beneath;
+        let names = |p: &PathPattern| {
+            let lit = p.literal();
+            !p.uses_scratch()
+                && (at_or_beneath(lit.trim_end_matches('/'), PRIVATE_TMP)
+                    || (p.is_prefix() && format!("{PRIVATE_TMP}/").starts_with(lit)))
+        };
+        let theirs = |span: &Span| &*span.file != DEFAULT_POLICY_NAME;
+        if let Some(r) = self
+            .path_rules
+            .iter()
+            .find(|r| theirs(&r.span) && names(&r.pattern))
+        {
+            return Some(format!("{}: {r}", r.span));
+        }
+        if let Some(m) = self.maps.iter().find(|m| {
+            theirs(&m.span)
+                && (at_or_beneath(&m.sandbox, PRIVATE_TMP)
+                    || at_or_beneath(PRIVATE_TMP, &m.sandbox))
+        }) {
+            return Some(format!("{}: {m}", m.span));
+        }
+        if let Some(r) = self
+            .net_rules
+            .iter()
+            .find(|r| theirs(&r.span) && matches!(&r.target, NetTarget::Unix(p) if names(p)))
+        {
+            return Some(format!("{}: {r}", r.span));
+        }
+        match &self.starting_dir {
+            Some((dir, span)) if theirs(span) && at_or_beneath(dir, PRIVATE_TMP) => {
+                Some(format!("{span}: starting_dir {dir}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// The policy without the built-in default's private `/tmp` ([`PRIVATE_TMP`]): its
+    /// `path-map tmpfs /tmp` and its rules on `/tmp` and `/tmp/*` go. For a run whose own rules
+    /// decide `/tmp` ([`Policy::names_tmp`]), and for one without a view of its own, which could
+    /// not make it (there the host's `/tmp` stays closed, as it always was). The rules after
+    /// those removed move up: call it before any [`RuleId`] is handed out.
+    pub fn without_private_tmp(&self) -> Policy {
+        let default = |span: &Span| &*span.file == DEFAULT_POLICY_NAME;
+        let mut out = self.clone();
+        // `/tmp` and `/tmp/*` alone: the default's `$SCRATCH` rules, expanded, may lie beneath.
+        out.path_rules.retain(|r| {
+            !(default(&r.span) && r.pattern.literal().trim_end_matches('/') == PRIVATE_TMP)
+        });
+        out.maps
+            .retain(|m| !(default(&m.span) && m.sandbox == PRIVATE_TMP));
+        out
+    }
+
+    /// Whether `path` lies in the built-in default's private `/tmp` ([`PRIVATE_TMP`]), and in
+    /// no other map within it: there the sandbox's own (empty at the start) tmpfs is all it
+    /// sees, whatever the host's `/tmp` has at that path.
+    pub fn in_private_tmp(&self, path: &str) -> bool {
+        use crate::map::at_or_beneath;
+        let default = |m: &crate::map::PathMap| &*m.span.file == DEFAULT_POLICY_NAME;
+        at_or_beneath(path, PRIVATE_TMP)
+            && self
+                .maps
+                .iter()
+                .any(|m| default(m) && m.sandbox == PRIVATE_TMP)
+            && !self
+                .maps
+                .iter()
+                .any(|m| m.sandbox != PRIVATE_TMP && at_or_beneath(path, &m.sandbox))
+    }
+
+    /// Why a run that looked up `path` in its private `/tmp` ([`Policy::in_private_tmp`]) was
+    /// told it is not there while the host's `/tmp` has it, and the line that would give it
+    /// the host's (any rule of the user's that names `/tmp` does: [`Policy::names_tmp`]).
+    pub fn explain_private_tmp(&self, path: &str, access: Access) -> String {
+        let nameable =
+            PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
+        let add = if nameable {
+            format!("add: path-allow {access} {path}")
+        } else {
+            format!(
+                "a rule that names {PRIVATE_TMP} gives it (this path cannot be named exactly: \
+                 it contains whitespace, `#`, `*`, `$` or a control character)"
+            )
+        };
+        format!(
+            "the host's {PRIVATE_TMP} has it, but the sandbox's {PRIVATE_TMP} is its own (empty \
+             at the start), and no rule of yours names {PRIVATE_TMP}; {add} (any rule naming \
+             {PRIVATE_TMP} gives the run the host's {PRIVATE_TMP} instead)"
+        )
     }
 
     /// Every `path-map`, in order.

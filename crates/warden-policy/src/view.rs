@@ -588,7 +588,11 @@ pub fn view_plan_with(policy: &Policy, host: &dyn Host, hiding: Hiding) -> ViewP
             Some((path, tree)) => {
                 if !tree && matches!(host.node(&path), Node::Dir) && !rule.pattern.is_prefix() {
                     // `read DIR` alone lists DIR: the view shows the names it holds, which are
-                    // the policy's own. Nothing to bind; the directory itself is there.
+                    // the policy's own. Nothing to bind; the directory itself is there. (A map's
+                    // own place shows what the map holds: nothing to say.)
+                    if policy.maps().iter().any(|m| m.sandbox == path) {
+                        continue;
+                    }
                     plan.notes.push((
                         id,
                         format!(
@@ -995,11 +999,20 @@ fn maps(
     let mut copies = 0;
     for m in order {
         let mut flags = Flags::default();
+        // A path beneath a map inside this one runs through that map, not this one: the
+        // scratch directory's exec rule must not make a tmpfs `/tmp` around it executable.
+        // (Its write rules still make this one writable, as they always did.)
+        let inner = |p: &str| {
+            policy
+                .maps()
+                .iter()
+                .any(|o| is_beneath(&o.sandbox, &m.sandbox) && at_or_beneath(p, &o.sandbox))
+        };
         for a in anchors {
             if at_or_beneath(&a.path, &m.sandbox) || (a.tree && is_beneath(&m.sandbox, &a.path)) {
                 match a.access {
                     Access::Write | Access::Unlink => flags.write = true,
-                    Access::Exec => flags.exec = true,
+                    Access::Exec if !inner(&a.path) => flags.exec = true,
                     _ => {}
                 }
             }

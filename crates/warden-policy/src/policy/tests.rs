@@ -436,6 +436,61 @@ fn a_unix_socket_denial_names_the_one_rule_the_whole_call_needs() {
 }
 
 #[test]
+fn the_default_private_tmp_gives_way_to_any_rule_of_the_users_on_tmp() {
+    let with = |text: &str| {
+        let mut p = Policy::default_policy();
+        p.merge(parse(text));
+        p.names_tmp()
+    };
+    assert_eq!(Policy::default_policy().names_tmp(), None);
+    for quiet in [
+        "path-allow read /usr/*",
+        "path-allow write $SCRATCH/*",
+        "path-allow exec $SCRATCH/*",
+        "path-allow read /tmpfoo",
+        "path-allow read /",
+        "net-allow incoming unix-domain $SCRATCH/sock",
+        "path-map /tmp/data /data ro\npath-allow read /data /data/*",
+    ] {
+        assert_eq!(with(quiet), None, "{quiet}");
+    }
+    for names in [
+        "path-allow read /tmp/foo",
+        "path-allow write /tmp/*",
+        "path-allow read /tmp",
+        "path-allow read /*",
+        "path-allow read /t*",
+        "path-deny /tmp/secret",
+        "path-map tmpfs /tmp",
+        "path-map /srv /tmp/srv rw",
+        "net-allow outgoing unix-domain /tmp/.X11-unix/X0",
+        "starting_dir /tmp/work",
+    ] {
+        let said = with(names).unwrap_or_else(|| panic!("{names}: not seen"));
+        assert!(said.starts_with("t:"), "{said}");
+    }
+    // Only the default's own rules and map go; the user's stay, in order.
+    let mut p = Policy::default_policy();
+    p.merge(parse("path-allow read /tmp/foo\npath-allow read /srv/*"));
+    let without = p.without_private_tmp();
+    assert!(without.maps().iter().all(|m| m.sandbox != "/tmp"));
+    let on_tmp: Vec<String> = without
+        .path_rules()
+        .iter()
+        .filter(|r| r.pattern.literal().starts_with("/tmp"))
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(on_tmp, ["path-allow read /tmp/foo"]);
+    assert_eq!(
+        without.path_rules().len(),
+        p.path_rules().len() - 4,
+        "the default's four /tmp rules"
+    );
+    assert!(without.check("/srv/x", Read).is_allowed());
+    assert!(!without.check("/tmp/x", Write).is_allowed());
+}
+
+#[test]
 fn a_read_tree_without_its_directory_is_warned_of_with_the_line_to_add() {
     let mut p = Policy::default_policy();
     p.merge(parse(
@@ -477,6 +532,17 @@ fn default_policy_parses_and_decides() {
 
     let d = d.expand_scratch("/tmp/warden-1");
     assert_eq!(d.starting_dir.as_ref().unwrap().0, "/tmp/warden-1");
+    // The sandbox's own /tmp: read, write, remove, never run. Without it (no view, or the
+    // user's own rules on /tmp) the host's /tmp is private again, as below.
+    assert_eq!(d.rights("/tmp/x"), set(&[Read, Write, Unlink]));
+    assert_eq!(d.rights("/tmp"), set(&[Read]));
+    assert!(d
+        .maps()
+        .iter()
+        .any(|m| m.sandbox == "/tmp" && m.source == crate::map::MapSource::Tmpfs));
+    let d = d.without_private_tmp();
+    assert!(d.maps().iter().all(|m| m.sandbox != "/tmp"));
+    assert!(d.maps().iter().any(|m| m.sandbox == "/dev/shm"));
     // Programs and libraries.
     assert!(d.check("/usr/bin/ls", Exec).is_allowed());
     assert!(d.check("/usr/bin/ls", Read).is_allowed());
@@ -740,4 +806,31 @@ fn without_a_view_a_tmpfs_map_closes_its_tree() {
         Verdict::Denied(Denial::DeniedBy(id)) => assert_eq!(closed.rule(id).span.line, 1),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn the_private_tmp_is_told_apart_and_its_line_gives_the_hosts_back() {
+    let p = Policy::default_policy();
+    assert!(p.in_private_tmp("/tmp"));
+    assert!(p.in_private_tmp("/tmp/x/y"));
+    assert!(!p.in_private_tmp("/tmpx"));
+    assert!(!p.in_private_tmp("/var/tmp/x"));
+    // Without the default's map (a rule of the user's names /tmp) nothing is private.
+    assert!(!p.without_private_tmp().in_private_tmp("/tmp/x"));
+    // A map of the user's within it is not the private /tmp.
+    let mut q = Policy::default_policy();
+    q.merge(parse("path-map /srv/data /tmp/data ro"));
+    assert!(!q.in_private_tmp("/tmp/data/x"));
+    let why = p.explain_private_tmp("/tmp/notes.txt", Read);
+    assert!(
+        why.contains("add: path-allow read /tmp/notes.txt "),
+        "{why}"
+    );
+    // The line it offers, added, gives the run the host's /tmp.
+    let mut r = Policy::default_policy();
+    r.merge(parse("path-allow read /tmp/notes.txt"));
+    assert!(r.names_tmp().is_some());
+    let why = p.explain_private_tmp("/tmp/a b", Read);
+    assert!(!why.contains("add:"), "{why}");
+    assert!(why.contains("cannot be named exactly"), "{why}");
 }

@@ -292,6 +292,42 @@ fn link_resolution_is_lexical_and_stays_absolute() {
 fn the_default_policy_plans_without_surprises() {
     let policy = Policy::default_policy().expand_scratch("/tmp/s");
     let p = view_plan(&policy, &host());
+    // /tmp is the sandbox's own, writable and never executable, and none of the host's shows.
+    assert!(p.steps.contains(&Step::Tmpfs {
+        path: "/tmp".into(),
+        flags: Flags {
+            write: true,
+            exec: false
+        }
+    }));
+    assert!(!p
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Bind { path, .. } if path.starts_with("/tmp"))));
+    // An exec rule in the scratch directory (its own map inside /tmp, as a run adds it) leaves
+    // /tmp noexec.
+    let mut exec = Policy::default_policy();
+    exec.merge(Policy::parse("t", "path-allow exec $SCRATCH/*").expect("parses"));
+    let mut exec = exec.expand_scratch("/tmp/s");
+    exec.add_map(crate::map::PathMap {
+        source: MapSource::Tmpfs,
+        sandbox: "/tmp/s".into(),
+        mode: crate::map::MapMode::ReadWrite,
+        span: crate::Span::new("$SCRATCH", 1, 1),
+    });
+    let at: Vec<String> = view_plan(&exec, &host())
+        .steps
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|s| s.starts_with("tmpfs /tmp"))
+        .collect();
+    assert_eq!(at, ["tmpfs /tmp rw,noexec", "tmpfs /tmp/s rw,exec"]);
+    // Without the private /tmp (no view, or the user's rules on /tmp), the scratch directory
+    // is the host's, bound.
+    let policy = Policy::default_policy()
+        .without_private_tmp()
+        .expand_scratch("/tmp/s");
+    let p = view_plan(&policy, &host());
     assert!(p.steps.contains(&bind("/tmp/s", true, true, false)));
     assert!(p.steps.contains(&bind("/etc", true, false, false)));
     assert!(p.steps.contains(&Step::Mask {

@@ -439,6 +439,20 @@ impl super::resolve::Caller for Client<'_> {
     fn decide_visible(&self, path: &str) -> Result<(), i32> {
         Client::decide_visible(self, path)
     }
+
+    fn refuse_hosts_tmp(&self, path: &str) {
+        self.agent.stats.count(false);
+        let policy = self.policy();
+        let reason = policy.explain_private_tmp(path, Access::Read);
+        self.log(
+            path,
+            Some(Access::Read),
+            false,
+            None,
+            reason,
+            Some(libc::ENOENT),
+        );
+    }
 }
 
 /// A live request's arguments, by the family that serves it: what a handler is given.

@@ -52,6 +52,9 @@ pub trait Caller {
     fn is_stand_in(&self, fd: i32) -> bool;
     /// Requires (and logs) that some access to `path` is allowed: `EACCES` otherwise.
     fn decide_visible(&self, path: &str) -> Result<(), i32>;
+    /// Logs (and counts) as refused a lookup of `path` that the sandbox's private `/tmp` does
+    /// not have and the host's `/tmp` does ([`warden_policy::Policy::in_private_tmp`]).
+    fn refuse_hosts_tmp(&self, path: &str);
 }
 
 /// How to walk.
@@ -459,8 +462,11 @@ impl Resolver {
         // `learn`'s verifying run) gets what the default run gets (a compiler ignores a missing
         // include directory, and fails on EACCES), and nothing of the host's shows. The host
         // is asked only so that `-v` and the log name the rule that would bring the path in;
-        // beneath a `path-map` it is not what the sandbox has there, and is never asked.
-        if !mapped(policy, path) {
+        // beneath a `path-map` it is not what the sandbox has there, and is never asked, but
+        // for the default's private `/tmp`: a newcomer's `cat /tmp/notes` is told the host's
+        // `/tmp` has it and which line gives the run the host's `/tmp`.
+        let private_tmp = policy.in_private_tmp(path);
+        if private_tmp || !mapped(policy, path) {
             let mut whole = path.to_owned();
             let mut bytes = path.as_bytes().to_vec();
             let rest = rest.remaining();
@@ -473,7 +479,9 @@ impl Resolver {
             // The host asked by the bytes the program gave (a name need not be UTF-8).
             let on_host = std::ffi::CString::new(bytes)
                 .is_ok_and(|name| rustix::fs::lstat(name.as_c_str()).is_ok());
-            if on_host {
+            if on_host && private_tmp {
+                client.refuse_hosts_tmp(&whole);
+            } else if on_host {
                 let _ = client.decide_visible(&whole);
             }
         }
@@ -488,7 +496,11 @@ impl Resolver {
         if !self.in_view {
             return mask(policy, path, libc::ENOENT);
         }
-        if !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
+        if policy.in_private_tmp(path) {
+            if rustix::fs::lstat(path).is_ok() {
+                Caller::refuse_hosts_tmp(client, path);
+            }
+        } else if !mapped(policy, path) && rustix::fs::lstat(path).is_ok() {
             let _ = client.decide_visible(path);
         }
         libc::ENOENT

@@ -315,15 +315,16 @@ impl Session {
     /// looks at the host, opens the program's stdio, then decides the run.
     pub fn decide(&mut self) -> Result<Decided, Failure> {
         let (cfg, ids) = (&self.cfg, self.ids);
+        let policy = plan::private_tmp(cfg, &cfg.policy);
         let policy = match &self.scratch {
             Some(s) => {
                 let path = s
                     .path
                     .to_str()
                     .ok_or_else(|| failure(EXIT_WARDEN, "scratch path is not UTF-8"))?;
-                plan::scratch_on_top(cfg.policy.expand_scratch(path), path)
+                plan::scratch_on_top(policy.expand_scratch(path), path)
             }
-            None => cfg.policy.clone(),
+            None => policy,
         };
         // Before anything looks at what exists (the view's plan, the fast path's, the Landlock
         // rules).
@@ -346,8 +347,22 @@ impl Session {
             ));
         }
         if !crate::confine::landlock::enforces_exec() {
+            use warden_policy::map::{at_or_beneath, MapSource};
             let policy = &plan.policy;
-            let writable = |p: &str| policy.check(p, warden_policy::Access::Write).is_allowed();
+            let in_view = plan.command.view.is_some();
+            // A host path `p` the policy lets the program write. In a view, rules beneath a map
+            // (the private /tmp, say) are about what the map shows there, not the host's `p`,
+            // unless the map shows the host's own path there (the scratch directory).
+            let elsewhere = |p: &str| {
+                in_view
+                    && policy.maps().iter().any(|m| {
+                        at_or_beneath(p, &m.sandbox)
+                            && m.source != MapSource::Host(m.sandbox.clone())
+                    })
+            };
+            let writable = |p: &str| {
+                policy.check(p, warden_policy::Access::Write).is_allowed() && !elsewhere(p)
+            };
             let held = stdio::holds_host_object(&stdio, &cfg.pass_fds, &writable);
             let notice = plan::without_landlock(cfg, &plan, held)?;
             eprintln!("{notice}");

@@ -771,6 +771,11 @@ fn home_kept(policy: &Policy, home: &str) -> Option<String> {
     if !home.starts_with('/') {
         return None;
     }
+    // In the default's private /tmp the host's home is not there at all: the rules that let
+    // the program write in that /tmp are about the sandbox's own.
+    if policy.in_private_tmp(home) {
+        return None;
+    }
     let probe = format!("{home}/.warden-home-probe");
     if policy.check(&probe, Access::Write).is_allowed() {
         return Some("the policy lets the program write in it".into());
@@ -858,6 +863,30 @@ fn runnable(path: &Path, policy: &Policy) -> Result<PathBuf, (i32, String, bool)
     Ok(path)
 }
 
+/// `policy` (`$SCRATCH` not yet expanded) with the built-in default's private `/tmp` where it
+/// can be and nothing else decides `/tmp`, else without it: a run without a view of its own
+/// cannot make it (the host's `/tmp` stays closed, as it always was there), and a rule, map or
+/// flag of the user's that names `/tmp` decides it as it did before the default had one.
+pub fn private_tmp(cfg: &RunConfig, policy: &Policy) -> Policy {
+    // (A map of the user's at /tmp has replaced the default's; the default's rules stay until
+    // they go here.)
+    if !wants_view(cfg, policy) {
+        return policy.without_private_tmp();
+    }
+    match policy.names_tmp() {
+        None => policy.clone(),
+        Some(rule) => {
+            if cfg.verbose {
+                eprintln!(
+                    "warden: /tmp is not the sandbox's own in this run: {rule} names it, so the \
+                     policy's rules decide /tmp (the host's, as far as they allow)"
+                );
+            }
+            policy.without_private_tmp()
+        }
+    }
+}
+
 /// `policy` with the scratch directory `scratch` mapped onto itself when a map would cover it
 /// (a tmpfs `/tmp`): it is the run's own, on the host, and must stay visible.
 pub fn scratch_on_top(mut policy: Policy, scratch: &str) -> Policy {
@@ -931,6 +960,8 @@ mod tests {
         assert!(home_kept(&with("path-allow write /home/*"), "/home/ann").is_some());
         // `/` and a relative HOME are never kept for a rule in them.
         assert_eq!(home_kept(&with("path-allow read /srv/x"), "/"), None);
+        // A home in the host's /tmp, which the default's private /tmp does not show.
+        assert_eq!(home_kept(&with(""), "/tmp/ann"), None);
         assert_eq!(home_kept(&with("path-allow read /srv/x"), "srv"), None);
     }
 
