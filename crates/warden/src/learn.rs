@@ -307,6 +307,29 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
                 .add(&o.syscall, times);
         }
     } else if !base.check(&o.target, access).is_allowed() {
+        // What the run wrote and left behind, the next run finds and reads (a lock file, a
+        // build's fingerprints, a cache): the same name, or the same per-run pattern, is
+        // learned readable too. Not what is gone after the run (a temporary file, anything
+        // in the scratch directory), not a directory's `DIR/*` made for a temporary file
+        // (that would read every name in it), nor what the base denies. What a rename moved
+        // (`target.tmpXYZ` to `target`) is readable as well: a rename may not give its
+        // destination a right its source lacks, and the destination is read back.
+        let left = access == Access::Write && (cx.exists)(&o.target);
+        let moved = access == Access::Unlink && o.syscall.starts_with("rename");
+        let read_back = (left || moved)
+            && !in_scratch
+            && !target.ends_with("/*")
+            && !base.check(&o.target, Access::Read).is_allowed()
+            && !is_denied_by(base, &o.target);
+        if read_back {
+            let why = if moved { "moved" } else { "written" };
+            uses.paths
+                .entry(Access::Read)
+                .or_default()
+                .entry(target.clone())
+                .or_default()
+                .add(&format!("{} ({why})", o.syscall), times);
+        }
         uses.paths
             .entry(access)
             .or_default()
@@ -769,14 +792,68 @@ mod tests {
             .collect();
         o.push(obs("openat", "/w/one.c", Some(Access::Read)));
         let text = learned(&o);
+        // What was written is read back by the next run (see below): readable too.
         assert_eq!(
             rules(&text),
-            ["path-allow read /w/one.c", "path-allow write /w/out/*"]
+            [
+                "path-allow read /w/one.c",
+                "path-allow read /w/out/*",
+                "path-allow write /w/out/*"
+            ]
         );
         assert!(text.contains("5 entries of /w/out:"), "{text}");
         // One fewer stays file by file.
         let text = learned(&o[1..]);
-        assert_eq!(rules(&text).len(), COLLAPSE_AT);
+        assert_eq!(rules(&text).len(), 2 * (COLLAPSE_AT - 1) + 1, "{text}");
+    }
+
+    #[test]
+    fn what_a_run_wrote_and_left_is_read_back() {
+        let text = learned(&[
+            obs("openat", "/w/Cargo.lock", Some(Access::Write)),
+            // Gone after the run: a temporary file, nothing for the next run to read.
+            obs("openat", "/w/absent.tmp", Some(Access::Write)),
+            // In the scratch directory: the next run's starts empty.
+            obs("openat", "/tmp/s/out", Some(Access::Write)),
+            // Written under a made-up name, then moved into place: both readable.
+            obs("rename", "/w/absent.Xa3kQz", Some(Access::Unlink)),
+            obs("rename", "/w/index", Some(Access::Write)),
+        ]);
+        assert_eq!(
+            rules(&text),
+            [
+                "path-allow read /w/Cargo.lock",
+                "path-allow read /w/absent.*",
+                "path-allow read /w/index",
+                "path-allow unlink /w/absent.*",
+                "path-allow write /w/Cargo.lock",
+                "path-allow write /w/absent.tmp",
+                "path-allow write /w/index",
+            ],
+            "{text}"
+        );
+        assert!(
+            text.contains("path-allow read /w/absent.*    # rename (moved)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("path-allow read /w/Cargo.lock    # openat (written)"),
+            "{text}"
+        );
+        // A write the base denies reading is not read back.
+        let base = Policy::parse("b", "path-allow write /w/*\npath-deny /w/secret").unwrap();
+        let text = learn(
+            &once(&[obs("openat", "/w/secret", Some(Access::Write))]),
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| true,
+                scratch: None,
+                link_target: &|_| None,
+            },
+        );
+        assert_eq!(rules(&text), ["path-allow write /w/secret"], "{text}");
     }
 
     #[test]
