@@ -169,7 +169,7 @@ impl PathPattern {
     }
 
     /// Whether at least one path strictly beneath `dir` matches.
-    pub(crate) fn matches_some_beneath(&self, dir: &str) -> bool {
+    pub fn matches_some_beneath(&self, dir: &str) -> bool {
         let base = ChildBase(dir);
         if self.prefix {
             // Either the pattern covers `base` entirely, or its literal sits

@@ -9,7 +9,12 @@
 //! What the learned policy contains, for each access the run made that the base policy (the one
 //! it will be used with) does not already allow:
 //! - a path opened, created, removed or executed: `path-allow ACCESS PATH`; when one directory
-//!   had [`COLLAPSE_AT`] or more entries used with the same access, `path-allow ACCESS DIR/*`;
+//!   had [`COLLAPSE_AT`] or more entries used with the same access, `path-allow ACCESS DIR/*`
+//!   (never for `/`, the home directory or what holds it, nor over a path the default policy
+//!   denies that the base does not), and no rule such a `DIR/*` already covers: a tree walk
+//!   is `D` and `D/*`;
+//! - a path written that is there after the run (and the source of a rename): `read` too, as
+//!   the next run reads back what this one left;
 //! - a path only looked at (stat, access, readlink, chdir, statfs, xattrs): `path-allow read`,
 //!   unless another learned rule already makes it visible (a directory on the way to one);
 //! - a TCP or UDP peer connected or sent to: `net-allow outgoing PROTO ADDR PORT`; a connection
@@ -148,6 +153,8 @@ struct Grant {
     warnings: BTreeSet<String>,
     /// Why a directory rule stands for several paths.
     note: Option<String>,
+    /// How many of the paths the run used a directory rule stands for (0: itself only).
+    stands_for: usize,
 }
 
 impl Grant {
@@ -176,7 +183,7 @@ struct Uses {
 pub fn learn(observations: &[(Observation, u64)], cx: &Context<'_>) -> String {
     let observations = leading_somewhere(observations, cx);
     let uses = gather(&observations, cx);
-    let mut lines = path_lines(&uses);
+    let mut lines = path_lines(&uses, cx);
     warn(&mut lines, cx);
     render(cx, lines, &uses)
 }
@@ -307,6 +314,29 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
                 .add(&o.syscall, times);
         }
     } else if !base.check(&o.target, access).is_allowed() {
+        // What the run wrote and left behind, the next run finds and reads (a lock file, a
+        // build's fingerprints, a cache): the same name, or the same per-run pattern, is
+        // learned readable too. Not what is gone after the run (a temporary file, anything
+        // in the scratch directory), not a directory's `DIR/*` made for a temporary file
+        // (that would read every name in it), nor what the base denies. What a rename moved
+        // (`target.tmpXYZ` to `target`) is readable as well: a rename may not give its
+        // destination a right its source lacks, and the destination is read back.
+        let left = access == Access::Write && (cx.exists)(&o.target);
+        let moved = access == Access::Unlink && o.syscall.starts_with("rename");
+        let read_back = (left || moved)
+            && !in_scratch
+            && !target.ends_with("/*")
+            && !base.check(&o.target, Access::Read).is_allowed()
+            && !is_denied_by(base, &o.target);
+        if read_back {
+            let why = if moved { "moved" } else { "written" };
+            uses.paths
+                .entry(Access::Read)
+                .or_default()
+                .entry(target.clone())
+                .or_default()
+                .add(&format!("{} ({why})", o.syscall), times);
+        }
         uses.paths
             .entry(access)
             .or_default()
@@ -317,18 +347,22 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
 }
 
 /// The path rules: a directory with [`COLLAPSE_AT`] or more entries used with one access as
-/// `DIR/*`, then `read` for what was only looked at and no other rule makes visible.
-fn path_lines(uses: &Uses) -> Vec<(String, Grant)> {
+/// `DIR/*` where [`widens_safely`] allows, without the rules such a `DIR/*` (or any other
+/// learned prefix) already covers, then `read` for what was only looked at and no other rule
+/// makes visible.
+fn path_lines(uses: &Uses, cx: &Context<'_>) -> Vec<(String, Grant)> {
     let mut lines: Vec<(String, Grant)> = Vec::new();
     for (access, paths) in &uses.paths {
         let mut by_dir: BTreeMap<String, Vec<&String>> = BTreeMap::new();
         for p in paths.keys() {
             by_dir.entry(parent(p).to_owned()).or_default().push(p);
         }
+        let mut rules: Vec<(String, Grant)> = Vec::new();
         for (dir, entries) in by_dir {
-            if entries.len() >= COLLAPSE_AT && dir != "/" {
+            if entries.len() >= COLLAPSE_AT && widens_safely(&dir, cx) {
                 let mut g = Grant {
-                    note: Some(format!("{} entries of {dir}:", entries.len())),
+                    note: Some(format!("{} entries of {dir}", entries.len())),
+                    stands_for: entries.len(),
                     ..Grant::default()
                 };
                 for e in &entries {
@@ -336,14 +370,17 @@ fn path_lines(uses: &Uses) -> Vec<(String, Grant)> {
                         *g.calls.entry(c.clone()).or_default() += n;
                     }
                 }
-                lines.push((format!("path-allow {access} {dir}/*"), g));
+                rules.push((format!("{dir}/*"), g));
             } else {
                 for e in entries {
                     let mut g = Grant::default();
                     g.calls.clone_from(&paths[e].calls);
-                    lines.push((format!("path-allow {access} {e}"), g));
+                    rules.push((e.clone(), g));
                 }
             }
+        }
+        for (path, g) in without_covered(rules) {
+            lines.push((format!("path-allow {access} {path}"), g));
         }
     }
     // The learned path rules so far, to know what they already make visible.
@@ -361,6 +398,77 @@ fn path_lines(uses: &Uses) -> Vec<(String, Grant)> {
         }
     }
     lines
+}
+
+/// `rules` (paths and prefixes of one access) without those another one's prefix covers (a
+/// tree walk's `D/*` makes every rule beneath `D` say nothing more): each is folded into the
+/// shortest prefix that covers it, which says how many it stands for. Never wider than
+/// `rules`: a rule is only dropped where another matches every path it matches.
+fn without_covered(mut rules: Vec<(String, Grant)>) -> Vec<(String, Grant)> {
+    // Shortest first: the first prefix that covers a rule is the shortest one, and is not
+    // itself covered (what would cover it covers the rule too, and is shorter).
+    rules.sort_by(|a, b| a.0.len().cmp(&b.0.len()).then_with(|| a.0.cmp(&b.0)));
+    let mut kept: Vec<(String, Grant, usize)> = Vec::new();
+    for (path, grant) in rules {
+        let stands_for = grant.stands_for.max(1);
+        let literal = path.strip_suffix('*').unwrap_or(&path);
+        let cover = kept.iter_mut().find(|(p, _, _)| {
+            p.strip_suffix('*')
+                .is_some_and(|prefix| *p != path && literal.starts_with(prefix))
+        });
+        match cover {
+            Some((_, g, folded)) => {
+                *folded += stands_for;
+                for (c, n) in grant.calls {
+                    *g.calls.entry(c).or_default() += n;
+                }
+            }
+            None => kept.push((path, grant, 0)),
+        }
+    }
+    kept.into_iter()
+        .map(|(path, mut g, folded)| {
+            let note = match (g.note.take(), folded) {
+                (Some(n), 0) => format!("{n}:"),
+                (Some(n), f) => format!("{n}, and {f} paths beneath them:"),
+                (None, 0) => return (path, g),
+                (None, f) => format!("{f} paths beneath it:"),
+            };
+            g.note = Some(note);
+            (path, g)
+        })
+        .collect()
+}
+
+/// Whether a learned `DIR/*` may stand for the entries of `dir` used: not for `/`, the home
+/// directory or a directory that holds it (where the secrets no policy lists live: keys,
+/// tokens, histories), and not over a path the default policy denies (its credential paths)
+/// unless the base denies it too, so that the learned rule reaches none of them even when
+/// the base is not the default. The base's own `path-deny` rules beneath `dir` stay in force
+/// (a denial wins over any allow rule).
+fn widens_safely(dir: &str, cx: &Context<'_>) -> bool {
+    if dir == "/" || !dir.starts_with(['/', '$']) {
+        return false;
+    }
+    if let Some(home) = cx.home.map(|h| h.trim_end_matches('/')) {
+        if home.is_empty() || home == dir || beneath(home, dir) {
+            return false;
+        }
+    }
+    let default = Policy::default_policy();
+    default
+        .path_rules()
+        .iter()
+        .filter(|r| r.access.is_none() && r.pattern.matches_some_beneath(dir))
+        .all(|r| {
+            // A path the rule denies, as the base's own check sees it.
+            let probe = if r.pattern.is_prefix() {
+                format!("{}x", r.pattern.literal())
+            } else {
+                r.pattern.literal().to_owned()
+            };
+            is_denied_by(cx.base, &probe)
+        })
 }
 
 /// Marks the risky grants: writes in the user's home, exec where the program may also write,
@@ -769,14 +877,199 @@ mod tests {
             .collect();
         o.push(obs("openat", "/w/one.c", Some(Access::Read)));
         let text = learned(&o);
+        // What was written is read back by the next run (see below): readable too.
         assert_eq!(
             rules(&text),
-            ["path-allow read /w/one.c", "path-allow write /w/out/*"]
+            [
+                "path-allow read /w/one.c",
+                "path-allow read /w/out/*",
+                "path-allow write /w/out/*"
+            ]
         );
         assert!(text.contains("5 entries of /w/out:"), "{text}");
         // One fewer stays file by file.
         let text = learned(&o[1..]);
-        assert_eq!(rules(&text).len(), COLLAPSE_AT);
+        assert_eq!(rules(&text).len(), 2 * (COLLAPSE_AT - 1) + 1, "{text}");
+    }
+
+    #[test]
+    fn what_a_run_wrote_and_left_is_read_back() {
+        let text = learned(&[
+            obs("openat", "/w/Cargo.lock", Some(Access::Write)),
+            // Gone after the run: a temporary file, nothing for the next run to read.
+            obs("openat", "/w/absent.tmp", Some(Access::Write)),
+            // In the scratch directory: the next run's starts empty.
+            obs("openat", "/tmp/s/out", Some(Access::Write)),
+            // Written under a made-up name, then moved into place: both readable.
+            obs("rename", "/w/absent.Xa3kQz", Some(Access::Unlink)),
+            obs("rename", "/w/index", Some(Access::Write)),
+        ]);
+        assert_eq!(
+            rules(&text),
+            [
+                "path-allow read /w/Cargo.lock",
+                "path-allow read /w/absent.*",
+                "path-allow read /w/index",
+                "path-allow unlink /w/absent.*",
+                "path-allow write /w/Cargo.lock",
+                "path-allow write /w/absent.tmp",
+                "path-allow write /w/index",
+            ],
+            "{text}"
+        );
+        assert!(
+            text.contains("path-allow read /w/absent.*    # rename (moved)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("path-allow read /w/Cargo.lock    # openat (written)"),
+            "{text}"
+        );
+        // A write the base denies reading is not read back.
+        let base = Policy::parse("b", "path-allow write /w/*\npath-deny /w/secret").unwrap();
+        let text = learn(
+            &once(&[obs("openat", "/w/secret", Some(Access::Write))]),
+            &Context {
+                base: &base,
+                home: None,
+                command: "prog",
+                exists: &|_| true,
+                scratch: None,
+                link_target: &|_| None,
+            },
+        );
+        assert_eq!(rules(&text), ["path-allow write /w/secret"], "{text}");
+    }
+
+    /// A walk of a tree (`find D`, `ls -R D`): each directory opened and listed.
+    fn walk(top: &str, fanout: usize, depth: usize) -> Vec<Observation> {
+        let mut out = vec![obs("openat", top, Some(Access::Read))];
+        if depth > 0 {
+            for i in 0..fanout {
+                out.extend(walk(&format!("{top}/d{i}"), fanout, depth - 1));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_tree_walk_is_the_directory_and_its_tree() {
+        let o = walk("/srv/tree", 6, 3);
+        assert_eq!(o.len(), 1 + 6 + 36 + 216);
+        let base = Policy::default_policy();
+        let cx = |base| Context {
+            base,
+            home: Some("/home/u"),
+            command: "find /srv/tree",
+            exists: &|_| true,
+            scratch: None,
+            link_target: &|_| None,
+        };
+        let text = learn(&once(&o), &cx(&base));
+        assert_eq!(
+            rules(&text),
+            ["path-allow read /srv/tree", "path-allow read /srv/tree/*"],
+            "{text}"
+        );
+        assert!(
+            text.contains("# 6 entries of /srv/tree, and 252 paths beneath them: openat x258"),
+            "{text}"
+        );
+        // A path the base denies inside the tree stays denied with the learned rules.
+        let mut base = Policy::default_policy();
+        base.merge(Policy::parse("b", "path-deny /srv/tree/d1/secret").unwrap());
+        let text = learn(&once(&o), &cx(&base));
+        assert_eq!(rules(&text).len(), 2, "{text}");
+        base.merge(Policy::parse("learned", &text).unwrap());
+        assert!(base.check("/srv/tree/d1/d2", Access::Read).is_allowed());
+        assert!(is_denied_by(&base, "/srv/tree/d1/secret"));
+    }
+
+    #[test]
+    fn no_directory_rule_reaches_a_credential_path_or_the_home_directory() {
+        let five = |dir: &str| -> Vec<Observation> {
+            (0..COLLAPSE_AT)
+                .map(|i| obs("openat", &format!("{dir}/f{i}"), Some(Access::Read)))
+                .collect()
+        };
+        let with = |base: &Policy, o: &[Observation]| {
+            rules(&learn(
+                &once(o),
+                &Context {
+                    base,
+                    home: Some("/home/u"),
+                    command: "prog",
+                    exists: &|_| true,
+                    scratch: None,
+                    link_target: &|_| None,
+                },
+            ))
+        };
+        // From nothing, /etc/* would reach /etc/shadow: the files stay one by one.
+        let empty = Policy::default();
+        assert_eq!(with(&empty, &five("/etc")).len(), COLLAPSE_AT);
+        assert_eq!(with(&empty, &five("/etc/ssl")).len(), COLLAPSE_AT);
+        // A base that denies what the default does: /etc/* reaches none of it.
+        let base = Policy::parse("b", DENIES).unwrap();
+        assert_eq!(with(&base, &five("/etc")), ["path-allow read /etc/*"]);
+        // The home directory and what holds it: never; a directory inside it: as anywhere.
+        assert_eq!(with(&empty, &five("/home/u")).len(), COLLAPSE_AT);
+        let homes: Vec<Observation> = (0..COLLAPSE_AT)
+            .map(|i| obs("openat", &format!("/home/h{i}"), Some(Access::Read)))
+            .collect();
+        assert_eq!(with(&empty, &homes).len(), COLLAPSE_AT);
+        assert_eq!(
+            with(&empty, &five("/home/u/.rustup/lib")),
+            ["path-allow read /home/u/.rustup/lib/*"]
+        );
+    }
+
+    /// The default policy's `path-deny` lines.
+    const DENIES: &str = "path-deny /etc/shadow /etc/shadow- /etc/gshadow /etc/gshadow-
+path-deny /etc/sudoers /etc/sudoers.d /etc/sudoers.d/*
+path-deny /etc/ssh/ssh_host_*
+path-deny /etc/security/opasswd
+path-deny /etc/ssl/private /etc/ssl/private/*
+path-deny /etc/credstore /etc/credstore/*
+path-deny /etc/credstore.encrypted /etc/credstore.encrypted/*
+";
+
+    #[test]
+    fn folding_covered_rules_never_widens() {
+        let rules = [
+            "/a/*",
+            "/a/b/c",
+            "/a/b/*",
+            "/a",
+            "/ab",
+            "/x/foo-*",
+            "/x/foo-1/y",
+            "/x/fo",
+        ];
+        let grants = rules.iter().map(|p| (p.to_string(), Grant::default()));
+        let kept: Vec<String> = without_covered(grants.collect())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(kept, ["/a", "/ab", "/a/*", "/x/fo", "/x/foo-*"]);
+        let policy = |paths: &[String]| {
+            let text: String = paths
+                .iter()
+                .map(|p| format!("path-allow read {p}\n"))
+                .collect();
+            Policy::parse("t", &text).unwrap()
+        };
+        let before = policy(&rules.map(str::to_owned));
+        let after = policy(&kept);
+        for probe in [
+            "/a", "/a/b", "/a/b/c", "/ab", "/abc", "/x/foo-2", "/x/fo", "/x/f", "/",
+        ] {
+            assert_eq!(
+                before.check(probe, Access::Read).is_allowed(),
+                after.check(probe, Access::Read).is_allowed(),
+                "{probe}"
+            );
+        }
     }
 
     #[test]

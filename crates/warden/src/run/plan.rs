@@ -611,10 +611,15 @@ fn environment(
             .iter()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| v.clone());
-        let kept = home
-            .as_ref()
-            .and_then(|h| h.to_str())
-            .and_then(|h| home_kept(policy, h));
+        // As spelled, or as it resolves: `learn` names the paths a run used resolved, so a
+        // HOME spelled through a symlink (`/home` a link elsewhere) is named by its target.
+        let kept = home.as_ref().and_then(|h| h.to_str()).and_then(|h| {
+            home_kept(policy, h).or_else(|| {
+                let resolved = std::fs::canonicalize(h).ok()?;
+                let resolved = resolved.to_str().filter(|r| *r != h)?;
+                home_kept(policy, resolved).map(|why| format!("{why} (HOME is {resolved})"))
+            })
+        });
         if verbose {
             let shown =
                 |p: &OsStr| warden_policy::escape::escape(p.as_encoded_bytes()).into_owned();
