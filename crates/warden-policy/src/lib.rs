@@ -102,5 +102,5 @@ pub use net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
 pub use pattern::PathPattern;
 pub use policy::{
     Access, AccessSet, Denial, IdRange, IpUse, PathRule, Policy, RuleId, Verdict, DEFAULT_POLICY,
-    DEFAULT_POLICY_NAME, PRIVATE_TMP,
+    DEFAULT_POLICY_NAME, PRIVATE_TMP, PRIVATE_TMP_NOTE,
 };

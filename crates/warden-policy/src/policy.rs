@@ -46,6 +46,10 @@ pub const DEFAULT_POLICY_NAME: &str = "<default>";
 /// the user's own rules about it ([`Policy::names_tmp`], [`Policy::without_private_tmp`]).
 pub const PRIVATE_TMP: &str = "/tmp";
 
+/// What a refusal in the private `/tmp` ([`Policy::explain_private_tmp`]) says first.
+pub const PRIVATE_TMP_NOTE: &str = "the host's /tmp has it, but the sandbox's /tmp is its own \
+     (empty at the start): a rule of yours that names /tmp gives the run the host's /tmp instead";
+
 /// One kind of file access a `path-allow` rule grants.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Access {
@@ -404,23 +408,20 @@ impl Policy {
 
     /// Why a run that looked up `path` in its private `/tmp` ([`Policy::in_private_tmp`]) was
     /// told it is not there while the host's `/tmp` has it, and the line that would give it
-    /// the host's (any rule of the user's that names `/tmp` does: [`Policy::names_tmp`]).
+    /// the host's (any rule of the user's that names `/tmp` does: [`Policy::names_tmp`]):
+    /// [`PRIVATE_TMP_NOTE`], then `add: ` and the line, last, as it is pasted.
     pub fn explain_private_tmp(&self, path: &str, access: Access) -> String {
         let nameable =
             PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
-        let add = if nameable {
-            format!("add: path-allow {access} {path}")
+        if nameable {
+            format!("{PRIVATE_TMP_NOTE}; add: path-allow {access} {path}")
         } else {
             format!(
-                "a rule that names {PRIVATE_TMP} gives it (this path cannot be named exactly: \
-                 it contains whitespace, `#`, `*`, `$` or a control character)"
+                "{PRIVATE_TMP_NOTE}; this path cannot be named exactly (it contains whitespace, \
+                 `#`, `*`, `$` or a control character): a rule for the directory that holds it \
+                 will do"
             )
-        };
-        format!(
-            "the host's {PRIVATE_TMP} has it, but the sandbox's {PRIVATE_TMP} is its own (empty \
-             at the start), and no rule of yours names {PRIVATE_TMP}; {add} (any rule naming \
-             {PRIVATE_TMP} gives the run the host's {PRIVATE_TMP} instead)"
-        )
+        }
     }
 
     /// Every `path-map`, in order.

@@ -823,9 +823,10 @@ fn the_private_tmp_is_told_apart_and_its_line_gives_the_hosts_back() {
     assert!(!q.in_private_tmp("/tmp/data/x"));
     let why = p.explain_private_tmp("/tmp/notes.txt", Read);
     assert!(
-        why.contains("add: path-allow read /tmp/notes.txt "),
+        why.ends_with("; add: path-allow read /tmp/notes.txt"),
         "{why}"
     );
+    assert!(why.starts_with(crate::PRIVATE_TMP_NOTE), "{why}");
     // The line it offers, added, gives the run the host's /tmp.
     let mut r = Policy::default_policy();
     r.merge(parse("path-allow read /tmp/notes.txt"));

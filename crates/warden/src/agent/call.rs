@@ -443,7 +443,11 @@ impl super::resolve::Caller for Client<'_> {
     fn refuse_hosts_tmp(&self, path: &str) {
         self.agent.stats.count(false);
         let policy = self.policy();
-        let reason = policy.explain_private_tmp(path, Access::Read);
+        // A unix socket's connect or bind needs its own rule, which names /tmp as well.
+        let reason = match self.unix_socket_hint(path) {
+            Some(rule) => format!("{}; {rule}", warden_policy::PRIVATE_TMP_NOTE),
+            None => policy.explain_private_tmp(path, Access::Read),
+        };
         self.log(
             path,
             Some(Access::Read),

@@ -1423,14 +1423,21 @@ impl Client<'_> {
             None => return errno,
         };
         let policy = &self.agent.policy;
+        // In the default's private /tmp the rules that give its paths are about the sandbox's
+        // own /tmp, which lacks the directory the host's has.
+        let private_tmp = policy.in_private_tmp(&socket);
         let given = policy
             .check_unix(warden_policy::Direction::Incoming, &socket)
             .is_some()
             || policy.check(&socket, Access::Write).is_allowed();
-        if given || rustix::fs::lstat(parent).is_err() {
+        if (given && !private_tmp) || rustix::fs::lstat(parent).is_err() {
             return errno;
         }
         match self.unix_socket_hint(&socket) {
+            Some(why) if private_tmp => {
+                let why = format!("{}; {why}", warden_policy::PRIVATE_TMP_NOTE);
+                self.refuse(&socket, &why, errno)
+            }
             Some(why) => self.refuse(&socket, &why, errno),
             None => errno,
         }
