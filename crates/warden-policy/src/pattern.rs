@@ -56,7 +56,16 @@ pub struct PathPattern {
     prefix: bool,
 }
 
+/// What a suggestion says of a path no policy line can name exactly ([`PathPattern::names_exactly`]).
+pub const UNNAMEABLE: &str = "this path cannot be named exactly in a policy (it contains \
+     whitespace, `#`, `*`, `$` or a control character); a prefix pattern ending in `*` can cover it";
+
 impl PathPattern {
+    /// Whether a policy line can name `path` exactly: it parses as itself, with no `*`.
+    pub fn names_exactly(path: &str) -> bool {
+        PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path)
+    }
+
     /// Parses and normalizes one pattern.
     ///
     /// The error is a sentence fragment for the user (the parser prefixes

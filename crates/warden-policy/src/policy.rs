@@ -33,7 +33,7 @@ use std::fmt::{self, Write as _};
 use crate::diag::{Diagnostic, Span};
 use crate::limits::{LimitKind, Limits};
 use crate::net::{Direction, NetRule, NetTarget, Protocol};
-use crate::pattern::{PathPattern, SCRATCH_VAR};
+use crate::pattern::{PathPattern, SCRATCH_VAR, UNNAMEABLE};
 use std::net::{IpAddr, SocketAddr};
 
 /// The built-in default policy, as shipped (with its comments).
@@ -411,16 +411,10 @@ impl Policy {
     /// the host's (any rule of the user's that names `/tmp` does: [`Policy::names_tmp`]):
     /// [`PRIVATE_TMP_NOTE`], then `add: ` and the line, last, as it is pasted.
     pub fn explain_private_tmp(&self, path: &str, access: Access) -> String {
-        let nameable =
-            PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
-        if nameable {
+        if PathPattern::names_exactly(path) {
             format!("{PRIVATE_TMP_NOTE}; add: path-allow {access} {path}")
         } else {
-            format!(
-                "{PRIVATE_TMP_NOTE}; this path cannot be named exactly (it contains whitespace, \
-                 `#`, `*`, `$` or a control character): a rule for the directory that holds it \
-                 will do"
-            )
+            format!("{PRIVATE_TMP_NOTE}; {UNNAMEABLE}")
         }
     }
 
@@ -824,16 +818,10 @@ impl Policy {
             }
             Verdict::Denied(Denial::NoRule) => {
                 // Suggest a rule only if the path can be written as one.
-                let writable =
-                    PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
-                if writable {
+                if PathPattern::names_exactly(path) {
                     format!("no path-allow {access} rule matches; add: path-allow {access} {path}")
                 } else {
-                    format!(
-                        "no path-allow {access} rule matches, and this path cannot be named \
-                         exactly in a policy (it contains whitespace, `#`, `*`, `$` or a control \
-                         character); a prefix pattern ending in `*` can cover it"
-                    )
+                    format!("no path-allow {access} rule matches, and {UNNAMEABLE}")
                 }
             }
         }
@@ -942,18 +930,15 @@ impl Policy {
             let rule = self.rule(id);
             return format!("path-deny {} at {} forbids it", rule.pattern, rule.span);
         }
-        let writable =
-            PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path);
-        if writable {
+        if PathPattern::names_exactly(path) {
             format!(
                 "no net-allow {dir} unix-domain rule matches {path} (nor a path-allow write); \
                  add: net-allow {dir} unix-domain {path}"
             )
         } else {
             format!(
-                "no net-allow {dir} unix-domain rule matches (nor a path-allow write), and this \
-                 path cannot be named exactly in a policy (it contains whitespace, `#`, `*`, `$` \
-                 or a control character); a prefix pattern ending in `*` can cover it"
+                "no net-allow {dir} unix-domain rule matches (nor a path-allow write), and \
+                 {UNNAMEABLE}"
             )
         }
     }

@@ -266,7 +266,7 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
     if !o.target.starts_with('/') {
         return;
     }
-    if !expressible(&o.target) {
+    if !PathPattern::names_exactly(&o.target) {
         uses.unexpressible.insert(o.target.clone());
         return;
     }
@@ -687,11 +687,6 @@ fn grant_comment(g: &Grant) -> String {
     }
 }
 
-/// A path a policy line can name exactly.
-fn expressible(path: &str) -> bool {
-    PathPattern::parse(path).is_ok_and(|p| !p.is_prefix() && p.literal() == path)
-}
-
 fn parent(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) | None => "/",
@@ -725,7 +720,8 @@ fn net_rule(o: &Observation) -> Option<(String, Option<(String, u16)>)> {
         } else {
             "outgoing"
         };
-        return expressible(rest).then(|| (format!("net-allow {dir} unix-domain {rest}"), None));
+        return PathPattern::names_exactly(rest)
+            .then(|| (format!("net-allow {dir} unix-domain {rest}"), None));
     }
     if proto != "tcp" && proto != "udp" {
         return None;
