@@ -29,6 +29,14 @@ pub struct LearnArgs {
     /// Then run the same command under the learned policy and report every call it denies.
     #[arg(long)]
     verify: bool,
+    /// Start the program in the directory you are standing in (a build learns its project, as
+    /// `warden run --here` builds it); the learned policy starts its runs there
+    /// (`starting_dir`).
+    #[arg(long, conflicts_with = "chdir")]
+    here: bool,
+    /// Start the program in DIR; the learned policy starts its runs there (`starting_dir`).
+    #[arg(long, value_name = "DIR")]
+    chdir: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -97,7 +105,53 @@ fn learn_main(args: LearnArgs) -> Result<i32, String> {
     Ok(code)
 }
 
+/// Where `--here` or `--chdir` start the program, resolved: a directory whose name a policy
+/// line can hold (it goes in the learned policy's `starting_dir`). `None` without either.
+fn start_dir(args: &LearnArgs) -> Result<Option<PathBuf>, String> {
+    let (flag, dir) = match (&args.chdir, args.here) {
+        (Some(dir), _) => ("--chdir", dir.clone()),
+        (None, true) => (
+            "--here",
+            std::env::current_dir().map_err(|e| format!("--here: no current directory: {e}"))?,
+        ),
+        (None, false) => return Ok(None),
+    };
+    let shown = escape(&dir.display().to_string()).into_owned();
+    let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{flag} {shown}: {e}"))?;
+    if !dir.is_dir() {
+        return Err(format!("{flag} {shown}: not a directory"));
+    }
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    if args.here && (dir == Path::new("/") || Some(&dir) == home.as_ref()) {
+        return Err(format!(
+            "--here in {shown}: the learned policy would open everything beneath it (your whole \
+             home, or the whole machine) to its runs; cd into the project first"
+        ));
+    }
+    match dir.to_str() {
+        Some(t) if warden_policy::PathPattern::names_exactly(t) => Ok(Some(dir)),
+        _ => Err(format!(
+            "{flag} {shown}: the learned policy's starting_dir could not name it: {}",
+            warden_policy::UNNAMEABLE
+        )),
+    }
+}
+
+/// What `--here` gives in `dir`: every access to it and everything beneath it.
+fn here_rules(dir: &Path) -> Result<Vec<(Access, warden_policy::PathPattern)>, String> {
+    let d = dir.display().to_string();
+    let patterns = [d.clone(), format!("{d}/*")]
+        .iter()
+        .map(|p| warden_policy::PathPattern::parse(p).map_err(|e| format!("--here: {e}")))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Access::ALL
+        .iter()
+        .flat_map(|a| patterns.iter().map(move |p| (*a, p.clone())))
+        .collect())
+}
+
 fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, i32), String> {
+    let start_dir = start_dir(args)?;
     let mut learning = settings_of(base);
     learning.merge(
         Policy::parse("<learn>", EVERYTHING)
@@ -108,11 +162,11 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // The state the program starts from, kept for the verifying run (the learning run changes
     // it: a build is not rebuilt the second time).
     let start = if args.verify {
-        starting_state(base, private)
+        starting_state(base, start_dir.as_deref(), private)
     } else {
         None
     };
-    let (code, scratch) = run(args, learning, &recorded)?;
+    let (code, scratch) = run(args, learning, start_dir.clone(), &recorded)?;
     let mut observations = std::mem::take(&mut *recorded.lock().map_err(|_| "a poisoned lock")?);
     // warden itself starts the program (the agent sees no execve for it): the path it was
     // found at, a symlink as itself, and what that leads to, as the verify run will check them.
@@ -159,18 +213,31 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
     // the learned policy needs no rule for that. A file of the host's that it opened in /tmp
     // (made before the run) does: then its rules decide /tmp in the learned policy's runs (the
     // private /tmp gives way to them), so every /tmp decision of the run is learned.
-    let expanded = if uses_hosts_tmp(&observations, scratch.as_deref()) {
+    let mut expanded = if uses_hosts_tmp(&observations, scratch.as_deref()) {
         expanded.without_private_tmp()
     } else {
         expanded
     };
+    // `--here`: the project as `warden run --here` gives it (read, write, remove and run all
+    // of it, files it makes included), written once; nothing in it is learned one by one.
+    let here = match (&start_dir, args.here) {
+        (Some(dir), true) => here_rules(dir)?,
+        _ => Vec::new(),
+    };
+    for (access, pattern) in &here {
+        expanded.add_rule(
+            Some(*access),
+            pattern.clone(),
+            warden_policy::Span::new("--here", 1, 1),
+        );
+    }
     // As the logged paths are: resolved, without a trailing slash.
     let home = std::env::var("HOME")
         .ok()
         .and_then(|h| std::fs::canonicalize(h).ok())
         .map(|h| h.display().to_string());
     let command = args.command.join(" ");
-    let text = learn(
+    let mut text = learn(
         &observations,
         &Context {
             base: &expanded,
@@ -181,10 +248,42 @@ fn learn_in(args: &LearnArgs, base: &Policy, private: &Path) -> Result<(String, 
             link_target: &link_target,
         },
     );
+    // The runs of the learned policy start where this one did: what it learned of the
+    // starting directory is named from there.
+    if let Some(dir) = &start_dir {
+        let flag = if args.here { "--here" } else { "--chdir" };
+        if !here.is_empty() {
+            text.push_str("# --here: the project, as `warden run --here` gives it\n");
+        }
+        for (access, pattern) in &here {
+            text.push_str(&format!("path-allow {access} {pattern}\n"));
+        }
+        text.push_str(&format!(
+            "starting_dir {}    # {flag}: where the program started while learning\n",
+            dir.display()
+        ));
+    }
     eprintln!(
         "warden learn: the program exited with status {code}; {} decisions recorded",
         observations.iter().map(|(_, n)| n).sum::<u64>()
     );
+    // A program that failed in its own scratch directory most often looked for its project
+    // there (`warden learn -- make` learns nothing of it).
+    let in_scratch = start_dir.is_none()
+        && base
+            .starting_dir
+            .as_ref()
+            .is_some_and(|(dir, _)| dir.starts_with("$SCRATCH"));
+    if code != 0 && in_scratch {
+        if let Ok(here) = std::env::current_dir() {
+            eprintln!(
+                "warden learn: it started in its own scratch directory, not in {}: --here \
+                 learns it there (and the learned policy starts its runs there), --chdir DIR \
+                 elsewhere",
+                escape(&here.display().to_string())
+            );
+        }
+    }
     if !args.verify {
         return Ok((text, code));
     }
@@ -231,17 +330,24 @@ fn uses_hosts_tmp(observations: &[(Observation, u64)], scratch: Option<&str>) ->
 /// (`cp -a`: modes, times, links) into `private` before the program changes it: `(where it
 /// is, the copy)`. `None`, with a sentence, where a copy would be unwise (`/`, the home
 /// directory itself, more than [`START_MOST`] entries or bytes) or cannot be made.
-fn starting_state(base: &Policy, private: &Path) -> Option<(PathBuf, PathBuf)> {
-    let start = match &base.starting_dir {
-        Some((dir, _)) if dir.starts_with("$SCRATCH") => return None,
-        Some((dir, _)) => PathBuf::from(dir),
-        None => std::env::current_dir().ok()?,
+fn starting_state(
+    base: &Policy,
+    start_dir: Option<&Path>,
+    private: &Path,
+) -> Option<(PathBuf, PathBuf)> {
+    // A fresh scratch directory (the default's `starting_dir $SCRATCH`) has nothing to keep;
+    // without any starting_dir the program starts where warden does.
+    let start = match (start_dir, &base.starting_dir) {
+        (Some(dir), _) => dir.to_path_buf(),
+        (None, Some((dir, _))) if dir.starts_with("$SCRATCH") => return None,
+        (None, Some((dir, _))) => PathBuf::from(dir),
+        (None, None) => std::env::current_dir().ok()?,
     };
     let start = std::fs::canonicalize(&start).ok()?;
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-    let plain = start.to_str().is_some_and(|t| {
-        warden_policy::PathPattern::parse(t).is_ok_and(|p| !p.is_prefix() && p.literal() == t)
-    });
+    let plain = start
+        .to_str()
+        .is_some_and(warden_policy::PathPattern::names_exactly);
     let (entries, bytes) = tree_size(&start, START_MOST);
     let why_not = if start == Path::new("/") || Some(&start) == home.as_ref() {
         Some("it is / or your home directory".to_string())
@@ -381,8 +487,16 @@ fn verify(
         );
     }
     if denied.is_empty() && code2 == code && dropped == 0 {
+        // A program that failed while learning fails the same way: no denial, and nothing
+        // learned of what it never reached.
+        let failed = if code == 0 {
+            String::new()
+        } else {
+            format!(" (it exited with status {code} both times: the policy has nothing of what it did not reach)")
+        };
         eprintln!(
-            "warden learn: verify: the same command runs under the learned policy with no denial"
+            "warden learn: verify: the same command runs under the learned policy with no \
+             denial{failed}"
         );
         Ok((text, code))
     } else {
@@ -396,11 +510,13 @@ fn verify(
 fn run(
     args: &LearnArgs,
     policy: Policy,
+    chdir: Option<PathBuf>,
     recorded: &Arc<std::sync::Mutex<Observations>>,
 ) -> Result<(i32, Option<PathBuf>), String> {
     let mut command = args.command.iter().cloned();
     let cfg = RunConfig {
         policy,
+        chdir,
         program: command.next().expect("clap requires a program"),
         args: command.collect(),
         observations: Some(Arc::clone(recorded)),

@@ -1838,3 +1838,107 @@ fn learned_policies_start_the_program_and_hold_no_per_run_names() {
         },
     );
 }
+
+/// `warden learn -- make` from a project, with the default policy: the program starts in its
+/// own scratch directory, fails there, and learn says so and names `--here`; `--verify` says the
+/// program failed both times rather than only "no denial". `learn --here` learns the project:
+/// the learned policy starts its runs there (`starting_dir`), `--verify` builds it again, and
+/// `warden run` with that policy, started anywhere, builds the project from a clean state.
+fn learn_here(who: As) {
+    let d = workload_dir(
+        "here",
+        who,
+        &[
+            ("Makefile", "out: in.c\n\tcc -o out in.c\n"),
+            ("in.c", "int main(void) { return 0; }\n"),
+        ],
+    );
+    let policy = workload_dir("here-policy", who, &[]).join("p.policy");
+    let o = warden(
+        who,
+        &d,
+        &["learn", "-o", s(&policy), "--verify", "--", "make"],
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "warden learn: it started in its own scratch directory, not in {}: --here learns it",
+            s(&d)
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("no denial (it exited with status 2 both times"),
+        "{err}"
+    );
+    assert!(
+        !d.join("out").exists(),
+        "the scratch run built in the project"
+    );
+    let o = warden(
+        who,
+        &d,
+        &[
+            "learn",
+            "--here",
+            "-o",
+            s(&policy),
+            "--verify",
+            "--",
+            "make",
+        ],
+    );
+    assert_verified(&o);
+    assert_eq!(
+        stdout(&o).matches("cc -o out in.c").count(),
+        2,
+        "{}",
+        stdout(&o)
+    );
+    let text = read(&policy);
+    assert!(
+        rules(&text).contains(&format!("starting_dir {}", s(&d))),
+        "{text}"
+    );
+    // From elsewhere, on a clean project: the run starts in it and builds it.
+    std::fs::remove_file(d.join("out")).unwrap();
+    let elsewhere = workload_dir("here-elsewhere", who, &[]);
+    let o = warden(
+        who,
+        &elsewhere,
+        &["run", "--policy", s(&policy), "--", "make"],
+    );
+    assert_clean_run(&o);
+    assert_eq!(stdout(&o), "cc -o out in.c\n", "{}", stderr(&o));
+    assert!(
+        d.join("out").exists(),
+        "the run did not build in the project"
+    );
+    // --here and --chdir are one choice.
+    let o = warden(
+        who,
+        &d,
+        &["learn", "--here", "--chdir", s(&d), "--", "true"],
+    );
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'--here' cannot be used with '--chdir"),
+        "{}",
+        stderr(&o)
+    );
+    // The learned --here is the project's whole tree, as `warden run --here` gives it.
+    for access in ["read", "write", "unlink", "exec"] {
+        assert!(
+            rules(&text).contains(&format!("path-allow {access} {}/*", s(&d))),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn learn_here_learns_the_project_and_its_runs_start_there() {
+    common::each_user(
+        "learn_here_learns_the_project_and_its_runs_start_there",
+        learn_here,
+    );
+}

@@ -99,7 +99,7 @@ pub use limits::{
     DEFAULT_DISK, DEFAULT_SOCKETS,
 };
 pub use net::{Direction, NetAddr, NetRule, NetTarget, PortMatch, Protocol};
-pub use pattern::PathPattern;
+pub use pattern::{PathPattern, UNNAMEABLE};
 pub use policy::{
     Access, AccessSet, Denial, IdRange, IpUse, PathRule, Policy, RuleId, Verdict, DEFAULT_POLICY,
     DEFAULT_POLICY_NAME, PRIVATE_TMP, PRIVATE_TMP_NOTE,
