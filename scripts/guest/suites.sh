@@ -43,7 +43,8 @@ for suite in "$@"; do
       threads_count_toward_processes few_children_under_process_limit_are_ok
       cpu_time_counts_every_process_of_the_sandbox sockets_the_agent_makes_count_against_the_memory_limit
       agent_state_is_bounded_by_the_memory_limit
-      root_with_starting_ids_keeps_its_cgroup_limits_and_leaves_no_group) ;;
+      root_with_starting_ids_keeps_its_cgroup_limits_and_leaves_no_group
+      warden_is_the_oom_killers_last_choice_beside_the_sandbox) ;;
     # The mode without Landlock's own tests (the matrix's no-Landlock guest runs all of escape).
     *%landlock) filters=(without_landlock) ;;
     # The view on 6.1: all of it but a_read_only_map_..._through_the_agent, the agent's part,

@@ -66,7 +66,12 @@ struct RunGroup {
     origin_procs: Option<fs::File>,
     /// Whether warden is in `agent` (and so must go back before the groups can go).
     charged: std::sync::atomic::AtomicBool,
+    /// warden's `oom_score_adj` before it joined `agent`, when it could lower it there.
+    oom_before: std::sync::Mutex<Option<Vec<u8>>>,
 }
+
+/// warden's own OOM score adjustment.
+const OOM_SCORE_ADJ: &str = "/proc/self/oom_score_adj";
 
 /// What limits to write into a new group.
 #[derive(Clone, Copy, Debug, Default)]
@@ -236,6 +241,7 @@ impl Cgroup {
                 agent_procs: None,
                 origin_procs: None,
                 charged: Default::default(),
+                oom_before: Default::default(),
             }),
             tasks: None,
             remover: Default::default(),
@@ -408,7 +414,8 @@ impl Cgroup {
     /// sockets, files and dentries the agent creates for the sandbox, and what warden
     /// allocates meanwhile, count against the sandbox's limit as on v1 ([`memory_tasks`]).
     /// At the limit the OOM killer looks in the run's group, where the program's processes
-    /// are its first choice (`oom_score_adj` 1000, `launch`). The process limit stays on the
+    /// are its first choice (`oom_score_adj` 1000, `launch`) and warden, with init, its last
+    /// (-1000, where warden may lower its own: root). The process limit stays on the
     /// sandbox's group alone: warden's threads are not the program's. Call in warden's own
     /// process, after the sandbox is cloned (its init starts in the group warden is in).
     ///
@@ -424,6 +431,17 @@ impl Cgroup {
         };
         agent.write_all(b"0")?;
         run.charged.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Once the program's processes are killed, what they held may stay charged a while
+        // (40,000 sockets close as the victim exits): a second kill then looked beside them
+        // and took warden, and the run ended with no verdict. warden is the OOM killer's last
+        // choice in the run's group, as init is, where it may lower its score (root); it goes
+        // back to what it was when it leaves the group.
+        let before = fs::read(OOM_SCORE_ADJ).ok();
+        if fs::write(OOM_SCORE_ADJ, b"-1000").is_ok() {
+            if let Ok(mut kept) = run.oom_before.lock() {
+                *kept = before;
+            }
+        }
         Ok(())
     }
 
@@ -519,6 +537,11 @@ impl Cgroup {
                 // can go.
                 if let Some(mut origin) = run.origin_procs.as_ref() {
                     let _ = origin.write_all(b"0");
+                }
+                // Raising it again needs no privilege.
+                let before = run.oom_before.lock().ok().and_then(|mut b| b.take());
+                if let Some(before) = before {
+                    let _ = fs::write(OOM_SCORE_ADJ, before.trim_ascii());
                 }
             }
         }
