@@ -442,12 +442,7 @@ impl super::resolve::Caller for Client<'_> {
 
     fn refuse_hosts_tmp(&self, path: &str) {
         self.agent.stats.count(false);
-        let policy = self.policy();
-        // A unix socket's connect or bind needs its own rule, which names /tmp as well.
-        let reason = match self.unix_socket_hint(path) {
-            Some(rule) => format!("{}; {rule}", warden_policy::PRIVATE_TMP_NOTE),
-            None => policy.explain_private_tmp(path, Access::Read),
-        };
+        let reason = self.private_tmp_reason(path);
         self.log(
             path,
             Some(Access::Read),

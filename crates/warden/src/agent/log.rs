@@ -441,7 +441,7 @@ fn parent(target: &str) -> Option<&str> {
 }
 
 /// `1 call`, `2 calls`.
-fn plural(n: u64, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

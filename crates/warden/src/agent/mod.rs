@@ -1433,13 +1433,22 @@ impl Client<'_> {
         if (given && !private_tmp) || rustix::fs::lstat(parent).is_err() {
             return errno;
         }
+        if private_tmp {
+            return self.refuse(&socket, &self.private_tmp_reason(&socket), errno);
+        }
         match self.unix_socket_hint(&socket) {
-            Some(why) if private_tmp => {
-                let why = format!("{}; {why}", warden_policy::PRIVATE_TMP_NOTE);
-                self.refuse(&socket, &why, errno)
-            }
             Some(why) => self.refuse(&socket, &why, errno),
             None => errno,
+        }
+    }
+
+    /// Why `path`, which the host's `/tmp` has, is not in the sandbox's private one, with the
+    /// line to add: a unix socket's connect or bind needs its own rule (which names `/tmp` as
+    /// well), any other call `path-allow read`.
+    pub(super) fn private_tmp_reason(&self, path: &str) -> String {
+        match self.unix_socket_hint(path) {
+            Some(rule) => format!("{}; {rule}", warden_policy::PRIVATE_TMP_NOTE),
+            None => self.agent.policy.explain_private_tmp(path, Access::Read),
         }
     }
 

@@ -5,7 +5,7 @@
 //! [`lines`] is a pure function of what was measured; [`super::Session::close`] prints its
 //! answer for `warden run`, after the reports are written.
 
-use crate::agent::log::Refusal;
+use crate::agent::log::{plural, Refusal};
 use crate::launch::Outcome;
 use crate::limits::KillReason;
 use crate::report::{classify, program_ran, Accounting, Measured, Status};
@@ -51,10 +51,6 @@ fn time(d: Option<Duration>) -> String {
 
 fn amount(n: Option<u64>) -> String {
     LimitValue::Amount(n.unwrap_or_default()).to_string()
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// What stopped the program, if a limit did; the process limit's refusals are added to it.
