@@ -98,11 +98,6 @@ pub fn main(args: CheckArgs) -> i32 {
         }
         return 1;
     }
-    // Rules that parse and do something other than what they are usually written for: on
-    // stderr, so that the normalized policy on stdout stays a policy.
-    for w in merged.trees_without_their_directory() {
-        eprintln!("{w}");
-    }
     if args.explain {
         explain(&merged);
         return 0;

@@ -123,6 +123,19 @@ impl PathPattern {
         }
     }
 
+    /// Whether this is a tree, `D/*`, and `path` is `D` itself: the directory whose every name
+    /// the tree's rule gives. Reading `D/*` lets `D` be listed and looked at too
+    /// ([`crate::Policy::check`]): the listing shows names each of which the rule lets the
+    /// program open anyway, and a Landlock rule on `D`, which is how the kernel holds `D/*`,
+    /// lists `D` itself.
+    pub fn is_tree_of(&self, path: &str) -> bool {
+        self.prefix
+            && self
+                .literal
+                .strip_suffix('/')
+                .is_some_and(|d| d == path || (d.is_empty() && path == "/"))
+    }
+
     /// Whether the pattern is about `/proc/self` or `/proc/thread-self` (or beneath): paths
     /// that name a different process to each caller, which the agent translates per caller and
     /// Landlock cannot name.

@@ -174,6 +174,17 @@ pub struct PathRule {
     pub span: Span,
 }
 
+impl PathRule {
+    /// Whether this is a `path-allow` of `access` that gives it to `path`: its pattern matches
+    /// `path`, or it reads a tree `D/*` and `path` is `D`, which may then be listed and looked
+    /// at ([`PathPattern::is_tree_of`]: the names it shows are the rule's own).
+    pub fn grants(&self, path: &str, access: Access) -> bool {
+        self.access == Some(access)
+            && (self.pattern.matches(path)
+                || (access == Access::Read && self.pattern.is_tree_of(path)))
+    }
+}
+
 impl fmt::Display for PathRule {
     /// The rule as a one-pattern policy line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -443,39 +454,6 @@ impl Policy {
         &self.path_rules
     }
 
-    /// The `path-allow read D/*` rules of the user's (not the built-in default's) under which
-    /// `D` itself may not be read: what is beneath `D` is, but a program that lists or looks at
-    /// `D` (the linker searching `/lib`, `find /usr`) is refused there, which is rarely what the
-    /// rule was written for. Each as "FILE:LINE:COL: warning: ..., add: path-allow read D".
-    pub fn trees_without_their_directory(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for r in &self.path_rules {
-            if r.access != Some(Access::Read) || &*r.span.file == DEFAULT_POLICY_NAME {
-                continue;
-            }
-            let lit = r.pattern.literal();
-            if !r.pattern.is_prefix() || r.pattern.uses_scratch() || !lit.ends_with('/') {
-                continue;
-            }
-            let dir = lit.trim_end_matches('/');
-            if dir.is_empty() || self.check(dir, Access::Read).is_allowed() {
-                continue;
-            }
-            // Only when the directory could be named in a rule as it is.
-            if !PathPattern::parse(dir).is_ok_and(|p| !p.is_prefix() && p.literal() == dir) {
-                continue;
-            }
-            let shown = crate::escape::escape(dir);
-            out.push(format!(
-                "{}: warning: {r} allows what is beneath {shown}, not {shown} itself: a program \
-                 that lists or looks at {shown} (a linker searching it, find) is refused there; \
-                 add: path-allow read {shown}",
-                r.span
-            ));
-        }
-        out
-    }
-
     /// The files the rules came from, in first-use order (`<default>` for the built-in one,
     /// `--read` and the like for the shorthand flags).
     pub fn sources(&self) -> Vec<String> {
@@ -573,15 +551,12 @@ impl Policy {
 
     /// Decides one access to one path (absolute, normalized). A matching
     /// `path-deny` wins over every `path-allow`; otherwise the first
-    /// matching `path-allow` of that access allows it.
+    /// `path-allow` of that access that grants it ([`PathRule::grants`]) allows it.
     pub fn check(&self, path: &str, access: Access) -> Verdict {
         if let Some(id) = self.denied_by(path) {
             return Verdict::Denied(Denial::DeniedBy(id));
         }
-        match self
-            .rules()
-            .find(|(_, r)| r.access == Some(access) && r.pattern.matches(path))
-        {
+        match self.rules().find(|(_, r)| r.grants(path, access)) {
             Some((id, _)) => Verdict::Allowed(id),
             None => Verdict::Denied(Denial::NoRule),
         }
@@ -602,10 +577,9 @@ impl Policy {
         if self.denied_by(path).is_some() {
             return AccessSet::EMPTY;
         }
-        self.path_rules
-            .iter()
-            .filter(|r| r.pattern.matches(path))
-            .filter_map(|r| r.access)
+        Access::ALL
+            .into_iter()
+            .filter(|&a| self.path_rules.iter().any(|r| r.grants(path, a)))
             .collect()
     }
 
@@ -616,7 +590,7 @@ impl Policy {
             return None;
         }
         self.rules()
-            .find(|(_, r)| r.access.is_some() && r.pattern.matches(path))
+            .find(|(_, r)| r.access.is_some_and(|a| r.grants(path, a)))
             .map(|(id, _)| id)
     }
 

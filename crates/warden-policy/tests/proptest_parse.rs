@@ -410,7 +410,8 @@ proptest! {
         prop_assert_eq!(p.visible(&path).is_some(), !rights.is_empty());
         if let Some(id) = p.visible(&path) {
             let rule = p.rule(id);
-            prop_assert!(rule.access.is_some() && rule.pattern.matches(&path));
+            prop_assert!(rule.access.is_some_and(|a| rule.grants(&path, a)));
+            prop_assert!(rule.pattern.matches(&path) || rule.pattern.is_tree_of(&path));
         }
         // Visible paths are traversable.
         if p.visible(&path).is_some() {

@@ -50,7 +50,9 @@ fn check_allow_and_no_rule() {
         p.check("/etc/passwd", Write),
         Verdict::Denied(Denial::NoRule)
     );
-    assert_eq!(p.check("/etc", Read), Verdict::Denied(Denial::NoRule));
+    // `/etc/*` lets /etc be listed (the first rule that grants it).
+    assert_eq!(p.check("/etc", Read), Verdict::Allowed(RuleId(0)));
+    assert_eq!(p.check("/usr", Read), Verdict::Denied(Denial::NoRule));
     assert_eq!(p.check("/usr/bin/ls", Exec), Verdict::Allowed(RuleId(2)));
     assert_eq!(
         p.check("/usr/bin/ls", Read),
@@ -491,32 +493,37 @@ fn the_default_private_tmp_gives_way_to_any_rule_of_the_users_on_tmp() {
 }
 
 #[test]
-fn a_read_tree_without_its_directory_is_warned_of_with_the_line_to_add() {
-    let mut p = Policy::default_policy();
-    p.merge(parse(
-        "path-allow read /lib/*\npath-allow read /srv/data/*\npath-allow read /srv/data\n\
-         path-allow read /opt/lib*\npath-allow write /var/out/*\npath-allow read $SCRATCH/x/*",
-    ));
-    let w = p.trees_without_their_directory();
-    // /lib itself: the default allows it (its own rules). /srv/data: its own rule. /opt/lib*:
-    // not a tree. write: not a read. $SCRATCH: the run's own.
-    assert!(w.is_empty(), "{w:?}");
-    let p = parse("path-allow read /usr/*\npath-allow read /etc/ssl/*\npath-allow read /etc/ssl");
-    let w = p.trees_without_their_directory();
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].starts_with("t:1:"), "{}", w[0]);
-    assert!(
-        w[0].contains(
-            "warning: path-allow read /usr/* allows what is beneath /usr, not /usr itself"
-        ),
-        "{}",
-        w[0]
+fn reading_a_tree_lets_its_directory_be_listed_and_nothing_more() {
+    let p = parse(
+        "path-allow read /srv/data/*\npath-allow write /var/out/*\npath-allow exec /opt/bin/*\n\
+         path-allow read /opt/lib*\npath-allow read /*\npath-deny /srv/data/secret\n\
+         path-deny /home/*",
     );
-    assert!(w[0].ends_with("add: path-allow read /usr"), "{}", w[0]);
-    // The built-in default's own rules are never warned of.
-    assert!(Policy::default_policy()
-        .trees_without_their_directory()
-        .is_empty());
+    // `D/*` read: D itself may be listed and looked at, as a Landlock rule on D lists it.
+    assert!(p.check("/srv/data", Read).is_allowed());
+    assert!(p.rights("/srv/data").contains(Read));
+    assert!(p.visible("/srv/data").is_some());
+    // Reading only: a write or exec tree gives its directory nothing.
+    assert!(!p.check("/var/out", Write).is_allowed());
+    assert!(!p.check("/opt/bin", Exec).is_allowed());
+    // Not a name prefix, nor a parent further up, nor a sibling that shares the prefix.
+    assert!(!parse("path-allow read /opt/lib*")
+        .check("/opt", Read)
+        .is_allowed());
+    assert!(!parse("path-allow read /srv/data/*")
+        .check("/srv", Read)
+        .is_allowed());
+    assert!(!parse("path-allow read /srv/data/*")
+        .check("/srv/dat", Read)
+        .is_allowed());
+    // `/*` lets `/` be listed.
+    assert!(parse("path-allow read /*").check("/", Read).is_allowed());
+    // A deny still wins, on the directory and inside it.
+    assert!(!p.check("/srv/data/secret", Read).is_allowed());
+    assert!(!p.check("/home/u", Read).is_allowed());
+    assert!(!parse("path-allow read /srv/data/*\npath-deny /srv/data")
+        .check("/srv/data", Read)
+        .is_allowed());
 }
 
 #[test]

@@ -121,11 +121,6 @@ impl Plan {
                  which this kernel does not have; run without --wx",
             ));
         }
-        if cfg.verbose {
-            for w in policy.trees_without_their_directory() {
-                eprintln!("warden: {w}");
-            }
-        }
         let (cwd, hidden_cwd) = match (&cfg.chdir, &policy.starting_dir) {
             (Some(dir), _) => (
                 std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
@@ -453,6 +448,8 @@ fn choose_opens(
     let logged = cfg.log.is_some() || cfg.observations.is_some();
     // Whether the kernel says the exec rules exactly too (the plan below sets it).
     let mut exec_exact = false;
+    // The first rule that keeps the run with the agent, for the one line a run without -v says.
+    let mut first_blocker: Option<String> = None;
     // The cheap reasons first: the plan looks at every rule's path on disk.
     let why_not: Option<String> = if logged && fast_path == FastPath::Auto {
         Some("--log asks for every decision, and only the agent sees them all".into())
@@ -485,6 +482,17 @@ fn choose_opens(
             for (id, why) in plan.blockers() {
                 let rule = policy.rule(id);
                 text.push_str(&format!("\n  {}: {rule}: {why}", rule.span));
+                first_blocker.get_or_insert_with(|| {
+                    let more = plan.blockers().count() - 1;
+                    format!(
+                        "{}: {rule}: {why}{}",
+                        rule.span,
+                        match more {
+                            0 => String::new(),
+                            n => format!(" (and {n} more: `warden check --explain` lists them)"),
+                        }
+                    )
+                });
             }
             text
         })
@@ -526,6 +534,14 @@ fn choose_opens(
         (Some(why), _) => {
             if cfg.verbose && fast_path == FastPath::Auto {
                 eprintln!("warden: opens are delegated to the agent: {why}");
+            } else if let Some(rule) = first_blocker.filter(|_| view && !logged) {
+                // A policy of the user's that costs every path call a trip to the agent: said
+                // once, with the rule, since the user can usually change it.
+                eprintln!(
+                    "warden: every open and stat of this run goes to the agent (several times \
+                     the kernel's cost), because Landlock and the view cannot say one rule \
+                     exactly: {rule}"
+                );
             }
             Ok(Opens::Agent)
         }
