@@ -132,15 +132,26 @@ fn plan(policy: &Policy, find: &dyn Fn(&str) -> Found, view: bool) -> KernelPlan
         .map(|(i, r)| {
             let lit = r.pattern.literal();
             let enforcer = match r.access {
-                None if view && !lit.starts_with("/proc/") => Enforcer::Kernel,
+                None if view && !lit.starts_with("/proc/") => {
+                    deny_in_view(policy, &r.pattern, find)
+                }
                 None => deny_plan(policy, lit, r.pattern.is_prefix()),
                 Some(Access::Unlink) => Enforcer::Agent,
                 Some(_) if view && in_views_own(lit, r.pattern.is_prefix()) => Enforcer::Kernel,
+                Some(access) if view && r.pattern.is_prefix() && lit == "/dev/" => {
+                    dev_tree_in_view(policy, access, find)
+                }
                 Some(_) if view && in_private_tmpfs(policy, lit) => in_tmpfs(policy, &r.pattern),
                 Some(access) if view => match find(lit) {
-                    _ if r.pattern.is_prefix() => {
-                        absent_is_narrower(allow_plan(judged, access, &r.pattern, find), lit)
-                    }
+                    _ if r.pattern.is_prefix() => absent_is_narrower(
+                        allow_plan(
+                            &without_nested_trees(judged, lit, find),
+                            access,
+                            &r.pattern,
+                            find,
+                        ),
+                        lit,
+                    ),
                     // Listing a directory lists the view's, which holds only what rules bring;
                     // Landlock can allow it only with a rule over everything beneath.
                     Found::Dir(_) if access == Access::Read => Enforcer::Narrower(format!(
@@ -159,6 +170,60 @@ fn plan(policy: &Policy, find: &dyn Fn(&str) -> Found, view: bool) -> KernelPlan
         })
         .collect();
     KernelPlan { rules }
+}
+
+/// A `path-deny` in a view: the view covers what it names with a mask (a mount point the
+/// program can neither open, remove nor move), and Landlock's rules then cover whole trees
+/// (`crate::confine::landlock`). A mask covers only what exists at the start: a name the deny
+/// matches that does not exist yet (a missing path, any new name under `D/*` or `D/na*`) could
+/// be created in a tree the program may write, and no kernel rule would refuse it. There the
+/// agent decides; in a tree nobody may write, nothing new appears.
+fn deny_in_view(
+    policy: &Policy,
+    pattern: &crate::PathPattern,
+    find: &dyn Fn(&str) -> Found,
+) -> Enforcer {
+    let lit = pattern.literal();
+    if !pattern.is_prefix() && find(lit) != Found::Missing {
+        return Enforcer::Kernel;
+    }
+    let writable = policy.path_rules().iter().any(|a| {
+        matches!(a.access, Some(Access::Write))
+            && (a.pattern.matches(lit)
+                || (a.pattern.is_prefix() && lit.starts_with(a.pattern.literal()))
+                || (pattern.is_prefix() && a.pattern.literal().starts_with(lit)))
+    });
+    if writable {
+        Enforcer::Blocks(format!(
+            "`path-deny {pattern}` names what may be created later in a tree the program may \
+             write, where the view's masks (made at the start) cannot cover it"
+        ))
+    } else {
+        Enforcer::Kernel
+    }
+}
+
+/// `policy` without the trees nested strictly beneath tree `lit` (`D/`) on directories that
+/// exist now, to judge `D/*` in a view: each such `D/sub/*` is a mount point of the view's own
+/// (`crate::view`, which binds every tree with other rights than the tree around it), which the
+/// program can neither rename nor remove, so Landlock's rule on it adds its rights beneath it to
+/// `D`'s exactly as the policy's rules add up, and it is judged on its own. Hard links between
+/// the two cross a mount (EXDEV).
+fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found) -> Policy {
+    let mut p = policy.clone();
+    if lit.ends_with('/') {
+        p.path_rules.retain(|r| {
+            let inner = r.pattern.literal();
+            let dir = inner.trim_end_matches('/');
+            !(r.access.is_some()
+                && r.pattern.is_prefix()
+                && inner.ends_with('/')
+                && inner.len() > lit.len()
+                && inner.starts_with(lit)
+                && find(dir) == Found::Dir(dir.to_string()))
+        });
+    }
+    p
 }
 
 /// In a view, a rule on a path that does not exist now is narrower, not a blocker: the view does
@@ -247,6 +312,38 @@ pub fn made_in_tmpfs(policy: &Policy) -> Vec<String> {
         }
     }
     dirs
+}
+
+/// `D/*` on the view's own `/dev`, which holds only the devices and links the policy names
+/// exactly (and the private tmpfs places mapped there, with their own rules): a Landlock rule on
+/// it gives `access` to every device the view brought in, so it is exact when each of them is
+/// named for `access` too (a device named only for writing is not read through `/dev/*`: the
+/// agent opens a device only for a rule that names it). A link there leads elsewhere, where
+/// its target's own rule decides.
+fn dev_tree_in_view(policy: &Policy, access: Access, find: &dyn Fn(&str) -> Found) -> Enforcer {
+    if !matches!(access, Access::Read | Access::Write) {
+        return Enforcer::Blocks(format!(
+            "`path-allow {access} /dev/*` would give the view's devices a right no device rule \
+             names"
+        ));
+    }
+    let unnamed = policy.path_rules().iter().find(|r| {
+        let lit = r.pattern.literal();
+        r.access.is_some()
+            && !r.pattern.is_prefix()
+            && lit.starts_with("/dev/")
+            && !in_private_tmpfs(policy, lit)
+            && matches!(find(lit), Found::File(ref canonical) if canonical == lit)
+            && !policy.names_exactly(lit, access)
+    });
+    match unnamed {
+        None => Enforcer::Kernel,
+        Some(r) => Enforcer::Blocks(format!(
+            "the view's /dev holds {dev}, which no rule names for {access}, and a Landlock rule \
+             on /dev would give it; add `path-allow {access} {dev}` if it may be",
+            dev = r.pattern.literal()
+        )),
+    }
 }
 
 fn in_views_own(lit: &str, prefix: bool) -> bool {
@@ -567,11 +664,10 @@ path-allow write /run/app.pid /run/d/*",
     }
 
     #[test]
-    fn read_tree_without_its_root_is_not_exact() {
+    fn read_tree_without_its_root_is_exact() {
         let find = fs(DIRS, FILES, &[]);
-        let p = plan("path-allow read /usr/*", &find);
-        assert!(!p.exact());
-        assert!(reasons(&p)[0].contains("add `path-allow read /usr`"));
+        // Reading `/usr/*` lets /usr be listed, as the Landlock rule on /usr does.
+        assert!(plan("path-allow read /usr/*", &find).exact());
         // Write beneath a directory does not need the directory itself.
         assert!(plan("path-allow write /data/*", &find).exact());
     }
@@ -710,5 +806,94 @@ path-allow write /run/app.pid /run/d/*",
             .rules
             .iter()
             .any(|r| matches!(&r.enforcer, Enforcer::Narrower(w) if w.contains("/proc/self"))));
+    }
+
+    #[test]
+    fn a_dev_tree_in_the_view_is_the_kernels_when_every_device_is_named_for_it() {
+        let dirs = [
+            "/",
+            "/dev",
+            "/dev/pts",
+            "/proc",
+            "/proc/self",
+            "/proc/self/fd",
+        ];
+        let files = ["/dev/null", "/dev/urandom", "/dev/loop0", "/dev/tty"];
+        let find = fs(&dirs, &files, &[("/dev/stdin", "/proc/self/fd/0")]);
+        let in_view = |text: &str| {
+            let p = Policy::parse("t", text).expect("parses");
+            let mut with = Policy::default_policy();
+            with.merge(p);
+            kernel_plan_in_view(&with, &find)
+        };
+        // The default names each of its devices for reading: `read /dev/*` adds nothing the
+        // view's /dev does not already give, and the kernel holds it.
+        let p = in_view("path-allow read /dev/*");
+        assert!(p.exact(), "{:?}", reasons(&p));
+        // /dev/urandom is named for reading only: a write tree would give it writing.
+        let p = in_view("path-allow write /dev/*");
+        let r = reasons(&p);
+        assert!(
+            r.iter()
+                .any(|w| w.contains("/dev/urandom")
+                    && w.contains("add `path-allow write /dev/urandom`")),
+            "{r:?}"
+        );
+        // A device named for writing only is not read through the tree.
+        let p = in_view("path-allow write /dev/loop0\npath-allow read /dev/*");
+        let r = reasons(&p);
+        assert!(r.iter().any(|w| w.contains("/dev/loop0")), "{r:?}");
+        assert!(in_view("path-allow write /dev/loop0\npath-allow read /dev/loop0 /dev/*").exact());
+        // Exec on the view's devices: nothing to give them.
+        assert!(!in_view("path-allow exec /dev/*").exact());
+        // On the host's tree the tree keeps every device of the host's: still the agent's.
+        assert!(!kernel_plan(
+            &Policy::parse("t", "path-allow read /dev/*").unwrap(),
+            &find
+        )
+        .exact());
+    }
+
+    #[test]
+    fn nested_trees_in_the_view_add_up_as_landlocks_rules_do() {
+        let dirs = [
+            "/", "/usr", "/usr/bin", "/usr/lib", "/w", "/w/bin", "/w/src",
+        ];
+        let find = fs(&dirs, &[], &[("/w/link", "/usr/bin")]);
+        let view = |text: &str| kernel_plan_in_view(&Policy::parse("t", text).unwrap(), &find);
+        // An exec tree inside a read tree: each directory's rule adds its rights beneath it.
+        let p = view("path-allow read /usr /usr/*\npath-allow exec /usr/bin/*");
+        assert!(p.exact(), "{:?}", reasons(&p));
+        // An exec tree in a writable tree: a mount point of the view's, so it is the kernel's.
+        let p = view(
+            "path-allow read /w /w/*\npath-allow write /w/*\npath-allow unlink /w/*\n\
+             path-allow exec /w/bin/*",
+        );
+        assert!(p.exact(), "{:?}", reasons(&p));
+        // On the host's tree nothing holds /w/bin in place: still the agent's.
+        let host = kernel_plan(
+            &Policy::parse(
+                "t",
+                "path-allow read /usr /usr/*\npath-allow exec /usr/bin/*",
+            )
+            .unwrap(),
+            &find,
+        );
+        assert!(!host.exact());
+        // A nested tree that does not exist (yet), or an exact path or a name prefix inside,
+        // is no mount point: the tree around it stays the agent's.
+        for inner in [
+            "path-allow exec /w/out/*",
+            "path-allow write /w/src/main.c",
+            "path-allow exec /w/bi*",
+            "path-allow exec /w/link/*",
+        ] {
+            let p = view(&format!("path-allow read /w /w/*\n{inner}"));
+            assert!(
+                p.blockers().any(|(_, w)| w.contains("rules inside /w")),
+                "{inner}: {:?}",
+                reasons(&p)
+            );
+        }
     }
 }

@@ -700,8 +700,8 @@ fn not_a_mount_point(c: &Client, p: &OwnedFd, name: &CString) -> Result<(), i32>
         return Err(c.refuse_by(
             &name.to_string_lossy(),
             "view:mount-point",
-            "a mount point of the sandbox's view (a path-map, the --here directory or a hidden \
-             path's cover) cannot be removed, replaced or moved",
+            "a mount point of the sandbox's view (a path-map, the --here directory, a tree with \
+             rights of its own or a hidden path's cover) cannot be removed, replaced or moved",
             libc::EBUSY,
         ));
     }

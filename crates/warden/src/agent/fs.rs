@@ -565,8 +565,9 @@ fn not_a_mount_point(c: &Client, w: &Walked) -> Result<(), Errno> {
             c,
             &w.path,
             &format!(
-                "{} is a mount point of the sandbox's view (a path-map, the --here directory \
-                 or a hidden path's cover): it cannot be removed, replaced or moved",
+                "{} is a mount point of the sandbox's view (a path-map, the --here directory, a \
+                 tree with rights of its own or a hidden path's cover): it cannot be removed, \
+                 replaced or moved",
                 w.path
             ),
             Errno::BUSY,

@@ -227,7 +227,7 @@ impl Filler {
         view: Option<&warden_policy::view::ViewPlan>,
     ) -> Result<(usize, ExecRules), LandlockError> {
         let filtered: Vec<&str> = view.map_or_else(Vec::new, |v| v.filtered_trees().collect());
-        let targets = targets(policy, None, &filtered);
+        let targets = targets(policy, None, &filtered, view.is_some());
         let mut exec = ExecRules {
             // A tmpfs map's exec rules are learnt in the view instead ([`ExecRules::learn_in_view`]).
             maps: policy
@@ -249,7 +249,12 @@ impl Filler {
 /// only what lies there, for [`Prepared::allow_view`] to open in the view, where the map's
 /// objects are (a tmpfs's and an overlay's are not the host's at all: Landlock holds rules
 /// on objects, and an overlay's are its own).
-fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Target> {
+///
+/// `masked`: in a view, which covers what a `path-deny` outside `/proc` names with a mask, so
+/// a tree's rule is on the tree itself (a program may create in it what the policy allows),
+/// not on its entries around the denied ones; what a mask cannot cover (a name created later)
+/// keeps the run's opens with the agent (`warden_policy::kernel`).
+fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str], masked: bool) -> Vec<Target> {
     use warden_policy::map::at_or_beneath;
     let keep = |p: &str| match within {
         None => !policy.maps().iter().any(|m| at_or_beneath(p, &m.sandbox)),
@@ -258,7 +263,7 @@ fn targets(policy: &Policy, within: Option<&str>, filtered: &[&str]) -> Vec<Targ
     let denies: Vec<&PathPattern> = policy
         .path_rules()
         .iter()
-        .filter(|r| r.access.is_none())
+        .filter(|r| r.access.is_none() && (!masked || r.pattern.literal().starts_with("/proc/")))
         .map(|r| &r.pattern)
         .collect();
     let mut targets: Vec<Target> = Vec::new();
@@ -782,7 +787,7 @@ impl Prepared {
         if let Some(policy) = &self.in_view {
             let mut exec = ExecRules::default();
             for m in policy.maps() {
-                let targets = targets(policy, Some(&m.sandbox), &[]);
+                let targets = targets(policy, Some(&m.sandbox), &[], false);
                 self.rules += add_targets(&mut self.ruleset, self.handled, targets, &mut exec)?;
             }
         }
