@@ -26,7 +26,9 @@ pub struct RunArgs {
     /// Allow writing PATH (a directory: creating and changing anything beneath it).
     #[arg(long = "write", value_name = "PATH")]
     write: Vec<String>,
-    /// Allow executing PATH (a directory: everything beneath it).
+    /// Allow running PATH (a directory: everything beneath it): executing it and reading it,
+    /// as the kernel and an interpreter do to run a program (and as the kernel's own execute
+    /// right comes, so the run stays at the kernel's speed).
     #[arg(long = "exec", value_name = "PATH")]
     exec: Vec<String>,
     /// Allow removing PATH (a directory: anything beneath it).
@@ -350,11 +352,19 @@ fn build_policy(args: &RunArgs) -> Result<Policy, Vec<String>> {
         (&args.unlink, Access::Unlink, "--unlink"),
     ];
     for (paths, access, flag) in flags {
+        // `--exec` reads what it runs: a script's interpreter opens it, and Landlock's execute
+        // right holds only with the right to read.
+        let accesses: &[Access] = match access {
+            Access::Exec => &[Access::Read, Access::Exec],
+            _ => std::slice::from_ref(&access),
+        };
         for raw in paths.iter() {
             match flag_patterns(raw) {
                 Ok(patterns) => {
                     for p in patterns {
-                        policy.add_rule(Some(access), p, Span::new(flag, 1, 1));
+                        for &a in accesses {
+                            policy.add_rule(Some(a), p.clone(), Span::new(flag, 1, 1));
+                        }
                     }
                 }
                 Err(e) => errors.push(format!("warden: {flag} {raw}: {e}")),
