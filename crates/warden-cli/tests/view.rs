@@ -1958,3 +1958,147 @@ fn tmp_never_runs(who: As) {
 fn nothing_in_tmp_runs_by_any_route() {
     each_user("nothing_in_tmp_runs_by_any_route", tmp_never_runs);
 }
+
+/// The rule shapes a policy of the user's brings, which the view and Landlock now hold
+/// together so that the kernel decides the opens (issue 40): an exec tree nested in a writable
+/// tree (a mount point of the view's own, which cannot be moved), a tree's directory listed
+/// under `D/*`, and `/dev/*` over the view's own `/dev`. The program renames, removes,
+/// hard-links, copies and re-creates its way around the exec rule, in the kernel's mode and in
+/// the agent's, and gets the same, and nothing the policy does not grant; checked from outside
+/// too (the host's tree is as it was, and the kernel's run delegated no open).
+fn nested_trees(who: As) {
+    let w = common::fresh_dir(&format!("view-nested-{}", common::who_tag(who)));
+    common::chmod(&w, 0o777);
+    let bin = w.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    common::chmod(&bin, 0o777);
+    std::fs::copy("/usr/bin/true", bin.join("prog")).unwrap();
+    common::chmod(&bin.join("prog"), 0o755);
+    std::fs::create_dir(w.join("data")).unwrap();
+    common::chmod(&w.join("data"), 0o777);
+    common::write_file(&w.join("data/x"), "x\n", 0o644);
+    common::write_file(&w.join("data/secret"), "nested-secret\n", 0o644);
+    let d = Fixture::s(&w);
+    let policy = w.join("nested.policy");
+    common::write_file(
+        &policy,
+        format!(
+            "path-allow read {d}/*\npath-allow write {d}/*\npath-allow unlink {d}/*\n\
+             path-allow read {d}/bin/*\npath-allow exec {d}/bin/*\npath-allow read /dev/*\n\
+             path-deny {d}/data/secret\n"
+        ),
+        0o644,
+    );
+    let policy = Fixture::s(&policy);
+    // Who decides: the view and Landlock hold every rule, so the kernel does.
+    let o = run_warden(who, common::workdir(), &["check", "--explain", policy]);
+    assert!(
+        stdout(&o)
+            .contains("opens in the sandbox's own view (the default): straight to the kernel"),
+        "{}{}",
+        stdout(&o),
+        common::stderr(&o)
+    );
+    let script = format!(
+        "cd {d} || exit 9; ./bin/prog && echo RAN-BIN; ls . | tr '\\n' ' '; echo LISTED; \
+         mv bin moved && echo MOVED; \
+         ln bin/prog linked && echo LINKED; cp bin/prog copy && ./copy && echo RAN-COPY; \
+         mkdir -p bin2 && cp bin/prog bin2/prog && ./bin2/prog && echo RAN-BIN2; \
+         ln -s bin alias && ./alias/prog && echo RAN-ALIAS; \
+         /lib64/ld-linux-x86-64.so.2 ./copy && echo RAN-LDSO; \
+         cat data/secret && echo READ-SECRET; ls data | tr '\\n' ' '; echo DATA-LISTED; \
+         head -c1 /dev/urandom >/dev/null && echo READ-URANDOM; \
+         echo x >/dev/urandom && echo WROTE-URANDOM; ls /dev | tr '\\n' ' '; echo DEV-LISTED; \
+         mv bin/prog data/prog2; ./data/prog2 && echo RAN-MOVED-PROG; echo done"
+    );
+    let report = own_tmpdir("nested", who).join("report");
+    let run = |fast: &str| {
+        let _ = std::fs::remove_dir_all(w.join("bin2"));
+        for f in ["copy", "alias", "linked", "moved", "data/prog2"] {
+            let _ = std::fs::remove_file(w.join(f));
+        }
+        // The policy lets the program move its program out of bin/ (a copy and an unlink
+        // across the mount): the last step of each run does, and runs it nowhere.
+        std::fs::copy("/usr/bin/true", bin.join("prog")).unwrap();
+        common::chmod(&bin.join("prog"), 0o755);
+        let o = run_warden(
+            who,
+            common::workdir(),
+            &[
+                "run",
+                "--view",
+                "on",
+                "--fast-path",
+                fast,
+                "--report",
+                Fixture::s(&report),
+                "-p",
+                policy,
+                "--",
+                "/bin/sh",
+                "-c",
+                &script,
+            ],
+        );
+        let opens = common::report_field(&report, "delegated-open").unwrap_or_else(|| "0".into());
+        assert!(report.exists(), "no report");
+        (stdout(&o), common::stderr(&o), opens)
+    };
+    let mut seen = Vec::new();
+    for fast in ["auto", "never"] {
+        let (out, err, opens) = run(fast);
+        let all = format!("--fast-path={fast}:\n{out}\n{err}");
+        assert!(out.contains("done"), "{all}");
+        for granted in [
+            "RAN-BIN",
+            "LISTED",
+            "RAN-ALIAS",
+            "DATA-LISTED",
+            "READ-URANDOM",
+        ] {
+            assert!(out.contains(granted), "{granted} missing: {all}");
+        }
+        assert!(out.contains("bin data"), "{all}");
+        assert!(out.contains("null") && out.contains("urandom"), "{all}");
+        for escape in [
+            "MOVED",
+            "LINKED",
+            "RAN-COPY",
+            "RAN-BIN2",
+            "RAN-LDSO",
+            "READ-SECRET",
+            "nested-secret",
+            "WROTE-URANDOM",
+            "RAN-MOVED-PROG",
+        ] {
+            assert!(!out.contains(escape), "ESCAPE: {escape}: {all}");
+        }
+        // From outside: the exec tree is where the rule names it, with its program.
+        assert!(bin.is_dir() && !w.join("moved").exists(), "{all}");
+        assert!(!w.join("linked").exists(), "{all}");
+        // What the policy lets it write, it wrote (so the refusals to run it above count).
+        assert!(
+            w.join("copy").is_file() && w.join("bin2/prog").is_file(),
+            "{all}"
+        );
+        if fast == "auto" && common::landlock_abi() >= 5 {
+            assert_eq!(opens, "0", "the kernel's run delegated opens: {all}");
+        }
+        if fast == "never" {
+            assert_ne!(
+                opens, "0",
+                "control: the agent's run delegated no open: {all}"
+            );
+        }
+        seen.push(out);
+    }
+    assert_eq!(seen[0], seen[1], "the kernel and the agent differ");
+}
+
+#[test]
+fn nested_trees_listed_directories_and_dev_are_the_kernels_and_hold_against_moves_and_links() {
+    each_user(
+        "nested_trees_listed_directories_and_dev_are_the_kernels_and_hold_against_moves_and_links",
+        nested_trees,
+    );
+}
