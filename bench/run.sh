@@ -47,13 +47,22 @@
 #             `warden run --capability-mode`, warden_capsicum::sandbox), and the
 #             compartmentalised decompressor's start-up penalty per file for 1 B .. 16 MB;
 #             the machine's load before and after is printed with them
+#   policies  the per-call cost (open+close and stat of an allowed file, bench/microbench.c)
+#             natively and under the policies users bring: the default (the program's directory
+#             granted, as micro), `--exec DIR` alone, an Ostia-style hand-written policy
+#             (bench/policies/ostia.policy, its work tree substituted) with --default-policy=no
+#             and on top of the default, the policy `warden learn` writes for the program,
+#             `--here` in a checkout-like tree, and each shipped profile (profiles/*.policy);
+#             per row whether `warden check --explain` puts its opens in the kernel or with the
+#             agent, and what the run report counted (delegated opens and stats); load before
+#             and after
 # and prints a table (or one JSON object with --json). Output of every program goes to files.
 #
 # Options:
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
-#                         reactive,agent,capsicum,modes
+#                         reactive,agent,capsicum,modes,policies
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --base PATH           agent: also measure this warden binary (an older build), interleaved
 #   --reps N              micro: interleaved runs (7; quick 5; at least 5)
@@ -70,6 +79,7 @@
 #   --reactive-runs N     reactive: runs of each (20; quick 5)
 #   --reactive-cpus G,S   reactive: pin the grader to CPU G, the solution (and warden) to CPU S
 #                         (default: not pinned)
+#   (policies takes --reps and --iterations, as micro)
 set -eu
 
 started=$(date +%s.%N)
@@ -147,8 +157,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum|modes) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes)" >&2
+        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum|modes|policies) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes,policies)" >&2
            exit 2 ;;
     esac
 done
