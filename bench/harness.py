@@ -38,6 +38,7 @@ reactive_runs = int(env["BENCH_REACTIVE_RUNS"])
 reactive_cpus = env["BENCH_REACTIVE_CPUS"]  # "" (not pinned) or "G,S"
 connections = int(env["BENCH_CONNECTIONS"])
 base_warden = env.get("BENCH_BASE", "")
+concurrent_reps = int(env["BENCH_CONCURRENT_REPS"])
 
 SCALE_PROCS = [1, 10, 25, 50, 100]
 SCALE_FILES = 100
@@ -1154,6 +1155,67 @@ def bench_policies():
             "load": {"before": load_before, "after": loadavg()}}
 
 
+# --- concurrent: many sandboxes started at once -----------------------------------------------
+
+CONCURRENT_COUNTS = [1, 10, 50, 100]
+
+
+def percentile(xs, p):
+    """The nearest-rank percentile p (0..100) of xs."""
+    s = sorted(xs)
+    return s[max(0, min(len(s) - 1, -(-len(s) * p // 100) - 1))]
+
+
+def bench_concurrent():
+    """N copies of /bin/true started at once (bench/concurrent.c forks them all, then releases
+    them together and times each from the release to its exit), natively, under `warden run` and
+    under bubblewrap as the startup section runs it, for N in CONCURRENT_COUNTS; which goes first
+    rotates. Per N: the median over the repetitions of the total wall time and of each run's p50
+    and p99 start latency."""
+    load_before = loadavg()
+    launcher = os.path.join(bindir, "concurrent")
+    children = os.path.join(work, "concurrent-children")  # the N programs' stdout and stderr
+    commands = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"]}
+    peer = bubblewrap("/bin/true")
+    if peer:
+        commands["bwrap"] = peer
+    modes = tuple(commands)
+
+    def once(mode, n):
+        argv = [launcher, str(n), children] + commands[mode]
+        run_checked(f"{n} concurrent starts ({mode}; their output is in {children})", argv)
+        lines = read_out().split()
+        if lines[0] != "total" or len(lines) != n + 2:
+            sys.exit(f"run.sh: concurrent ({mode}, {n}): unexpected output from {launcher}")
+        lat = [int(x) / 1e6 for x in lines[2:]]
+        return int(lines[1]) / 1e6, percentile(lat, 50), percentile(lat, 99)
+
+    for m in modes:  # warm-up
+        once(m, 10)
+    samples = {n: {m: [] for m in modes} for n in CONCURRENT_COUNTS}
+    for r in range(concurrent_reps):
+        progress(f"concurrent: run {r + 1}/{concurrent_reps}")
+        for j, n in enumerate(CONCURRENT_COUNTS):
+            for m in orders(r * len(CONCURRENT_COUNTS) + j, modes):
+                samples[n][m].append(once(m, n))
+    rows = []
+    for n in CONCURRENT_COUNTS:
+        row = {"n": n}
+        for m in modes:
+            xs = samples[n][m]
+            row[m] = {"total_ms": round(statistics.median(x[0] for x in xs), 2),
+                      "p50_ms": round(statistics.median(x[1] for x in xs), 2),
+                      "p99_ms": round(statistics.median(x[2] for x in xs), 2),
+                      "total_samples_ms": [round(x[0], 2) for x in xs]}
+        row["warden_over_native"] = ratio(row["warden"]["total_ms"], row["native"]["total_ms"])
+        if "bwrap" in row:
+            row["bwrap_over_native"] = ratio(row["bwrap"]["total_ms"], row["native"]["total_ms"])
+            row["warden_over_bwrap"] = ratio(row["warden"]["total_ms"], row["bwrap"]["total_ms"])
+        rows.append(row)
+    return {"rows": rows, "reps": concurrent_reps, "bwrap": peer,
+            "load": {"before": load_before, "after": loadavg()}}
+
+
 # --- main --------------------------------------------------------------------------------------
 
 results = {}
@@ -1161,7 +1223,7 @@ for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("net", 
                    ("scaling", bench_scaling),
                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive),
                    ("agent", bench_agent), ("capsicum", bench_capsicum), ("modes", bench_modes),
-                   ("policies", bench_policies)]:
+                   ("policies", bench_policies), ("concurrent", bench_concurrent)]:
     if section in sections:
         progress(f"{section}...")
         results[section] = fn()
@@ -1187,7 +1249,7 @@ settings = {
     "scale_total": scale_total, "scale_reps": scale_reps, "gzip_reps": gzip_reps,
     "build_reps": build_reps, "build_modules": build_modules, "build_jobs": build_jobs,
     "queries": queries, "reactive_runs": reactive_runs, "reactive_cpus": reactive_cpus,
-    "connections": connections,
+    "connections": connections, "concurrent_reps": concurrent_reps,
 }
 
 if as_json:
@@ -1214,6 +1276,8 @@ if as_json:
         doc["modes"] = results["modes"]
     if "policies" in results:
         doc["policies"] = results["policies"]
+    if "concurrent" in results:
+        doc["concurrent"] = results["concurrent"]
     doc["elapsed_s"] = round(elapsed, 1)
     print(json.dumps(doc, indent=2))
     sys.exit(0)
@@ -1412,3 +1476,16 @@ if "policies" in results:
           f"the view, and the warm-up run's report (delegated calls); load "
           f"{p['load']['before']:.1f} .. {p['load']['after']:.1f}",
           ("policy", *(label for _, label in POLICY_CALLS), "check --explain", "run report"), rows)
+if "concurrent" in results:
+    c = results["concurrent"]
+    peers = [m for m in ("native", "warden", "bwrap") if m in c["rows"][0]]
+    rows = []
+    for r in c["rows"]:
+        rows.append((str(r["n"]),
+                     *(f"{r[m]['total_ms']:.1f} / {r[m]['p50_ms']:.1f} / {r[m]['p99_ms']:.1f}"
+                       for m in peers),
+                     x(r.get("warden_over_bwrap")), x(r["warden_over_native"])))
+    table(f"concurrent: N copies of /bin/true started at once (bench/concurrent.c), ms: total / "
+          f"p50 / p99 of each start (launch to exit); medians of {c['reps']} runs; load "
+          f"{c['load']['before']:.1f} .. {c['load']['after']:.1f}",
+          ("N", *("bubblewrap" if m == "bwrap" else m for m in peers), "warden/bwrap total", "warden/native total"), rows)
