@@ -61,16 +61,20 @@
 #             total wall time and each start's latency (p50, p99), warden/bubblewrap per N;
 #             load before and after
 # and prints a table (or one JSON object with --json). Output of every program goes to files.
+# policies and concurrent run only when --only names them: at the default sizes they add about
+# 3 minutes (most of it the policies whose every open and stat the agent decides, 20-50x
+# native), and the 100 concurrent starts leave the load average at 10-20 for the next minute.
 #
 # Options:
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
-#                         reactive,agent,capsicum,modes,policies,concurrent
+#                         reactive,agent,capsicum,modes,policies,concurrent (the default: all
+#                         but policies and concurrent)
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --base PATH           agent: also measure this warden binary (an older build), interleaved
-#   --reps N              micro: interleaved runs (7; quick 5; at least 5)
-#   --iterations N        micro: iterations per call (20000; quick 5000)
+#   --reps N              micro, policies: interleaved runs (7; quick 5; at least 5)
+#   --iterations N        micro, policies: iterations per call (20000; quick 5000)
 #   --startup-runs N      startup: runs of each (30; quick 10)
 #   --connections N       net: connections per run (1000; quick 300)
 #   --scale-total N       scaling: total open+close pairs per run (1000000; quick 30000)
@@ -84,7 +88,6 @@
 #   --reactive-cpus G,S   reactive: pin the grader to CPU G, the solution (and warden) to CPU S
 #                         (default: not pinned)
 #   --concurrent-reps N   concurrent: runs of each N (5; quick 3)
-#   (policies takes --reps and --iterations, as micro)
 set -eu
 
 started=$(date +%s.%N)
