@@ -38,6 +38,7 @@ reactive_runs = int(env["BENCH_REACTIVE_RUNS"])
 reactive_cpus = env["BENCH_REACTIVE_CPUS"]  # "" (not pinned) or "G,S"
 connections = int(env["BENCH_CONNECTIONS"])
 base_warden = env.get("BENCH_BASE", "")
+concurrent_reps = int(env["BENCH_CONCURRENT_REPS"])
 
 SCALE_PROCS = [1, 10, 25, 50, 100]
 SCALE_FILES = 100
@@ -959,13 +960,277 @@ def bench_modes():
     return {"rows": rows, "native": native, "load": loadavg()}
 
 
+# --- policies: the per-call cost under the policies users write ---------------------------------
+
+POLICY_CALLS = [("open_close", "open+close"), ("stat", "stat")]
+
+
+def grant_rules(grants):
+    """The policy lines `warden run` makes of --read/--write/--unlink/--exec PATH (a directory:
+    it and everything beneath it), for `warden check --explain`, which takes only files. Written
+    here, not asked of warden: if run's expansion of the flags changes, the table's explain
+    column and the run report's disagree ("differs") until this follows."""
+    lines = []
+    for flag, path in zip(grants[::2], grants[1::2]):
+        pats = [path, path + "/*"] if os.path.isdir(path) else [path]
+        lines.append(f"path-allow {flag[2:]} {' '.join(pats)}")
+    return lines
+
+
+def explain_opens(files, alone=False):
+    """`warden check --explain FILES`: whether opens in the sandbox's own view go "straight to
+    the kernel" or are "decided by the agent" (its line "opens in the sandbox's own view"), for
+    a run on top of the default policy or, with `alone`, with --default-policy=no (the line
+    adds "with --default-policy=no the agent decides them" when only the default makes the rules
+    exact); the line itself as the second value."""
+    argv = [warden, "check", "--explain", *files]
+    run_checked("warden check --explain", argv)
+    for line in read_out().splitlines():
+        if line.startswith("opens in the sandbox's own view"):
+            if "straight to the kernel" in line:
+                if alone and "with --default-policy=no the agent decides them" in line:
+                    return "agent", line
+                return "kernel", line
+            if "decided by the agent" in line:
+                return "agent", line
+            return "?", line
+    sys.exit(f"run.sh: `{' '.join(argv)}` printed no \"opens in the sandbox's own view\" line")
+
+
+def bench_policies():
+    """bench/microbench.c natively and under `warden run` with each policy a user brings (the
+    default with the program's directory granted, --exec DIR alone, an Ostia-style hand-written
+    policy with and without the default, the policy `warden learn` writes, --here, each shipped
+    profile), interleaved in the same runs; for each, whether `warden check --explain` says its
+    opens go to the kernel, and what the run report counted (delegated opens and stats)."""
+    load_before = loadavg()
+    pol = os.path.join(work, "policies")
+    # The work tree: a checkout-like directory (the Ostia policy's DIR, --here's project) with
+    # the program in bin/ and the file it opens in allowed/, which every row opens.
+    proj = os.path.join(pol, "proj")
+    for d in ("bin", "allowed", "src", ".git", ".git/hooks", ".git/refs/heads"):
+        os.makedirs(os.path.join(proj, d))
+    with open(os.path.join(proj, ".git", "HEAD"), "w") as f:
+        f.write("ref: refs/heads/main\n")
+    with open(os.path.join(proj, ".git", "config"), "w") as f:
+        f.write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    with open(os.path.join(proj, "src", "main.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    data = os.path.join(proj, "allowed", "data.txt")
+    with open(data, "w") as f:
+        f.write("allowed data\n")
+    micro = os.path.join(bindir, "microbench")
+    shutil.copy2(micro, os.path.join(proj, "bin", "microbench"))
+    # --exec DIR: a fresh directory outside the default trees, holding only the program.
+    exec_dir = os.path.join(pol, "exec")
+    os.mkdir(exec_dir)
+    shutil.copy2(micro, os.path.join(exec_dir, "microbench"))
+    for d, _, names in os.walk(pol):
+        os.chmod(d, 0o755)
+        for n in names:
+            os.chmod(os.path.join(d, n), 0o755 if n == "microbench" else 0o644)
+    denied = os.path.join(work, "denied.txt")
+
+    def args(prog):
+        return [prog, data, denied, str(iterations)]
+
+    def policy_file(name, lines):
+        path = os.path.join(pol, name)
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        return path
+
+    # The Ostia-style policy, with the work tree substituted.
+    with open(os.path.join(root, "bench", "policies", "ostia.policy")) as f:
+        ostia = policy_file("ostia.policy", [line.replace("@DIR@", proj)
+                                             for line in f.read().splitlines()])
+    # The policy `warden learn` writes for the program (learned once per benchmark run, from a
+    # short run of the same command).
+    learned = os.path.join(pol, "learned.policy")
+    run_checked("warden learn", [warden, "learn", "-o", learned, "--"]
+                + [micro, data, denied, "200"])
+
+    grants = ["--read", os.path.dirname(data), "--read", bindir, "--exec", bindir]
+    exec_grants = ["--read", os.path.dirname(data), "--exec", exec_dir]
+    here_rules = [f"path-allow {a} {proj} {proj}/*" for a in ("read", "write", "unlink", "exec")]
+    # (key, label, warden flags, program, cwd, the policy files `warden check --explain` reads)
+    rows = [
+        ("default", "default policy (+ --read/--exec of the program's directory, as micro)",
+         grants, micro, None, [policy_file("default.policy", grant_rules(grants))]),
+        ("exec", "--exec DIR (the program's own directory, no --read of it)", exec_grants,
+         os.path.join(exec_dir, "microbench"), None,
+         [policy_file("exec.policy", grant_rules(exec_grants))]),
+        ("ostia_alone", "Ostia-style, --default-policy=no",
+         ["--default-policy=no", "--policy", ostia], os.path.join(proj, "bin", "microbench"),
+         None, [ostia]),
+        ("ostia", "Ostia-style, on top of the default policy", ["--policy", ostia],
+         os.path.join(proj, "bin", "microbench"), None, [ostia]),
+        ("learned", "learned (`warden learn -o FILE`, then --policy FILE)", ["--policy", learned],
+         micro, None, [learned]),
+        ("here", "--here (from the checkout-like work tree)", ["--here"],
+         os.path.join(proj, "bin", "microbench"), proj,
+         [policy_file("here.policy", here_rules)]),
+    ]
+    profiles_dir = os.path.join(root, "profiles")
+    for name in sorted(os.listdir(profiles_dir)):
+        if name.endswith(".policy"):
+            profile = name[:-len(".policy")]
+            rows.append((f"profile_{profile}", f"--profile {profile} (+ the default row's grants)",
+                         ["--profile", profile, *grants], micro, None,
+                         [os.path.join(profiles_dir, name), policy_file(f"profile-{profile}-grants.policy",
+                                                                        grant_rules(grants))]))
+    argv = {"native": (args(micro), None)}
+    for key, _label, flags, prog, cwd, _files in rows:
+        argv[key] = (sandboxed(*flags) + args(prog), cwd)
+    modes = tuple(argv)
+    verdicts = {key: explain_opens(files, alone="--default-policy=no" in flags)
+                for key, _l, flags, _p, _c, files in rows}
+    report = os.path.join(pol, "report")
+
+    def once(mode, with_report=False):
+        a, cwd = argv[mode]
+        if with_report:
+            a = a[:2] + ["--report", report] + a[2:]
+        here = os.getcwd()
+        if cwd:
+            os.chdir(cwd)
+        try:
+            run_checked(f"the microbenchmark under the {mode} policy", a)
+        finally:
+            os.chdir(here)
+        result = {}
+        for line in read_out().splitlines():
+            name, ns, err = line.split()
+            result[name] = (float(ns), int(err))
+        for key, _label in POLICY_CALLS:
+            if key not in result:
+                sys.exit(f"run.sh: policies: {mode}: the microbenchmark printed no {key} line")
+            if result[key][1] != 0:
+                sys.exit(f"run.sh: policies: {mode} {key}: the call ended with errno "
+                         f"{result[key][1]}")
+        return {k: v[0] for k, v in result.items()}
+
+    # Warm-up, with the run report: what the agent was asked (delegated opens and stats). A
+    # policy under which the program does not run is a finding, not the end of the section: its
+    # row says why, and it is left out of the timed runs.
+    delegated = {}
+    failed = {}
+    for m in modes:
+        if m == "native":
+            once(m)
+            continue
+        try:
+            once(m, with_report=True)
+        except SystemExit as e:
+            failed[m] = str(e).strip().splitlines()[-1] if str(e).strip() else "failed"
+            progress(f"policies: {m}: the program did not run: {failed[m]}")
+            continue
+        r = report_values(report)
+        delegated[m] = {k: int(r.get(f"delegated-{k}", "0")) for k in ("open", "stat")}
+    modes = tuple(m for m in modes if m not in failed)
+    samples = {m: {k: [] for k, _ in POLICY_CALLS} for m in modes}
+    for r in range(reps):
+        progress(f"policies: run {r + 1}/{reps}")
+        for m in orders(r, modes):
+            for k, v in once(m).items():
+                if k in samples[m]:
+                    samples[m][k].append(v)
+    native = {k: statistics.median(samples["native"][k]) for k, _ in POLICY_CALLS}
+    out = []
+    for key, label, flags, _prog, _cwd, _files in rows:
+        row = {"name": key, "label": label, "flags": flags,
+               "explain": verdicts[key][0], "explain_line": verdicts[key][1]}
+        if key in failed:
+            row["failed"] = failed[key]
+            out.append(row)
+            continue
+        row.update({"delegated": delegated[key],
+               # The run's own answer: the agent was asked at least once per iteration.
+               "measured": ("agent" if delegated[key]["open"] + delegated[key]["stat"]
+                            >= iterations else "kernel")})
+        for k, _ in POLICY_CALLS:
+            w = statistics.median(samples[key][k])
+            row[k] = {"ns_per_op": round(w, 1), "ratio": ratio(w, native[k]),
+                      "samples": samples[key][k]}
+        out.append(row)
+    with open(learned) as f:
+        learned_text = f.read()
+    return {"rows": out,
+            "native": {k: {"ns_per_op": round(v, 1), "samples": samples["native"][k]}
+                       for k, v in native.items()},
+            "learned_policy": learned_text,
+            "load": {"before": load_before, "after": loadavg()}}
+
+
+# --- concurrent: many sandboxes started at once -----------------------------------------------
+
+CONCURRENT_COUNTS = [1, 10, 50, 100]
+
+
+def percentile(xs, p):
+    """The nearest-rank percentile p (0..100) of xs."""
+    s = sorted(xs)
+    return s[max(0, min(len(s) - 1, -(-len(s) * p // 100) - 1))]
+
+
+def bench_concurrent():
+    """N copies of /bin/true started at once (bench/concurrent.c forks them all, then releases
+    them together and times each from the release to its exit), natively, under `warden run` and
+    under bubblewrap as the startup section runs it, for N in CONCURRENT_COUNTS; which goes first
+    rotates. Per N: the median over the repetitions of the total wall time and of each run's p50
+    and p99 start latency."""
+    load_before = loadavg()
+    launcher = os.path.join(bindir, "concurrent")
+    children = os.path.join(work, "concurrent-children")  # the N programs' stdout and stderr
+    commands = {"native": ["/bin/true"], "warden": sandboxed() + ["/bin/true"]}
+    peer = bubblewrap("/bin/true")
+    if peer:
+        commands["bwrap"] = peer
+    modes = tuple(commands)
+
+    def once(mode, n):
+        argv = [launcher, str(n), children] + commands[mode]
+        run_checked(f"{n} concurrent starts ({mode}; their output is in {children})", argv)
+        lines = read_out().split()
+        if lines[0] != "total" or len(lines) != n + 2:
+            sys.exit(f"run.sh: concurrent ({mode}, {n}): unexpected output from {launcher}")
+        lat = [int(x) / 1e6 for x in lines[2:]]
+        return int(lines[1]) / 1e6, percentile(lat, 50), percentile(lat, 99)
+
+    for m in modes:  # warm-up
+        once(m, 10)
+    samples = {n: {m: [] for m in modes} for n in CONCURRENT_COUNTS}
+    for r in range(concurrent_reps):
+        progress(f"concurrent: run {r + 1}/{concurrent_reps}")
+        for j, n in enumerate(CONCURRENT_COUNTS):
+            for m in orders(r * len(CONCURRENT_COUNTS) + j, modes):
+                samples[n][m].append(once(m, n))
+    rows = []
+    for n in CONCURRENT_COUNTS:
+        row = {"n": n}
+        for m in modes:
+            xs = samples[n][m]
+            row[m] = {"total_ms": round(statistics.median(x[0] for x in xs), 2),
+                      "p50_ms": round(statistics.median(x[1] for x in xs), 2),
+                      "p99_ms": round(statistics.median(x[2] for x in xs), 2),
+                      "total_samples_ms": [round(x[0], 2) for x in xs]}
+        row["warden_over_native"] = ratio(row["warden"]["total_ms"], row["native"]["total_ms"])
+        if "bwrap" in row:
+            row["bwrap_over_native"] = ratio(row["bwrap"]["total_ms"], row["native"]["total_ms"])
+            row["warden_over_bwrap"] = ratio(row["warden"]["total_ms"], row["bwrap"]["total_ms"])
+        rows.append(row)
+    return {"rows": rows, "reps": concurrent_reps, "bwrap": peer,
+            "load": {"before": load_before, "after": loadavg()}}
+
+
 # --- main --------------------------------------------------------------------------------------
 
 results = {}
 for section, fn in [("micro", bench_micro), ("startup", bench_startup), ("net", bench_net),
                    ("scaling", bench_scaling),
                    ("gzip", bench_gzip), ("build", bench_build), ("reactive", bench_reactive),
-                   ("agent", bench_agent), ("capsicum", bench_capsicum), ("modes", bench_modes)]:
+                   ("agent", bench_agent), ("capsicum", bench_capsicum), ("modes", bench_modes),
+                   ("policies", bench_policies), ("concurrent", bench_concurrent)]:
     if section in sections:
         progress(f"{section}...")
         results[section] = fn()
@@ -991,7 +1256,7 @@ settings = {
     "scale_total": scale_total, "scale_reps": scale_reps, "gzip_reps": gzip_reps,
     "build_reps": build_reps, "build_modules": build_modules, "build_jobs": build_jobs,
     "queries": queries, "reactive_runs": reactive_runs, "reactive_cpus": reactive_cpus,
-    "connections": connections,
+    "connections": connections, "concurrent_reps": concurrent_reps,
 }
 
 if as_json:
@@ -1016,6 +1281,10 @@ if as_json:
         doc["capsicum"] = results["capsicum"]
     if "modes" in results:
         doc["modes"] = results["modes"]
+    if "policies" in results:
+        doc["policies"] = results["policies"]
+    if "concurrent" in results:
+        doc["concurrent"] = results["concurrent"]
     doc["elapsed_s"] = round(elapsed, 1)
     print(json.dumps(doc, indent=2))
     sys.exit(0)
@@ -1197,3 +1466,35 @@ if "modes" in results:
           f"filter around warden); per call: medians of {reps} runs of {iterations} iterations, "
           f"startup: median of {startup_runs} runs of /bin/true; load {m['load']:.1f}",
           ("mode", *(label for _, label in keys), "startup"), rows)
+if "policies" in results:
+    p = results["policies"]
+    nat = p["native"]
+    rows = [("native", *(f"{nat[k]['ns_per_op']:.0f}" for k, _ in POLICY_CALLS), "", "")]
+    for r in p["rows"]:
+        if "failed" in r:
+            rows.append((r["label"], "did not run", "", r["explain"], r["failed"][:60]))
+            continue
+        d = r["delegated"]
+        rows.append((r["label"],
+                     *(f"{r[k]['ns_per_op']:.0f} ({x(r[k]['ratio'])})" for k, _ in POLICY_CALLS),
+                     r["explain"] + (" (differs)" if r["explain"] != r["measured"] else ""),
+                     f"{r['measured']} ({d['open']} opens, {d['stat']} stats)"))
+    table(f"policies: per call under each policy, ns (ratio to native, same runs); medians of "
+          f"{reps} runs of {iterations} iterations; `warden check --explain`'s verdict on opens in "
+          f"the view (for flags, on the rules they expand to) and the warm-up run's report "
+          f"(delegated calls: agent if at least one per iteration); load "
+          f"{p['load']['before']:.1f} .. {p['load']['after']:.1f}",
+          ("policy", *(label for _, label in POLICY_CALLS), "check --explain", "run report"), rows)
+if "concurrent" in results:
+    c = results["concurrent"]
+    peers = [m for m in ("native", "warden", "bwrap") if m in c["rows"][0]]
+    rows = []
+    for r in c["rows"]:
+        rows.append((str(r["n"]),
+                     *(f"{r[m]['total_ms']:.1f} / {r[m]['p50_ms']:.1f} / {r[m]['p99_ms']:.1f}"
+                       for m in peers),
+                     x(r.get("warden_over_bwrap")), x(r["warden_over_native"])))
+    table(f"concurrent: N copies of /bin/true started at once (bench/concurrent.c), ms: total / "
+          f"p50 / p99 of each start (launch to exit); medians of {c['reps']} runs; load "
+          f"{c['load']['before']:.1f} .. {c['load']['after']:.1f}",
+          ("N", *("bubblewrap" if m == "bwrap" else m for m in peers), "warden/bwrap total", "warden/native total"), rows)

@@ -47,17 +47,34 @@
 #             `warden run --capability-mode`, warden_capsicum::sandbox), and the
 #             compartmentalised decompressor's start-up penalty per file for 1 B .. 16 MB;
 #             the machine's load before and after is printed with them
+#   policies  the per-call cost (open+close and stat of an allowed file, bench/microbench.c)
+#             natively and under the policies users bring: the default (the program's directory
+#             granted, as micro), `--exec DIR` alone, an Ostia-style hand-written policy
+#             (bench/policies/ostia.policy, its work tree substituted) with --default-policy=no
+#             and on top of the default, the policy `warden learn` writes for the program,
+#             `--here` in a checkout-like tree, and each shipped profile (profiles/*.policy);
+#             per row whether `warden check --explain` puts its opens in the kernel or with the
+#             agent, and what the run report counted (delegated opens and stats); load before
+#             and after
+#   concurrent  N copies of /bin/true started at once (bench/concurrent.c), N = 1, 10, 50, 100,
+#             natively, under `warden run` and under bubblewrap (the startup section's peer):
+#             total wall time and each start's latency (p50, p99), warden/bubblewrap per N;
+#             load before and after
 # and prints a table (or one JSON object with --json). Output of every program goes to files.
+# policies and concurrent run only when --only names them: at the default sizes they add about
+# 3 minutes (most of it the policies whose every open and stat the agent decides, 20-50x
+# native), and the 100 concurrent starts leave the load average at 10-20 for the next minute.
 #
 # Options:
 #   --quick               reduced sizes and repetitions (under a minute)
 #   --json                print all results as one JSON object
 #   --only LIST           comma-separated sections from: micro,startup,net,scaling,gzip,build,
-#                         reactive,agent,capsicum,modes
+#                         reactive,agent,capsicum,modes,policies,concurrent (the default: all
+#                         but policies and concurrent)
 #   --warden PATH         use this warden binary instead of building target/release/warden
 #   --base PATH           agent: also measure this warden binary (an older build), interleaved
-#   --reps N              micro: interleaved runs (7; quick 5; at least 5)
-#   --iterations N        micro: iterations per call (20000; quick 5000)
+#   --reps N              micro, policies: interleaved runs (7; quick 5; at least 5)
+#   --iterations N        micro, policies: iterations per call (20000; quick 5000)
 #   --startup-runs N      startup: runs of each (30; quick 10)
 #   --connections N       net: connections per run (1000; quick 300)
 #   --scale-total N       scaling: total open+close pairs per run (1000000; quick 30000)
@@ -70,6 +87,7 @@
 #   --reactive-runs N     reactive: runs of each (20; quick 5)
 #   --reactive-cpus G,S   reactive: pin the grader to CPU G, the solution (and warden) to CPU S
 #                         (default: not pinned)
+#   --concurrent-reps N   concurrent: runs of each N (5; quick 3)
 set -eu
 
 started=$(date +%s.%N)
@@ -78,7 +96,7 @@ quick=0
 only=micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes
 warden= base=
 reps= iterations= startup_runs= scale_total= scale_reps= gzip_reps= build_reps= build_modules=
-build_jobs=1 queries= reactive_runs= reactive_cpus= connections=
+build_jobs=1 queries= reactive_runs= reactive_cpus= connections= concurrent_reps=
 num() {
     case "$2" in
         ''|*[!0-9]*) echo "run.sh: $1 needs a positive number, not '$2'" >&2; exit 2 ;;
@@ -92,7 +110,7 @@ while [ $# -gt 0 ]; do
         -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --only|--warden|--base|--reps|--iterations|--startup-runs|--scale-total|--scale-reps|--gzip-reps|\
         --build-reps|--build-modules|--build-jobs|--queries|--reactive-runs|--reactive-cpus|\
-        --connections)
+        --connections|--concurrent-reps)
             [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
             case "$1" in
                 --only) only=$2 ;;
@@ -117,6 +135,7 @@ while [ $# -gt 0 ]; do
                        --build-jobs) build_jobs=$2 ;;
                        --queries) queries=$2 ;;
                        --reactive-runs) reactive_runs=$2 ;;
+                       --concurrent-reps) concurrent_reps=$2 ;;
                    esac ;;
             esac
             shift ;;
@@ -127,11 +146,11 @@ done
 if [ "$quick" = 1 ]; then
     : "${reps:=5}" "${iterations:=5000}" "${startup_runs:=10}" "${scale_total:=30000}" \
       "${scale_reps:=3}" "${gzip_reps:=3}" "${build_reps:=3}" "${build_modules:=8}" \
-      "${queries:=50000}" "${reactive_runs:=5}" "${connections:=300}"
+      "${queries:=50000}" "${reactive_runs:=5}" "${connections:=300}" "${concurrent_reps:=3}"
 else
     : "${reps:=7}" "${iterations:=20000}" "${startup_runs:=30}" "${scale_total:=1000000}" \
       "${scale_reps:=3}" "${gzip_reps:=7}" "${build_reps:=5}" "${build_modules:=24}" \
-      "${queries:=200000}" "${reactive_runs:=20}" "${connections:=1000}"
+      "${queries:=200000}" "${reactive_runs:=20}" "${connections:=1000}" "${concurrent_reps:=5}"
 fi
 if [ "$reps" -lt 5 ]; then
     echo "run.sh: --reps must be at least 5" >&2
@@ -147,8 +166,8 @@ if [ "$build_modules" -gt 99 ]; then
 fi
 for s in $(echo "$only" | tr ',' ' '); do
     case "$s" in
-        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum|modes) ;;
-        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes)" >&2
+        micro|startup|net|scaling|gzip|build|reactive|agent|capsicum|modes|policies|concurrent) ;;
+        *) echo "run.sh: unknown section '$s' in --only (micro,startup,net,scaling,gzip,build,reactive,agent,capsicum,modes,policies,concurrent)" >&2
            exit 2 ;;
     esac
 done
@@ -171,7 +190,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/warden-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 chmod 755 "$work"
 mkdir "$work/bin" "$work/allowed"
-for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench clockstamp; do
+for p in microbench netbench scale grader solution gentext landlock-run filter-floor walkbench clockstamp concurrent; do
     cc -O2 -Wall -o "$work/bin/$p" "bench/$p.c"
 done
 # The modes section's wrappers: the refusals of a container profile or a locked-down host.
@@ -191,5 +210,5 @@ BENCH_ITERATIONS="$iterations" BENCH_STARTUP_RUNS="$startup_runs" BENCH_SCALE_TO
 BENCH_SCALE_REPS="$scale_reps" BENCH_GZIP_REPS="$gzip_reps" BENCH_BUILD_REPS="$build_reps" \
 BENCH_BUILD_MODULES="$build_modules" BENCH_BUILD_JOBS="$build_jobs" BENCH_QUERIES="$queries" \
 BENCH_REACTIVE_RUNS="$reactive_runs" BENCH_REACTIVE_CPUS="$reactive_cpus" \
-BENCH_CONNECTIONS="$connections" BENCH_BASE="$base" \
+BENCH_CONNECTIONS="$connections" BENCH_BASE="$base" BENCH_CONCURRENT_REPS="$concurrent_reps" \
 /usr/bin/python3 "$root/bench/harness.py"
