@@ -973,7 +973,9 @@ def grant_rules(grants):
     lines = []
     for flag, path in zip(grants[::2], grants[1::2]):
         pats = [path, path + "/*"] if os.path.isdir(path) else [path]
-        lines.append(f"path-allow {flag[2:]} {' '.join(pats)}")
+        # --exec reads what it runs too.
+        for access in (["read", "exec"] if flag == "--exec" else [flag[2:]]):
+            lines.append(f"path-allow {access} {' '.join(pats)}")
     return lines
 
 

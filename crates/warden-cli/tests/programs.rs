@@ -2295,6 +2295,10 @@ fn rename_that_would_widen_rights_says_why() {
          except OSError as e:\n\
          \x20   print('deep', e.strerror)\n"
     );
+    // What the contents gain and the directory itself does not (reading `D/*` would let `D`
+    // be listed too): running.
+    let gains = d.join("gains.policy");
+    common::write_file(&gains, format!("path-allow exec {inner_all}\n"), 0o644);
     let o = run(
         As::Me,
         &[
@@ -2309,8 +2313,8 @@ fn rename_that_would_widen_rights_says_why() {
             &inner_all,
             "--unlink",
             &inner_all,
-            "--read",
-            &inner_all,
+            "-p",
+            s(&gains),
             "--read",
             &open_all,
             "--write",
@@ -2336,8 +2340,9 @@ fn rename_that_would_widen_rights_says_why() {
         "{err}"
     );
     let beneath = format!(
-        "moving {ds}/closed/sub/deep to {inner}: what the directory holds would gain read \
-         (path-allow read {inner_all} at --read:1:1) beneath {inner}"
+        "moving {ds}/closed/sub/deep to {inner}: what the directory holds would gain exec \
+         (path-allow exec {inner_all} at {}:1:17) beneath {inner}",
+        s(&gains)
     );
     assert!(err.contains(&beneath), "want {beneath:?} in\n{err}");
     let why = format!(

@@ -379,7 +379,17 @@ fn path_lines(uses: &Uses, cx: &Context<'_>) -> Vec<(String, Grant)> {
                 }
             }
         }
-        for (path, g) in without_covered(rules) {
+        let mut kept = without_covered(rules);
+        if *access == Access::Read {
+            // Reading `D/*` lets `D` be listed too (`PathPattern::is_tree_of`): a rule for `D`
+            // alone would say nothing more.
+            let trees: Vec<String> = kept
+                .iter()
+                .filter_map(|(p, _)| p.strip_suffix("/*").map(str::to_owned))
+                .collect();
+            kept.retain(|(p, _)| !trees.contains(p));
+        }
+        for (path, g) in kept {
             lines.push((format!("path-allow {access} {path}"), g));
         }
     }
@@ -964,7 +974,8 @@ mod tests {
         let text = learn(&once(&o), &cx(&base));
         assert_eq!(
             rules(&text),
-            ["path-allow read /srv/tree", "path-allow read /srv/tree/*"],
+            // `/srv/tree/*` lets /srv/tree be listed too.
+            ["path-allow read /srv/tree/*"],
             "{text}"
         );
         assert!(
@@ -975,7 +986,7 @@ mod tests {
         let mut base = Policy::default_policy();
         base.merge(Policy::parse("b", "path-deny /srv/tree/d1/secret").unwrap());
         let text = learn(&once(&o), &cx(&base));
-        assert_eq!(rules(&text).len(), 2, "{text}");
+        assert_eq!(rules(&text).len(), 1, "{text}");
         base.merge(Policy::parse("learned", &text).unwrap());
         assert!(base.check("/srv/tree/d1/d2", Access::Read).is_allowed());
         assert!(is_denied_by(&base, "/srv/tree/d1/secret"));
