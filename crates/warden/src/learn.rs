@@ -287,7 +287,10 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
         .scratch
         .and_then(|s| scratch_relative(&o.target, s))
         .unwrap_or_else(|| o.target.clone());
-    let per_run = in_scratch || access != Access::Read || !(cx.exists)(&o.target);
+    // A path the command itself names (the program, an argument) is the same in every run of
+    // that command: learned as it is, never widened to a pattern.
+    let named = cx.command.split_whitespace().any(|w| w == o.target);
+    let per_run = !named && (in_scratch || access != Access::Read || !(cx.exists)(&o.target));
     let target = match per_run.then(|| generalised(&target)).flatten() {
         // The sandbox's own shared memory starts empty in every run: what is in it is made
         // by the run (semaphores, segments with made-up names).
@@ -323,13 +326,23 @@ fn path_use(uses: &mut Uses, o: &Observation, access: Access, times: u64, cx: &C
         // destination a right its source lacks, and the destination is read back.
         let left = access == Access::Write && (cx.exists)(&o.target);
         let moved = access == Access::Unlink && o.syscall.starts_with("rename");
-        let read_back = (left || moved)
+        // What it runs, the kernel reads (and an interpreter reads a script): learned readable
+        // too, which is how Landlock's execute right comes, so that the kernel can hold the
+        // rule; not a pattern, which would read more than what ran.
+        let ran = access == Access::Exec && !target.ends_with('*');
+        let read_back = (left || moved || ran)
             && !in_scratch
             && !target.ends_with("/*")
             && !base.check(&o.target, Access::Read).is_allowed()
             && !is_denied_by(base, &o.target);
         if read_back {
-            let why = if moved { "moved" } else { "written" };
+            let why = if moved {
+                "moved"
+            } else if ran {
+                "run"
+            } else {
+                "written"
+            };
             uses.paths
                 .entry(Access::Read)
                 .or_default()
@@ -861,8 +874,14 @@ mod tests {
             rules(&text),
             [
                 "path-allow exec /opt/app/bin/tool",
+                // What runs is read too (Landlock's execute right comes with reading).
+                "path-allow read /opt/app/bin/tool",
                 "path-allow read /opt/app/conf"
             ]
+        );
+        assert!(
+            text.contains("path-allow read /opt/app/bin/tool    # execve (run)"),
+            "{text}"
         );
         assert!(
             text.contains("path-allow read /opt/app/conf    # openat x2"),
@@ -1249,6 +1268,39 @@ not json
         ] {
             assert_eq!(generalised(path), None, "{path}");
         }
+    }
+
+    #[test]
+    fn a_path_the_command_names_is_learned_as_it_is() {
+        // The program in a made-up directory (a benchmark's, a CI job's): the command names it,
+        // so every run of that command runs the same file; learned exactly, read with its exec.
+        let prog = "/tmp/warden-bench.bIYv7K/bin/microbench";
+        let base = Policy::default();
+        let o = [
+            obs("execve", prog, Some(Access::Exec)),
+            obs("execve", "/tmp/tmp.aB3dE5x/t", Some(Access::Exec)),
+        ];
+        let command = format!("{prog} /tmp/warden-bench.bIYv7K/data 200");
+        let text = learn(
+            &once(&o),
+            &Context {
+                base: &base,
+                home: None,
+                command: &command,
+                exists: &|_| true,
+                scratch: Some("/tmp/s"),
+                link_target: &|_| None,
+            },
+        );
+        assert_eq!(
+            rules(&text),
+            [
+                "path-allow exec /tmp/tmp.*".to_string(),
+                format!("path-allow exec {prog}"),
+                format!("path-allow read {prog}"),
+            ],
+            "{text}"
+        );
     }
 
     #[test]
