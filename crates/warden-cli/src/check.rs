@@ -272,9 +272,14 @@ fn explain(policy: &Policy) {
     } else {
         println!(
             "opens in the sandbox's own view (the default): decided by the agent: {} rule(s), \
-             with the default policy's, cannot be said exactly by the view and Landlock",
+             with the default policy's, cannot be said exactly by the view and Landlock:",
             in_view.blockers().count()
         );
+        let merged = with_default(policy);
+        for (id, why) in in_view.blockers() {
+            let rule = merged.rule(id);
+            println!("  {}: {rule}: {why}", rule.span);
+        }
     }
     let plan = warden_policy::kernel::kernel_plan(policy, &find);
     print!("on the host's tree (--view off), ");

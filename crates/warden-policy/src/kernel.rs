@@ -203,26 +203,60 @@ fn deny_in_view(
     }
 }
 
-/// `policy` without the trees nested strictly beneath tree `lit` (`D/`) on directories that
-/// exist now, to judge `D/*` in a view: each such `D/sub/*` is a mount point of the view's own
-/// (`crate::view`, which binds every tree with other rights than the tree around it), which the
-/// program can neither rename nor remove, so Landlock's rule on it adds its rights beneath it to
-/// `D`'s exactly as the policy's rules add up, and it is judged on its own. Hard links between
-/// the two cross a mount (EXDEV).
+/// `policy` without the trees nested strictly beneath tree `lit` (`D/`) that the view holds in
+/// place, to judge `D/*` in a view: each such `D/sub/*` then adds its rights beneath `sub` to
+/// `D`'s exactly as Landlock's rule on `sub` does, and is judged on its own. Held in place:
+/// `sub` exists (a directory, by its own name), and either nothing in `D`'s mount can be
+/// renamed (no `write` or `unlink` reaches `D`: a read-only bind), or `sub` is a mount point of
+/// its own (`crate::view` binds a tree whose mount flags differ from the tree around it: it
+/// gets `write` or `exec` that `D` does not), which cannot be moved or removed (EBUSY), and a
+/// hard link between the two crosses a mount (EXDEV). Otherwise the program could rename
+/// `sub` and carry its Landlock rule to another name, and the agent keeps `D`.
 fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found) -> Policy {
     let mut p = policy.clone();
-    if lit.ends_with('/') {
-        p.path_rules.retain(|r| {
-            let inner = r.pattern.literal();
-            let dir = inner.trim_end_matches('/');
-            !(r.access.is_some()
-                && r.pattern.is_prefix()
-                && inner.ends_with('/')
-                && inner.len() > lit.len()
-                && inner.starts_with(lit)
-                && find(dir) == Found::Dir(dir.to_string()))
-        });
-    }
+    let Some(outer) = lit.strip_suffix('/') else {
+        return p;
+    };
+    // The bind's flags at `dir`: (writable, executable), from the rules on it and around it.
+    let flags = |dir: &str| {
+        let on = |r: &&crate::policy::PathRule| {
+            let l = r.pattern.literal();
+            r.access.is_some()
+                && (l.trim_end_matches('/') == dir
+                    || (r.pattern.is_prefix()
+                        && l.ends_with('/')
+                        && dir.starts_with(l.trim_end_matches('/'))
+                        && dir[l.trim_end_matches('/').len()..].starts_with('/')))
+        };
+        let rules: Vec<_> = policy.path_rules().iter().filter(on).collect();
+        (
+            rules
+                .iter()
+                .any(|r| matches!(r.access, Some(Access::Write | Access::Unlink))),
+            rules.iter().any(|r| r.access == Some(Access::Exec)),
+        )
+    };
+    let outer_flags = flags(outer);
+    // A program the run will make beneath `D` makes `D`'s bind executable later
+    // (`crate::view`): its flags are not known from the rules alone.
+    let made_later = policy.path_rules().iter().any(|r| {
+        r.access == Some(Access::Exec)
+            && !r.pattern.is_prefix()
+            && r.pattern.literal().starts_with(lit)
+            && find(r.pattern.literal()) == Found::Missing
+    });
+    p.path_rules.retain(|r| {
+        let inner = r.pattern.literal();
+        let dir = inner.trim_end_matches('/');
+        let held = !outer_flags.0 || (!made_later && flags(dir) != outer_flags);
+        !(r.access.is_some()
+            && r.pattern.is_prefix()
+            && inner.ends_with('/')
+            && inner.len() > lit.len()
+            && inner.starts_with(lit)
+            && held
+            && find(dir) == Found::Dir(dir.to_string()))
+    });
     p
 }
 
@@ -870,6 +904,20 @@ path-allow write /run/app.pid /run/d/*",
              path-allow exec /w/bin/*",
         );
         assert!(p.exact(), "{:?}", reasons(&p));
+        // A tree with more rights but the same mount flags in a writable tree (unlink in a
+        // writable tree): no mount of its own, so the program could rename it and carry its
+        // rule; and a program made later beneath makes the flags unknown: the agent's.
+        for text in [
+            "path-allow read /w/*\npath-allow write /w/*\npath-allow unlink /w/src/*",
+            "path-allow read /w/*\npath-allow write /w/*\npath-allow exec /w/bin/* /w/prog",
+        ] {
+            let p = view(text);
+            assert!(
+                p.blockers().any(|(_, w)| w.contains("rules inside /w")),
+                "{text}: {:?}",
+                reasons(&p)
+            );
+        }
         // On the host's tree nothing holds /w/bin in place: still the agent's.
         let host = kernel_plan(
             &Policy::parse(

@@ -774,15 +774,6 @@ struct Placed {
     tree: bool,
 }
 
-/// The accesses the tree rules give everything beneath `path` (the rules on `path` itself and
-/// on the trees around it), as a set of [`Access`] bits.
-fn tree_rights(anchors: &[Anchor], path: &str) -> u8 {
-    anchors
-        .iter()
-        .filter(|a| a.tree && (a.path == path || is_beneath(path, &a.path)))
-        .fold(0, |bits, a| bits | (1 << a.access as u8))
-}
-
 /// `path` is strictly beneath `dir`.
 fn is_beneath(path: &str, dir: &str) -> bool {
     let dir = dir.trim_end_matches('/');
@@ -902,22 +893,12 @@ fn binds(host: &dyn Host, anchors: &[Anchor], plan: &mut ViewPlan) {
             }
         }
         let flags = all.union(later).union(later_at);
-        // Visible with the same flags through an outer tree bound earlier; but a tree that
-        // gets other rights than the tree around it is a mount point of its own even then, so
-        // that the program cannot rename or remove it (EBUSY) and take its rights elsewhere:
-        // Landlock's rights add up beneath nested rules as the policy's do only while each
-        // rule's directory stays where the rule names it (`crate::kernel`, nested trees).
+        // Visible with the same flags through an outer tree bound earlier.
         let covered = placed
             .iter()
             .rev()
             .find(|p| p.at == r.at || (p.tree && is_beneath(&r.at, &p.at)))
-            .is_some_and(|p| {
-                p.flags == flags
-                    && (p.at == r.at
-                        || !r.tree
-                        || !r.dir
-                        || tree_rights(anchors, &r.logical) == tree_rights(anchors, &p.at))
-            });
+            .is_some_and(|p| p.flags == flags);
         if covered {
             continue;
         }

@@ -186,23 +186,6 @@ fn a_writable_tree_inside_a_read_only_one_gets_its_own_bind_after_it() {
 }
 
 #[test]
-fn a_tree_with_other_rights_than_the_tree_around_it_is_a_mount_point_even_with_its_flags() {
-    // /home/u/p gets read, where /home/u gets only write: the same mount flags, but a bind of
-    // its own, so that the program cannot rename it and carry its Landlock rule elsewhere.
-    let p = plan("path-allow write /home/u/*\npath-allow read /home/u/p/*");
-    assert_eq!(
-        p.steps,
-        vec![
-            bind("/home/u", true, true, false),
-            bind("/home/u/p", true, true, false),
-        ]
-    );
-    // The same rights beneath: nothing to hold in place, no second mount.
-    let p = plan("path-allow write /home/u/*\npath-allow write /home/u/p/*");
-    assert_eq!(p.steps, vec![bind("/home/u", true, true, false)]);
-}
-
-#[test]
 fn an_exec_file_inside_a_noexec_tree_gets_its_own_bind() {
     let p = plan("path-allow read /home/u/*\npath-allow exec /home/u/notes");
     assert_eq!(

@@ -221,13 +221,18 @@ impl Filler {
     /// their objects are the view's overlays', whose rules [`Prepared::allow_view`] adds.
     ///
     /// [`Step::Filtered`]: warden_policy::view::Step::Filtered
+    ///
+    /// `masked`: the program reaches files only through the view, whose masks cover what a
+    /// `path-deny` names (no directory of the host's tree inherited), so a tree's rule may go on
+    /// the tree itself ([`targets`]).
     pub fn fill(
         mut self,
         policy: &Policy,
         view: Option<&warden_policy::view::ViewPlan>,
+        masked: bool,
     ) -> Result<(usize, ExecRules), LandlockError> {
         let filtered: Vec<&str> = view.map_or_else(Vec::new, |v| v.filtered_trees().collect());
-        let targets = targets(policy, None, &filtered, view.is_some());
+        let targets = targets(policy, None, &filtered, masked && view.is_some());
         let mut exec = ExecRules {
             // A tmpfs map's exec rules are learnt in the view instead ([`ExecRules::learn_in_view`]).
             maps: policy

@@ -79,8 +79,13 @@ pub fn execute(
         };
         // On warden's own thread: init builds the view on another CPU meanwhile
         // (crate::placement), and a thread of its own cost its start and a wake-up.
+        // A tree's rule goes on the tree itself, around the view's masks, only where every
+        // path the program opens is the view's: a directory of the host's tree it inherits
+        // (`Opens::Kernel` in a view) reaches past the masks, so there the rule goes on the
+        // entries around each denied path instead (narrower: nothing new in the tree).
+        let masked = matches!(opens, Opens::View | Opens::ViewExec);
         let (_, exec) = f
-            .fill(&policy, command.view.as_ref())
+            .fill(&policy, command.view.as_ref(), masked)
             .map_err(|e| e.to_string())?;
         exec_rules = exec;
         exec_rules.by_mounts = by_mounts;
