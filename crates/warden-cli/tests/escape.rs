@@ -2153,9 +2153,11 @@ fn deputy_hidden_directories_cannot_be_probed_through_dotdot() {
 
 fn deputy_devices(who: As) {
     let r = deputy(who, &["--read", "/dev"], &["devices"]);
-    if common::fast_path_base().is_some() {
-        // Landlock cannot tell a device from a file: a /dev tree keeps opens with the agent,
-        // and --fast-path=always refuses to start rather than hand the kernel a disk.
+    if common::fast_path_base().is_some() && !common::view_on() {
+        // On the host's tree Landlock cannot tell a device from a file: a /dev tree keeps opens
+        // with the agent, and --fast-path=always refuses to start rather than hand the kernel a
+        // disk. (In a view, /dev holds only the devices the policy names, each named for
+        // reading, so the kernel holds the tree: the devices below are simply not there.)
         assert!(!r.out.status.success(), "{}", r.dump());
         assert!(r.stderr().contains("/dev"), "{}", r.dump());
         return;
