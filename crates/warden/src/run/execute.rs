@@ -81,9 +81,14 @@ pub fn execute(
         // (crate::placement), and a thread of its own cost its start and a wake-up.
         // A tree's rule goes on the tree itself, around the view's masks, only where every
         // path the program opens is the view's: a directory of the host's tree it inherits
-        // (`Opens::Kernel` in a view) reaches past the masks, so there the rule goes on the
+        // (`Opens::Kernel` in a view) reaches past the masks, and so would one a process of the
+        // host's hands it over a unix socket a rule lets it reach; there the rule goes on the
         // entries around each denied path instead (narrower: nothing new in the tree).
-        let masked = matches!(opens, Opens::View | Opens::ViewExec);
+        let masked = matches!(opens, Opens::View | Opens::ViewExec)
+            && !policy
+                .net_rules()
+                .iter()
+                .any(|r| matches!(r.target, warden_policy::NetTarget::Unix(_)));
         let (_, exec) = f
             .fill(&policy, command.view.as_ref(), masked)
             .map_err(|e| e.to_string())?;
