@@ -251,7 +251,8 @@ fn explain(policy: &Policy) {
         .maps()
         .iter()
         .any(|m| m.source != warden_policy::map::MapSource::Tmpfs);
-    let in_view = warden_policy::kernel::kernel_plan_in_view(&with_default(policy), &find);
+    let merged = with_default(policy);
+    let in_view = warden_policy::kernel::kernel_plan_in_view(&merged, &find);
     let alone = warden_policy::kernel::kernel_plan_in_view(policy, &find).exact();
     if host_maps {
         println!(
@@ -275,7 +276,6 @@ fn explain(policy: &Policy) {
              with the default policy's, cannot be said exactly by the view and Landlock:",
             in_view.blockers().count()
         );
-        let merged = with_default(policy);
         for (id, why) in in_view.blockers() {
             let rule = merged.rule(id);
             println!("  {}: {rule}: {why}", rule.span);

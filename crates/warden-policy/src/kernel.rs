@@ -212,10 +212,14 @@ fn deny_in_view(
 /// gets `write` or `exec` that `D` does not), which cannot be moved or removed (EBUSY), and a
 /// hard link between the two crosses a mount (EXDEV). Otherwise the program could rename
 /// `sub` and carry its Landlock rule to another name, and the agent keeps `D`.
-fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found) -> Policy {
-    let mut p = policy.clone();
+fn without_nested_trees<'p>(
+    policy: &'p Policy,
+    lit: &str,
+    find: &dyn Fn(&str) -> Found,
+) -> std::borrow::Cow<'p, Policy> {
+    use crate::map::at_or_beneath;
     let Some(outer) = lit.strip_suffix('/') else {
-        return p;
+        return std::borrow::Cow::Borrowed(policy);
     };
     // The bind's flags at `dir`: (writable, executable), from the rules on it and around it.
     let flags = |dir: &str| {
@@ -223,10 +227,7 @@ fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found
             let l = r.pattern.literal();
             r.access.is_some()
                 && (l.trim_end_matches('/') == dir
-                    || (r.pattern.is_prefix()
-                        && l.ends_with('/')
-                        && dir.starts_with(l.trim_end_matches('/'))
-                        && dir[l.trim_end_matches('/').len()..].starts_with('/')))
+                    || (r.pattern.is_prefix() && l.ends_with('/') && at_or_beneath(dir, l)))
         };
         let rules: Vec<_> = policy.path_rules().iter().filter(on).collect();
         (
@@ -236,6 +237,19 @@ fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found
             rules.iter().any(|r| r.access == Some(Access::Exec)),
         )
     };
+    let nested = |r: &crate::policy::PathRule| {
+        let inner = r.pattern.literal();
+        r.access.is_some()
+            && r.pattern.is_prefix()
+            && inner.ends_with('/')
+            && inner.len() > lit.len()
+            && inner.starts_with(lit)
+    };
+    // Asked only when some tree is nested in this one: the plan judges every rule of the
+    // policy, at every start.
+    if !policy.path_rules().iter().any(nested) {
+        return std::borrow::Cow::Borrowed(policy);
+    }
     let outer_flags = flags(outer);
     // A program the run will make beneath `D` makes `D`'s bind executable later
     // (`crate::view`): its flags are not known from the rules alone.
@@ -245,19 +259,14 @@ fn without_nested_trees(policy: &Policy, lit: &str, find: &dyn Fn(&str) -> Found
             && r.pattern.literal().starts_with(lit)
             && find(r.pattern.literal()) == Found::Missing
     });
+    let mut p = policy.clone();
     p.path_rules.retain(|r| {
-        let inner = r.pattern.literal();
-        let dir = inner.trim_end_matches('/');
-        let held = !outer_flags.0 || (!made_later && flags(dir) != outer_flags);
-        !(r.access.is_some()
-            && r.pattern.is_prefix()
-            && inner.ends_with('/')
-            && inner.len() > lit.len()
-            && inner.starts_with(lit)
-            && held
+        let dir = r.pattern.literal().trim_end_matches('/');
+        !(nested(r)
+            && (!outer_flags.0 || (!made_later && flags(dir) != outer_flags))
             && find(dir) == Found::Dir(dir.to_string()))
     });
-    p
+    std::borrow::Cow::Owned(p)
 }
 
 /// In a view, a rule on a path that does not exist now is narrower, not a blocker: the view does
